@@ -1,0 +1,120 @@
+# agent-harness: build, test, install.
+# Plain make; see README.md.  `make check` runs the whole suite, first on the
+# normal build, then on an AddressSanitizer + UBSan build (build/san).
+
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+DATADIR ?= $(PREFIX)/share/agent-harness
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
+	-Wstrict-prototypes -Wmissing-prototypes -Wvla -Ilib -MD -MP
+LDLIBS  ?=
+override LDLIBS += -lcjson -lm
+
+# Where objects and programs go; the sanitizer build sets another one.
+BUILD   ?= build
+
+PROGS   = todo-write
+LIBSRC  = $(wildcard lib/*.c)
+LIBOBJ  = $(LIBSRC:lib/%.c=$(BUILD)/lib/%.o)
+CLIOBJ  = $(BUILD)/cmd/cli.o
+UNITSRC = $(wildcard tests/unit/*.c)
+UNITS   = $(UNITSRC:tests/unit/%.c=$(BUILD)/tests/%)
+BINS    = $(PROGS:%=$(BUILD)/bin/%)
+MAN1    = $(wildcard man/*.1)
+MAN5    = $(wildcard man/*.5)
+MAN7    = $(wildcard man/*.7)
+SCRIPTS = .ci/run tools/deps.sh tests/lib.sh $(wildcard tests/*.t) $(wildcard examples/*.sh)
+
+SANFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=all
+
+.PHONY: all deps check check-plain check-san check-valgrind test-units \
+	test-shell install uninstall clean lint
+
+all: $(BINS) $(UNITS)
+
+# Missing headers are installed (as root) or the command to install them is
+# printed: a fresh machine gets from nothing to green with `make check`.
+deps:
+	@sh tools/deps.sh
+
+$(BUILD)/.deps:
+	@sh tools/deps.sh
+	@mkdir -p $(@D) && touch $@
+
+$(BUILD)/lib/%.o: lib/%.c | $(BUILD)/.deps
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/cmd/%.o: cmd/%.c | $(BUILD)/.deps
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/%.o: tests/unit/%.c | $(BUILD)/.deps
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/unit -c -o $@ $<
+
+$(BUILD)/lib/libharness.a: $(LIBOBJ)
+	$(AR) rcs $@ $^
+
+$(BUILD)/bin/%: $(BUILD)/cmd/%.o $(CLIOBJ) $(BUILD)/lib/libharness.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/lib/libharness.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The tests run the programs of $(BUILD)/bin first in PATH (tests/lib.sh).
+test-units: $(UNITS)
+	prove $(PROVEFLAGS) $(UNITS)
+
+test-shell: $(BINS)
+	AH_BIN=$(abspath $(BUILD)/bin) prove $(PROVEFLAGS) tests/*.t
+
+check-plain: all
+	$(MAKE) --no-print-directory test-units test-shell
+
+check-san:
+	$(MAKE) --no-print-directory BUILD=build/san CFLAGS="$(SANFLAGS)" \
+		LDFLAGS="-fsanitize=address,undefined" all
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=99 \
+	$(MAKE) --no-print-directory BUILD=build/san test-units test-shell
+
+check: check-plain check-san
+
+# Every program run by the shell tests goes through valgrind (tests/lib.sh
+# wraps them when AH_VALGRIND is set); slow, so not part of `make check`.
+check-valgrind: all
+	AH_VALGRIND=1 $(MAKE) --no-print-directory test-shell
+	for t in $(UNITS); do valgrind -q --error-exitcode=99 --leak-check=full \
+		--errors-for-leak-kinds=definite,indirect $$t >/dev/null || exit 1; done
+
+lint:
+	shellcheck -s sh $(SCRIPTS)
+	mandoc -Tlint -Wwarning $(MAN1) $(MAN5) $(MAN7)
+
+install: $(BINS)
+	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(DATADIR)
+	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
+	install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/
+
+uninstall:
+	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/%)
+	rm -f $(MAN1:man/%=$(DESTDIR)$(MANDIR)/man1/%) \
+		$(MAN5:man/%=$(DESTDIR)$(MANDIR)/man5/%) \
+		$(MAN7:man/%=$(DESTDIR)$(MANDIR)/man7/%)
+	rm -rf $(DESTDIR)$(DATADIR)
+
+clean:
+	rm -rf build
+
+.SECONDARY:
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

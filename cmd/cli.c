@@ -1,0 +1,67 @@
+/* cli.c: diagnostics and exit handling shared by the programs. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "cli.h"
+
+void
+cli_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void
+cli_report(const struct ah_error *err)
+{
+	cli_warn("%s", err->msg[0] ? err->msg : "unknown error");
+}
+
+int
+cli_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help' for more information.\n", progname);
+	return ES_USAGE;
+}
+
+int
+cli_finish(int status)
+{
+	int bad;
+
+	errno = 0;
+	bad = fflush(stdout) == EOF || ferror(stdout);
+	if (fclose(stdout) == EOF)
+		bad = 1;
+	if (bad) {
+		cli_warn("cannot write stdout: %s",
+			 errno ? strerror(errno) : "write error");
+		return ES_IO;
+	}
+	return status;
+}
+
+int
+cli_bad_option(char **argv, int c)
+{
+	const char *opt = argv[optind - 1];
+
+	if (c == ':')
+		return cli_usage_error("option '%s' needs an argument", opt);
+	if (optopt && strncmp(opt, "--", 2))
+		return cli_usage_error("unknown option '-%c'", optopt);
+	return cli_usage_error("unknown option '%s'", opt);
+}

@@ -1,0 +1,40 @@
+/*
+ * cli.h: what the programs share and the library may not do: print
+ * diagnostics, decide exit codes, die.
+ */
+#ifndef CLI_H
+#define CLI_H
+
+#include "harness.h"
+
+/* Exit statuses.  Each program documents the ones it uses in its man page;
+ * all stay below 126 so that 128+signal keeps its meaning. */
+enum {
+	ES_OK = 0,
+	ES_REJECTED = 1,   /* the input was refused (todo-write: an Error: answer) */
+	ES_USAGE = 2,      /* bad options or arguments */
+	ES_IO = 3,         /* a file or stream could not be read or written */
+	ES_UNFINISHED = 4, /* todo-write --check: items are left */
+};
+
+extern const char *progname;
+
+/* Prints "progname: message" on stderr. */
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Prints the error the library filled, as "progname: what: why". */
+void cli_report(const struct ah_error *err);
+
+/* Prints "progname: message" and a pointer to --help on stderr, and
+ * returns ES_USAGE. */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Reports what getopt_long (called with an optstring starting with ':')
+ * returned c for, '?' or ':', and returns ES_USAGE. */
+int cli_bad_option(char **argv, int c);
+
+/* Flushes and closes stdout: a full disk or a closed pipe is reported and
+ * turns status into ES_IO.  Call it last, as `return cli_finish(status);`. */
+int cli_finish(int status);
+
+#endif

@@ -1,0 +1,196 @@
+/*
+ * harness.h: the code the agent-harness programs share.
+ *
+ * Nothing in lib/ prints or exits.  A function that can fail returns -1 (or
+ * a documented status) and fills a struct ah_error with "what failed: why";
+ * the program decides how to word it and which exit code to use.
+ *
+ * Ownership: a function returning char * or cJSON * hands the caller a new
+ * object to free (free() or cJSON_Delete()), unless its comment says
+ * otherwise.  Arguments are borrowed, never consumed.
+ */
+#ifndef HARNESS_H
+#define HARNESS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+/* --- error.c: the error every fallible function fills ------------------ */
+
+struct ah_error {
+	int code;       /* an AH_E* value, 0 when nothing failed */
+	char msg[1024]; /* "what failed: why", lowercase, no full stop */
+};
+
+enum {
+	AH_EOK = 0,
+	AH_ENOMEM,   /* out of memory */
+	AH_EIO,      /* a read, write or system call failed */
+	AH_EFORMAT,  /* input that is not what was expected */
+	AH_ETOOBIG,  /* input over a documented bound */
+};
+
+/* Sets err (when not NULL) and returns -1, so that `return ah_fail(...)`
+ * reads as one statement.  The message is printf-formatted. */
+int ah_fail(struct ah_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Like ah_fail, with ": strerror(errnum)" appended. */
+int ah_fail_errno(struct ah_error *err, int errnum, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* --- buf.c: a growable byte buffer with a maximum size ----------------- */
+
+struct buf {
+	char *data;  /* always NUL-terminated when not NULL */
+	size_t len;
+	size_t cap;
+	size_t max;  /* the most it may hold; 0 means no bound */
+};
+
+#define BUF_INIT(maxsize) { NULL, 0, 0, (maxsize) }
+
+/* Each returns 0, or -1 when memory runs out or max would be passed; the
+ * buffer is left as it was on failure. */
+int buf_append(struct buf *b, const void *data, size_t len);
+int buf_putc(struct buf *b, char c);
+int buf_printf(struct buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void buf_reset(struct buf *b);
+void buf_free(struct buf *b);
+/* Hands the storage (NUL-terminated, maybe NULL for an empty buffer) to the
+ * caller, who now owns it; the buffer is empty afterwards. */
+char *buf_detach(struct buf *b, size_t *len);
+
+/* --- utf8.c: checking and repairing UTF-8 ------------------------------ */
+
+/* The length of the longest prefix of s[0..n) that is well-formed UTF-8
+ * (no overlong forms, no surrogates, nothing above U+10FFFF); n when all
+ * of it is. */
+size_t utf8_valid_prefix(const char *s, size_t n);
+
+enum {
+	UTF8_KEEP_NUL = 0,
+	UTF8_REPLACE_NUL = 1, /* NUL bytes become U+FFFD too */
+};
+
+/* A copy of s[0..n) in which every ill-formed sequence is replaced by
+ * U+FFFD (one per maximal ill-formed subpart, as Unicode recommends), and
+ * NUL bytes too when flags has UTF8_REPLACE_NUL.  NULL when out of
+ * memory.  *outlen (if not NULL) receives the length. */
+char *utf8_sanitize(const char *s, size_t n, int flags, size_t *outlen);
+
+/* The largest i <= pos that does not split a UTF-8 sequence of s[0..n). */
+size_t utf8_floor(const char *s, size_t n, size_t pos);
+
+/* Length in bytes of s[0..n) after removing leading and trailing white
+ * space as Python's str.strip() sees it (ASCII and Unicode spaces);
+ * *start receives the offset of the first byte kept. */
+size_t utf8_strip(const char *s, size_t n, size_t *start);
+
+/* --- jsonl.c: JSON Lines in and out ------------------------------------ */
+
+#define JSONL_MAX_LINE (64u << 20) /* default bound on one input line */
+
+struct jsonl_reader {
+	FILE *fp;
+	const char *name;     /* for messages: "stdin", a file name */
+	unsigned long lineno; /* of the line last returned */
+	int partial;          /* that line ended at EOF, without newline */
+	struct buf line;
+};
+
+/* Starts reading fp; max bounds one line (0 means JSONL_MAX_LINE). */
+void jsonl_reader_init(struct jsonl_reader *r, FILE *fp, const char *name,
+		       size_t max);
+void jsonl_reader_free(struct jsonl_reader *r);
+
+/* Reads the next line, without its newline, into r->line.  Returns 1 for a
+ * line, 0 at end of input, -1 on a read error or a line over the bound.
+ * A last line without a newline still counts as a line. */
+int jsonl_read_line(struct jsonl_reader *r, struct ah_error *err);
+
+/* Reads the next line that is not blank and parses it; it must be one JSON
+ * object.  Invalid UTF-8 in it is replaced by U+FFFD.  Returns 1 and sets
+ * *out, 0 at end of input, -1 on error (the message names the line). */
+int jsonl_read_object(struct jsonl_reader *r, cJSON **out,
+		      struct ah_error *err);
+
+/* Parses s[0..n) as exactly one JSON value (white space around it allowed),
+ * after repairing invalid UTF-8.  NULL on a syntax error, with the byte
+ * offset of the error in *erroff (when not NULL). */
+cJSON *json_parse(const char *s, size_t n, size_t *erroff);
+
+/* Writes obj as one compact line and flushes.  0, or -1 on a write error. */
+int jsonl_write(FILE *fp, const cJSON *obj, struct ah_error *err);
+
+/* Nonzero when the object has two members with the same key, at any depth;
+ * *key (when not NULL) points at the first such key inside obj. */
+int json_has_duplicate_keys(const cJSON *obj, const char **key);
+
+/* --- file.c: whole files, atomically ----------------------------------- */
+
+/* Reads the whole file at path, at most max bytes (a larger file is an
+ * AH_ETOOBIG error).  Returns 1 and sets *data and *len (NUL-terminated,
+ * the caller frees), 0 when the file does not exist, -1 on error. */
+int file_read(const char *path, size_t max, char **data, size_t *len,
+	      struct ah_error *err);
+
+/* The same for an open descriptor (not closed); name is for messages. */
+int fd_read(int fd, const char *name, size_t max, char **data, size_t *len,
+	    struct ah_error *err);
+
+/* Replaces the file at path with data, so that a reader or a crash at any
+ * moment sees the old contents or the new, never a mix: under an exclusive
+ * lock on the directory, it writes ".NAME.tmp" beside it, fsyncs it,
+ * renames it over path and fsyncs the directory. */
+int file_replace(const char *path, const void *data, size_t len,
+		 struct ah_error *err);
+
+/* --- todo.c: the TodoWrite tool ---------------------------------------- */
+
+#define TODO_MAX_ITEMS   500
+#define TODO_MAX_ID      200     /* bytes */
+#define TODO_MAX_CONTENT 4000    /* bytes */
+#define TODO_MAX_ARGS    (1u << 20) /* bytes of arguments or of todo.json */
+/* The answer to arguments over TODO_MAX_ARGS (a printf format for it). */
+#define TODO_TOO_LARGE   "Error: arguments are too large (at most %u bytes)."
+
+enum todo_status { TODO_PENDING, TODO_IN_PROGRESS, TODO_COMPLETED };
+
+/* Validates TodoWrite arguments ({"todos": [...]}) by the seed's rules.
+ * Returns 0 and sets *out to the normalised {"todos": [...]} to store;
+ * 1 when a rule is broken, with the seed's "Error: ..." answer in msg;
+ * -1 when memory runs out (msg says so). */
+int todo_validate(const cJSON *args, cJSON **out, char *msg, size_t msgsize);
+
+/* The seed's rendering of a normalised list: "Current todos:" and one
+ * "[ ] id - content" line per item, or "No active todos.".  With
+ * unfinished_only, only pending and in_progress items are listed, under
+ * "Unfinished todos:".  No trailing newline.  NULL when out of memory. */
+char *todo_render(const cJSON *list, int unfinished_only);
+
+/* The number of items of a normalised list that are not completed. */
+int todo_unfinished(const cJSON *list);
+
+/* Loads and validates the stored list.  A missing file is an empty list; a
+ * file that is not a valid list is an AH_EFORMAT error naming it. */
+int todo_load(const char *path, cJSON **out, struct ah_error *err);
+
+/* Stores a normalised list at path (file_replace). */
+int todo_store(const char *path, const cJSON *list, struct ah_error *err);
+
+/* The whole tool: parses args[0..n), validates, stores at path (unless
+ * dry_run) and sets *answer to the text for the model: the rendered list,
+ * or an "Error: ..." line.  Returns 0 when stored, 1 when the arguments
+ * were rejected (nothing stored), -1 when storing failed (err says why;
+ * *answer is then NULL). */
+int todo_write(const char *path, const char *args, size_t n, int dry_run,
+	       char **answer, struct ah_error *err);
+
+/* The todo file: AGENT_TODO_FILE when set, else "todo.json". */
+const char *todo_default_path(void);
+
+#endif

@@ -1,0 +1,181 @@
+/* jsonl.c: JSON Lines in and out. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+void
+jsonl_reader_init(struct jsonl_reader *r, FILE *fp, const char *name,
+		  size_t max)
+{
+	struct buf b = BUF_INIT(max ? max : JSONL_MAX_LINE);
+
+	r->fp = fp;
+	r->name = name;
+	r->lineno = 0;
+	r->partial = 0;
+	r->line = b;
+}
+
+void
+jsonl_reader_free(struct jsonl_reader *r)
+{
+	buf_free(&r->line);
+}
+
+int
+jsonl_read_line(struct jsonl_reader *r, struct ah_error *err)
+{
+	char chunk[4096];
+	size_t n = 0;
+	int c, got = 0;
+
+	buf_reset(&r->line);
+	/* Byte by byte through stdio's buffer: unlike fgets, this keeps NUL
+	 * bytes where they are, so the caller can reject them. */
+	for (;;) {
+		c = getc_unlocked(r->fp);
+		if (c == EOF || c == '\n')
+			break;
+		got = 1;
+		chunk[n++] = (char)c;
+		if (n == sizeof chunk) {
+			if (buf_append(&r->line, chunk, n) < 0)
+				goto toobig;
+			n = 0;
+		}
+	}
+	if (n && buf_append(&r->line, chunk, n) < 0)
+		goto toobig;
+	if (c == EOF && ferror(r->fp))
+		return ah_fail_errno(err, errno ? errno : EIO,
+				     "cannot read %s", r->name);
+	if (c == EOF && !got)
+		return 0;
+	r->lineno++;
+	r->partial = c == EOF;
+	if (!r->line.data && buf_append(&r->line, "", 0) < 0)
+		return ah_fail(err, AH_ENOMEM, "%s: %s", r->name,
+			       strerror(ENOMEM));
+	return 1;
+toobig:
+	return ah_fail(err, AH_ETOOBIG, "%s: line %lu: longer than %zu bytes",
+		       r->name, r->lineno + 1, r->line.max);
+}
+
+cJSON *
+json_parse(const char *s, size_t n, size_t *erroff)
+{
+	const char *end = NULL;
+	char *fixed = NULL;
+	const char *p = s;
+	cJSON *v;
+	size_t i;
+
+	if (utf8_valid_prefix(s, n) != n) {
+		fixed = utf8_sanitize(s, n, UTF8_KEEP_NUL, &n);
+		if (!fixed)
+			return NULL;
+		p = fixed;
+	}
+	v = cJSON_ParseWithLengthOpts(p, n, &end, 0);
+	if (!v) {
+		if (erroff)
+			*erroff = end ? (size_t)(end - p) : 0;
+		goto out;
+	}
+	for (i = (size_t)(end - p); i < n; i++) {
+		if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r' &&
+		    p[i] != '\n') {
+			cJSON_Delete(v);
+			v = NULL;
+			if (erroff)
+				*erroff = i;
+			break;
+		}
+	}
+out:
+	free(fixed);
+	return v;
+}
+
+static int
+blank(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+			return 0;
+	return 1;
+}
+
+int
+jsonl_read_object(struct jsonl_reader *r, cJSON **out, struct ah_error *err)
+{
+	size_t off;
+	cJSON *v;
+	int rc;
+
+	*out = NULL;
+	do {
+		rc = jsonl_read_line(r, err);
+		if (rc <= 0)
+			return rc;
+	} while (blank(r->line.data, r->line.len));
+	if (memchr(r->line.data, '\0', r->line.len))
+		return ah_fail(err, AH_EFORMAT,
+			       "%s: line %lu: not valid JSON (a NUL byte)",
+			       r->name, r->lineno);
+	v = json_parse(r->line.data, r->line.len, &off);
+	if (!v)
+		return ah_fail(err, AH_EFORMAT,
+			       "%s: line %lu: not valid JSON (at byte %zu)",
+			       r->name, r->lineno, off + 1);
+	if (!cJSON_IsObject(v)) {
+		cJSON_Delete(v);
+		return ah_fail(err, AH_EFORMAT,
+			       "%s: line %lu: not a JSON object", r->name,
+			       r->lineno);
+	}
+	*out = v;
+	return 1;
+}
+
+int
+jsonl_write(FILE *fp, const cJSON *obj, struct ah_error *err)
+{
+	char *s = cJSON_PrintUnformatted(obj);
+	int rc = 0;
+
+	if (!s)
+		return ah_fail(err, AH_ENOMEM, "cannot encode JSON: %s",
+			       strerror(ENOMEM));
+	if (fputs(s, fp) == EOF || putc('\n', fp) == EOF || fflush(fp) == EOF)
+		rc = ah_fail_errno(err, errno ? errno : EIO, "cannot write");
+	free(s);
+	return rc;
+}
+
+int
+json_has_duplicate_keys(const cJSON *obj, const char **key)
+{
+	const cJSON *a, *b;
+
+	if (!obj)
+		return 0;
+	for (a = obj->child; a; a = a->next) {
+		if (cJSON_IsObject(obj) && a->string)
+			for (b = a->next; b; b = b->next)
+				if (b->string && !strcmp(a->string, b->string)) {
+					if (key)
+						*key = a->string;
+					return 1;
+				}
+		if ((cJSON_IsObject(a) || cJSON_IsArray(a)) &&
+		    json_has_duplicate_keys(a, key))
+			return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,426 @@
+/* todo.c: the TodoWrite tool, with the seed article's rules and texts. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+static const char *const status_name[] = {
+	[TODO_PENDING] = "pending",
+	[TODO_IN_PROGRESS] = "in_progress",
+	[TODO_COMPLETED] = "completed",
+};
+static const char status_icon[] = {
+	[TODO_PENDING] = ' ',
+	[TODO_IN_PROGRESS] = '>',
+	[TODO_COMPLETED] = 'x',
+};
+
+static int
+say(char *msg, size_t size, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int
+say(char *msg, size_t size, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, size, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* Python's falsy values: the seed's `item.get(k) or default`. */
+static int
+falsy(const cJSON *v)
+{
+	return !v || cJSON_IsNull(v) || cJSON_IsFalse(v) ||
+	       (cJSON_IsNumber(v) && v->valuedouble == 0) ||
+	       (cJSON_IsString(v) && !v->valuestring[0]) ||
+	       ((cJSON_IsArray(v) || cJSON_IsObject(v)) && !v->child);
+}
+
+/*
+ * The seed's str(item.get(k) or dflt).strip(): *out receives a new string.
+ * Returns 0, 1 when the value is an array or an object (which str() would
+ * print as Python source; we refuse it instead), -1 when out of memory.
+ */
+static int
+field_text(const cJSON *v, const char *dflt, char **out)
+{
+	char num[64];
+	const char *s;
+	size_t start, len;
+
+	*out = NULL;
+	if (falsy(v))
+		s = dflt;
+	else if (cJSON_IsString(v))
+		s = v->valuestring;
+	else if (cJSON_IsTrue(v))
+		s = "True";
+	else if (cJSON_IsNumber(v)) {
+		if (fabs(v->valuedouble) < 1e16 &&
+		    v->valuedouble == floor(v->valuedouble))
+			snprintf(num, sizeof num, "%.0f", v->valuedouble);
+		else
+			snprintf(num, sizeof num, "%.17g", v->valuedouble);
+		s = num;
+	} else
+		return 1;
+	len = utf8_strip(s, strlen(s), &start);
+	*out = strndup(s + start, len);
+	return *out ? 0 : -1;
+}
+
+static int
+parse_status(const char *s)
+{
+	int i;
+
+	for (i = TODO_PENDING; i <= TODO_COMPLETED; i++)
+		if (!strcmp(s, status_name[i]))
+			return i;
+	return -1;
+}
+
+static int
+status_of(const cJSON *item)
+{
+	return parse_status(cJSON_GetObjectItemCaseSensitive(item, "status")
+				    ->valuestring);
+}
+
+/* Checks one item; on success *norm is its normalised copy. */
+static int
+validate_item(const cJSON *item, int index, const cJSON *done,
+	      cJSON **norm, char *msg, size_t size)
+{
+	static const char *const names[] = { "id", "content", "status" };
+	char dflt[32], *text[3] = { NULL, NULL, NULL };
+	const cJSON *m, *prev;
+	const char *dup;
+	cJSON *o = NULL;
+	int i, rc;
+
+	*norm = NULL;
+	if (!cJSON_IsObject(item))
+		return say(msg, size, 1, "Error: todo #%d must be an object.",
+			   index);
+	for (m = item->child; m; m = m->next)
+		for (prev = item->child; prev != m; prev = prev->next)
+			if (!strcmp(prev->string, m->string)) {
+				dup = m->string;
+				return say(msg, size, 1,
+					   "Error: todo #%d has a duplicate "
+					   "field - %s", index, dup);
+			}
+	snprintf(dflt, sizeof dflt, "todo-%d", index);
+	for (i = 0; i < 3; i++) {
+		rc = field_text(cJSON_GetObjectItemCaseSensitive(item, names[i]),
+				i == 0 ? dflt : i == 1 ? "" : "pending",
+				&text[i]);
+		if (rc == 1) {
+			rc = say(msg, size, 1,
+				 "Error: todo #%d %s must be a string.", index,
+				 names[i]);
+			goto out;
+		}
+		if (rc < 0)
+			goto nomem;
+	}
+	rc = 1;
+	if (!text[0][0]) {
+		say(msg, size, 1, "Error: todo #%d id is empty.", index);
+		goto out;
+	}
+	for (m = done->child; m; m = m->next)
+		if (!strcmp(cJSON_GetObjectItemCaseSensitive(m, "id")
+				    ->valuestring, text[0])) {
+			say(msg, size, 1, "Error: duplicate todo id - %s",
+			    text[0]);
+			goto out;
+		}
+	if (!text[1][0]) {
+		say(msg, size, 1, "Error: todo #%d content is empty.", index);
+		goto out;
+	}
+	if (parse_status(text[2]) < 0) {
+		say(msg, size, 1, "Error: invalid todo status - %s", text[2]);
+		goto out;
+	}
+	if (strlen(text[0]) > TODO_MAX_ID) {
+		say(msg, size, 1, "Error: todo #%d id is too long - %zu bytes "
+		    "(at most %d).", index, strlen(text[0]), TODO_MAX_ID);
+		goto out;
+	}
+	if (strlen(text[1]) > TODO_MAX_CONTENT) {
+		say(msg, size, 1, "Error: todo #%d content is too long - %zu "
+		    "bytes (at most %d).", index, strlen(text[1]),
+		    TODO_MAX_CONTENT);
+		goto out;
+	}
+
+	o = cJSON_CreateObject();
+	if (!o)
+		goto nomem;
+	for (i = 0; i < 3; i++)
+		if (!cJSON_AddStringToObject(o, names[i], text[i]))
+			goto nomem;
+	/* Other members (Claude Code's activeForm, say) are kept as sent. */
+	for (m = item->child; m; m = m->next) {
+		cJSON *copy;
+
+		if (!strcmp(m->string, "id") || !strcmp(m->string, "content") ||
+		    !strcmp(m->string, "status"))
+			continue;
+		copy = cJSON_Duplicate(m, 1);
+		if (!copy)
+			goto nomem;
+		cJSON_AddItemToObject(o, m->string, copy);
+	}
+	*norm = o;
+	o = NULL;
+	rc = 0;
+	goto out;
+nomem:
+	rc = say(msg, size, -1, "Error: out of memory.");
+out:
+	cJSON_Delete(o);
+	for (i = 0; i < 3; i++)
+		free(text[i]);
+	return rc;
+}
+
+int
+todo_validate(const cJSON *args, cJSON **out, char *msg, size_t size)
+{
+	const cJSON *todos = NULL, *m, *item;
+	cJSON *parsed = NULL, *list = NULL, *result = NULL, *norm;
+	int n = 0, index = 0, active = 0, rc = 1;
+
+	*out = NULL;
+	if (!cJSON_IsObject(args))
+		return say(msg, size, 1,
+			   "Error: arguments must be a JSON object with a "
+			   "todos list.");
+	for (m = args->child; m; m = m->next)
+		if (m->string && !strcmp(m->string, "todos")) {
+			if (todos)
+				return say(msg, size, 1, "Error: todos is "
+					   "given more than once.");
+			todos = m;
+		}
+	/* Some models send the list as a JSON string holding the array. */
+	if (cJSON_IsString(todos)) {
+		parsed = json_parse(todos->valuestring,
+				    strlen(todos->valuestring), NULL);
+		todos = parsed;
+	}
+	if (!cJSON_IsArray(todos)) {
+		say(msg, size, 1, "Error: todos must be a list.");
+		goto out;
+	}
+	n = cJSON_GetArraySize(todos);
+	if (n > TODO_MAX_ITEMS) {
+		say(msg, size, 1, "Error: too many todos - %d (at most %d).", n,
+		    TODO_MAX_ITEMS);
+		goto out;
+	}
+	result = cJSON_CreateObject();
+	list = cJSON_AddArrayToObject(result, "todos");
+	if (!list)
+		goto nomem;
+	cJSON_ArrayForEach(item, todos) {
+		rc = validate_item(item, ++index, list, &norm, msg, size);
+		if (rc)
+			goto out;
+		cJSON_AddItemToArray(list, norm);
+		if (status_of(norm) == TODO_IN_PROGRESS)
+			active++;
+	}
+	rc = 1;
+	if (active > 1) {
+		say(msg, size, 1,
+		    "Error: only one todo can be in_progress at a time.");
+		goto out;
+	}
+	*out = result;
+	result = NULL;
+	rc = 0;
+	goto out;
+nomem:
+	rc = say(msg, size, -1, "Error: out of memory.");
+out:
+	cJSON_Delete(parsed);
+	cJSON_Delete(result);
+	return rc;
+}
+
+int
+todo_unfinished(const cJSON *list)
+{
+	const cJSON *item;
+	int n = 0;
+
+	cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(list, "todos"))
+		if (status_of(item) != TODO_COMPLETED)
+			n++;
+	return n;
+}
+
+char *
+todo_render(const cJSON *list, int unfinished_only)
+{
+	struct buf b = BUF_INIT(0);
+	const cJSON *item;
+	int st, shown = 0;
+
+	if (buf_append(&b, unfinished_only ? "Unfinished todos:" :
+		       "Current todos:", unfinished_only ? 17 : 14) < 0)
+		goto nomem;
+	cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(list, "todos")) {
+		st = status_of(item);
+		if (unfinished_only && st == TODO_COMPLETED)
+			continue;
+		if (buf_printf(&b, "\n[%c] %s - %s", status_icon[st],
+			       cJSON_GetObjectItemCaseSensitive(item, "id")
+				       ->valuestring,
+			       cJSON_GetObjectItemCaseSensitive(item, "content")
+				       ->valuestring) < 0)
+			goto nomem;
+		shown++;
+	}
+	if (!shown) {
+		buf_reset(&b);
+		if (buf_append(&b, "No active todos.", 16) < 0)
+			goto nomem;
+	}
+	return buf_detach(&b, NULL);
+nomem:
+	buf_free(&b);
+	return NULL;
+}
+
+int
+todo_load(const char *path, cJSON **out, struct ah_error *err)
+{
+	char msg[512], *data = NULL;
+	cJSON *v = NULL;
+	size_t len, off = 0;
+	int rc;
+
+	*out = NULL;
+	rc = file_read(path, TODO_MAX_ARGS, &data, &len, err);
+	if (rc < 0)
+		return -1;
+	if (rc == 0) {
+		*out = cJSON_Parse("{\"todos\":[]}");
+		return *out ? 0 : ah_fail(err, AH_ENOMEM, "%s",
+					  strerror(ENOMEM));
+	}
+	v = json_parse(data, len, &off);
+	if (!v) {
+		rc = ah_fail(err, AH_EFORMAT,
+			     "'%s' is not valid JSON (at byte %zu)", path,
+			     off + 1);
+		goto out;
+	}
+	rc = todo_validate(v, out, msg, sizeof msg);
+	if (rc)
+		rc = ah_fail(err, rc < 0 ? AH_ENOMEM : AH_EFORMAT,
+			     "'%s' is not a valid todo list: %s", path,
+			     strncmp(msg, "Error: ", 7) ? msg : msg + 7);
+out:
+	cJSON_Delete(v);
+	free(data);
+	return rc;
+}
+
+/* One item a line: readable, and a change shows as a one-line diff. */
+int
+todo_store(const char *path, const cJSON *list, struct ah_error *err)
+{
+	struct buf b = BUF_INIT(0);
+	const cJSON *item;
+	const char *sep = "";
+	char *s;
+	int rc = -1;
+
+	if (buf_append(&b, "{\"todos\": [", 11) < 0)
+		goto nomem;
+	cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(list, "todos")) {
+		s = cJSON_PrintUnformatted(item);
+		if (!s || buf_printf(&b, "%s\n  %s", sep, s) < 0) {
+			free(s);
+			goto nomem;
+		}
+		free(s);
+		sep = ",";
+	}
+	if (buf_printf(&b, "%s]}\n", *sep ? "\n" : "") < 0)
+		goto nomem;
+	rc = file_replace(path, b.data, b.len, err);
+	goto out;
+nomem:
+	ah_fail(err, AH_ENOMEM, "cannot write '%s': %s", path, strerror(ENOMEM));
+out:
+	buf_free(&b);
+	return rc;
+}
+
+int
+todo_write(const char *path, const char *args, size_t n, int dry_run,
+	   char **answer, struct ah_error *err)
+{
+	char msg[512];
+	cJSON *v = NULL, *list = NULL;
+	size_t off = 0;
+	int rc = 1;
+
+	*answer = NULL;
+	if (n > TODO_MAX_ARGS) {
+		say(msg, sizeof msg, 1, TODO_TOO_LARGE, TODO_MAX_ARGS);
+		goto answer;
+	}
+	v = json_parse(args, n, &off);
+	if (!v) {
+		say(msg, sizeof msg, 1, "Error: arguments are not valid JSON "
+		    "(at byte %zu).", off + 1);
+		goto answer;
+	}
+	rc = todo_validate(v, &list, msg, sizeof msg);
+	if (rc < 0) {
+		ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+		goto out;
+	}
+	if (rc)
+		goto answer;
+	if (!dry_run && todo_store(path, list, err) < 0) {
+		rc = -1;
+		goto out;
+	}
+	*answer = todo_render(list, 0);
+	if (!*answer)
+		rc = ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+	goto out;
+answer:
+	*answer = strdup(msg);
+	if (!*answer)
+		rc = ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+out:
+	cJSON_Delete(list);
+	cJSON_Delete(v);
+	return rc;
+}
+
+const char *
+todo_default_path(void)
+{
+	const char *p = getenv("AGENT_TODO_FILE");
+
+	return p && *p ? p : "todo.json";
+}

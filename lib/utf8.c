@@ -1,0 +1,178 @@
+/* utf8.c: checking and repairing UTF-8. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+/*
+ * Decodes the sequence at s[0..n).  Returns its length (> 0) when it is
+ * well-formed, with the code point in *cp; otherwise minus the length of
+ * its maximal ill-formed subpart (Unicode 3.9, table 3-7).
+ */
+static int
+decode(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+	int len, i;
+	uint32_t v;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xC2 && c <= 0xDF) {
+		len = 2;
+		v = c & 0x1F;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		len = 3;
+		v = c & 0x0F;
+		if (c == 0xE0)
+			lo = 0xA0;
+		else if (c == 0xED)
+			hi = 0x9F;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		len = 4;
+		v = c & 0x07;
+		if (c == 0xF0)
+			lo = 0x90;
+		else if (c == 0xF4)
+			hi = 0x8F;
+	} else {
+		return -1;
+	}
+	for (i = 1; i < len; i++) {
+		if ((size_t)i >= n || s[i] < lo || s[i] > hi)
+			return -i;
+		v = (v << 6) | (s[i] & 0x3F);
+		lo = 0x80;
+		hi = 0xBF;
+	}
+	*cp = v;
+	return len;
+}
+
+size_t
+utf8_valid_prefix(const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+	uint32_t cp;
+	int k;
+
+	while (i < n) {
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		k = decode(s + i, n - i, &cp);
+		if (k < 0)
+			break;
+		i += (size_t)k;
+	}
+	return i;
+}
+
+char *
+utf8_sanitize(const char *str, size_t n, int flags, size_t *outlen)
+{
+	static const char repl[] = "\xEF\xBF\xBD";
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0, o = 0;
+	uint32_t cp;
+	char *out;
+	int k;
+
+	/* At most 3 output bytes per input byte (each bad byte or NUL). */
+	if (n > (SIZE_MAX - 1) / 3)
+		return NULL;
+	out = malloc(3 * n + 1);
+	if (!out)
+		return NULL;
+	while (i < n) {
+		if (s[i] == 0 && (flags & UTF8_REPLACE_NUL)) {
+			memcpy(out + o, repl, 3);
+			o += 3;
+			i++;
+			continue;
+		}
+		k = decode(s + i, n - i, &cp);
+		if (k > 0) {
+			memcpy(out + o, s + i, (size_t)k);
+			o += (size_t)k;
+			i += (size_t)k;
+		} else {
+			memcpy(out + o, repl, 3);
+			o += 3;
+			i += (size_t)-k;
+		}
+	}
+	out[o] = '\0';
+	if (outlen)
+		*outlen = o;
+	return out;
+}
+
+size_t
+utf8_floor(const char *str, size_t n, size_t pos)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i, back;
+	uint32_t cp;
+	int k;
+
+	if (pos >= n)
+		return n;
+	/* A sequence is at most 4 bytes: look back for the lead of the one
+	 * that pos falls in, and keep pos only if it is not inside it. */
+	for (back = 1; back <= 3 && back <= pos; back++) {
+		i = pos - back;
+		if ((s[i] & 0xC0) != 0x80) {
+			k = decode(s + i, n - i, &cp);
+			if (k > 0 && (size_t)k > back)
+				return i;
+			break;
+		}
+	}
+	return pos;
+}
+
+/* Python's str.isspace() code points. */
+static int
+is_space(uint32_t c)
+{
+	return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) ||
+	       c == 0x85 || c == 0xA0 || c == 0x1680 ||
+	       (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
+	       c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+size_t
+utf8_strip(const char *str, size_t n, size_t *start)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0, end = 0, first = n;
+	uint32_t cp;
+	int k;
+
+	while (i < n) {
+		k = decode(s + i, n - i, &cp);
+		if (k < 0) {
+			/* ill-formed bytes are not space */
+			k = -k;
+			cp = 0xFFFD;
+		}
+		if (!is_space(cp)) {
+			if (first == n)
+				first = i;
+			end = i + (size_t)k;
+		}
+		i += (size_t)k;
+	}
+	if (first == n) {
+		*start = n;
+		return 0;
+	}
+	*start = first;
+	return end - first;
+}

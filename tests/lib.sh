@@ -1,0 +1,122 @@
+# tests/lib.sh: a small TAP test library in the style of git's test-lib.
+# Sourced by each tests/tNNNN-*.t script, which runs under prove.
+#
+#   test_expect_success 'what it checks' '
+#           cmd1 &&
+#           cmd2
+#   '
+#   test_done
+#
+# Each test body runs in a subshell, in a fresh directory of its own under
+# the script's scratch directory ($SCRATCH, removed at exit), so a failing
+# command fails the test and nothing leaks from one test to the next.
+
+LC_ALL=C
+export LC_ALL
+unset AGENT_TODO_FILE AGENT_WORKDIR AGENT_POLICY AGENT_AUDIT_LOG \
+	AGENT_SESSION AGENT_API_KEY OPENAI_API_KEY AGENT_BASE_URL \
+	OPENAI_BASE_URL AGENT_MODEL
+
+TEST_DIR=$(cd "$(dirname "$0")" && pwd)
+SRC_DIR=$(dirname "$TEST_DIR")
+# The programs under test: those of the build (make sets AH_BIN), never
+# whatever is installed.
+: "${AH_BIN:=$SRC_DIR/build/bin}"
+if [ ! -d "$AH_BIN" ]; then
+	echo "Bail out! no programs in $AH_BIN (run make first)"
+	exit 1
+fi
+
+SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/ah-test.XXXXXX") || exit 1
+trap 'rm -rf "$SCRATCH"' EXIT
+trap 'exit 130' INT TERM HUP
+
+# Under AH_VALGRIND every program is run through valgrind: a leak or an
+# invalid access makes it exit 99, which fails the test.
+if [ -n "${AH_VALGRIND:-}" ]; then
+	mkdir "$SCRATCH/.valgrind-bin"
+	for prog in "$AH_BIN"/*; do
+		[ -x "$prog" ] || continue
+		cat >"$SCRATCH/.valgrind-bin/${prog##*/}" <<-WRAP
+		#!/bin/sh
+		exec valgrind -q --error-exitcode=99 --leak-check=full \
+			--errors-for-leak-kinds=definite,indirect "$prog" "\$@"
+		WRAP
+		chmod +x "$SCRATCH/.valgrind-bin/${prog##*/}"
+	done
+	PATH=$SCRATCH/.valgrind-bin:$PATH
+else
+	PATH=$AH_BIN:$PATH
+fi
+export PATH
+
+mkdir "$SCRATCH/work"
+cd "$SCRATCH/work" || exit 1
+HOME=$SCRATCH/work
+export HOME
+
+test_count=0
+test_failures=0
+
+test_expect_success() {
+	test_count=$((test_count + 1))
+	mkdir "$SCRATCH/t$test_count"
+	if (cd "$SCRATCH/t$test_count" && eval "$2") >"$SCRATCH/.log" 2>&1 \
+		</dev/null; then
+		echo "ok $test_count - $1"
+	else
+		test_failures=$((test_failures + 1))
+		echo "not ok $test_count - $1"
+		sed 's/^/#	/' <<-EOF
+		$2
+		EOF
+		sed 's/^/# > /' "$SCRATCH/.log"
+	fi
+}
+
+# test_skip 'what' 'why': a test that cannot run here.
+test_skip() {
+	test_count=$((test_count + 1))
+	echo "ok $test_count # skip $1 ($2)"
+}
+
+# test_must_fail [CODE] CMD...: CMD must fail, with exit status CODE when
+# given; a crash (a signal, or a sanitizer's 99) is never what we expect.
+test_must_fail() {
+	want=
+	case $1 in
+	[0-9]|[0-9][0-9]|[0-9][0-9][0-9]) want=$1; shift ;;
+	esac
+	"$@"
+	got=$?
+	if [ "$got" -eq 0 ]; then
+		echo "test_must_fail: '$*' succeeded" >&2
+		return 1
+	elif [ "$got" -gt 125 ] || [ "$got" -eq 99 ]; then
+		echo "test_must_fail: '$*' crashed (exit $got)" >&2
+		return 1
+	elif [ -n "$want" ] && [ "$got" -ne "$want" ]; then
+		echo "test_must_fail: '$*' exited $got, expected $want" >&2
+		return 1
+	fi
+	return 0
+}
+
+# test_cmp EXPECT ACTUAL: the files are identical; shows a diff otherwise.
+test_cmp() {
+	diff -u "$1" "$2"
+}
+
+# test_contains FILE TEXT: FILE has a line containing TEXT (fixed string).
+test_contains() {
+	grep -F -e "$2" "$1" >/dev/null || {
+		echo "'$1' lacks '$2'; it holds:" >&2
+		cat "$1" >&2
+		return 1
+	}
+}
+
+test_done() {
+	echo "1..$test_count"
+	[ "$test_failures" -eq 0 ]
+}

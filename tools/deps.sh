@@ -1,0 +1,32 @@
+#!/bin/sh
+# Installs the Debian packages agent-harness builds and tests with, when they
+# are missing: as root with apt-get, otherwise it prints the command to run.
+set -u
+
+missing=""
+cc=${CC:-cc}
+need() { # need PACKAGE HEADER: PACKAGE is missing when cc cannot find HEADER
+	printf '#include <%s>\n' "$2" | "$cc" -E -o /dev/null - 2>/dev/null ||
+		missing="$missing $1"
+}
+need libcjson-dev cjson/cJSON.h
+need libjq-dev jq.h
+need libonig-dev oniguruma.h
+need libcurl4-openssl-dev curl/curl.h
+# Tools the test suite uses: prove (perl), jq, shellcheck, mandoc (man lint).
+command -v prove >/dev/null 2>&1 || missing="$missing perl"
+command -v jq >/dev/null 2>&1 || missing="$missing jq"
+command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
+command -v mandoc >/dev/null 2>&1 || missing="$missing mandoc"
+
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "agent-harness: missing packages:$missing" >&2
+	echo "agent-harness: install them with: sudo apt-get install$missing" >&2
+	exit 1
+fi
+echo "agent-harness: installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+# shellcheck disable=SC2086
+apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >&2
