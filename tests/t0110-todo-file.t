@@ -6,7 +6,7 @@
 cat >"$SCRATCH/plan.json" <<'JSON'
 {"todos":[{"id":"plan","content":"Plan the change","status":"completed"},{"id":"edit","content":"Edit search.js","status":"in_progress","activeForm":"Editing"},{"id":"test","content":"Run the tests","status":"pending"}]}
 JSON
-PLAN=$SCRATCH/plan.json
+PLAN=$SCRATCH/plan.json; export PLAN
 
 test_expect_success 'stores the list in todo.json, in the input shape' '
 	todo-write -q <"$PLAN" &&

@@ -1,0 +1,63 @@
+#!/bin/sh
+# The documentation: man pages lint clean, every option of --help is in the
+# man page, the scripts are shellcheck-clean, the examples work.
+. "$(dirname "$0")/lib.sh"
+
+progs=$(sed -n 's/^PROGS *= *//p' "$SRC_DIR/Makefile")
+
+if command -v mandoc >/dev/null 2>&1; then
+	test_expect_success 'man pages lint clean (mandoc -Tlint)' '
+		mandoc -Tlint -Wwarning "$SRC_DIR"/man/*
+	'
+else
+	test_skip 'man pages lint clean' 'mandoc not installed'
+fi
+
+for p in $progs; do
+	test_expect_success "$p: a man page with the usual sections" "
+		page='$SRC_DIR/man/$p.1' &&
+		for s in NAME SYNOPSIS DESCRIPTION OPTIONS 'EXIT STATUS' EXAMPLES 'SEE ALSO'; do
+			grep -q \"^\\.Sh \$s\\\$\" \"\$page\" || { echo \"no \$s\"; exit 1; }
+		done &&
+		grep -q 'Xr $p 1' '$SRC_DIR/man/agent-harness.7'
+	"
+	test_expect_success "$p: every option of --help is in the man page" "
+		$p --help >help &&
+		grep -o -e '--[a-z][a-z-]*' help | sort -u >long &&
+		test -s long &&
+		while read -r opt; do
+			name=\${opt#--}
+			grep -q \"Fl \\\\\\\\-\$name\" '$SRC_DIR/man/$p.1' ||
+				{ echo \"\$opt is not in $p.1\"; exit 1; }
+		done <long
+	"
+	test_expect_success "$p: --help exits 0 on stdout, nothing on stderr" "
+		$p --help >out 2>err && test -s out && test ! -s err
+	"
+done
+
+if command -v shellcheck >/dev/null 2>&1; then
+	test_expect_success 'shell scripts are shellcheck-clean' '
+		cd "$SRC_DIR" &&
+		shellcheck -s sh .ci/run tools/deps.sh tests/lib.sh tests/*.t \
+			examples/*.sh
+	'
+else
+	test_skip 'shell scripts are shellcheck-clean' 'shellcheck not installed'
+fi
+
+test_expect_success 'examples/todo-plan.sh keeps a list by snapshots' '
+	"$SRC_DIR/examples/todo-plan.sh" add "Write the code" >/dev/null &&
+	"$SRC_DIR/examples/todo-plan.sh" add "Run the tests" >/dev/null &&
+	"$SRC_DIR/examples/todo-plan.sh" start task-1 >/dev/null &&
+	"$SRC_DIR/examples/todo-plan.sh" start task-2 >/dev/null &&
+	"$SRC_DIR/examples/todo-plan.sh" done task-2 >actual &&
+	cat >expect <<-\EOF &&
+	Current todos:
+	[ ] task-1 - Write the code
+	[x] task-2 - Run the tests
+	EOF
+	test_cmp expect actual
+'
+
+test_done

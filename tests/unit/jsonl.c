@@ -1,0 +1,155 @@
+/* Unit tests of lib/jsonl.c and lib/buf.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "tap.h"
+
+static FILE *
+input(const char *s, size_t n)
+{
+	FILE *fp = tmpfile();
+
+	fwrite(s, 1, n, fp);
+	rewind(fp);
+	return fp;
+}
+
+static void
+test_reader(void)
+{
+	static const char in[] =
+		"{\"role\":\"user\",\"content\":\"hi\"}\n"
+		"\n"
+		"   \n"
+		"{\"a\":\"caf\xFF\"}\n"
+		"[1,2]\n"
+		"{\"x\":1} junk\n"
+		"{\"t\":\"no newline\"}";
+	struct ah_error err = { 0 };
+	struct jsonl_reader r;
+	FILE *fp = input(in, sizeof in - 1);
+	cJSON *v;
+	int rc;
+
+	jsonl_reader_init(&r, fp, "stdin", 0);
+	rc = jsonl_read_object(&r, &v, &err);
+	ok(rc == 1 && r.lineno == 1 &&
+	   !strcmp(cJSON_GetObjectItem(v, "content")->valuestring, "hi"),
+	   "reads the first object, line 1");
+	cJSON_Delete(v);
+	rc = jsonl_read_object(&r, &v, &err);
+	ok(rc == 1 && r.lineno == 4, "skips blank lines, counts them");
+	ok(v && !strcmp(cJSON_GetObjectItem(v, "a")->valuestring,
+			"caf\xEF\xBF\xBD"), "repairs invalid UTF-8");
+	cJSON_Delete(v);
+	rc = jsonl_read_object(&r, &v, &err);
+	ok(rc == -1 && !strcmp(err.msg, "stdin: line 5: not a JSON object"),
+	   "an array is not an object: %s", err.msg);
+	rc = jsonl_read_object(&r, &v, &err);
+	ok(rc == -1 && strstr(err.msg, "line 6: not valid JSON"),
+	   "trailing garbage is refused: %s", err.msg);
+	rc = jsonl_read_object(&r, &v, &err);
+	ok(rc == 1 && r.partial && r.lineno == 7,
+	   "a last line without newline counts, marked partial");
+	cJSON_Delete(v);
+	rc = jsonl_read_object(&r, &v, &err);
+	ok(rc == 0, "end of input");
+	jsonl_reader_free(&r);
+	fclose(fp);
+}
+
+static void
+test_limits(void)
+{
+	struct ah_error err = { 0 };
+	struct jsonl_reader r;
+	FILE *fp = input("{\"k\":\"0123456789\"}\n{}\n\"a\0b\"\n", 29);
+	cJSON *v = NULL;
+
+	jsonl_reader_init(&r, fp, "t", 10);
+	ok(jsonl_read_line(&r, &err) == -1 && err.code == AH_ETOOBIG,
+	   "a line over the bound is an error: %s", err.msg);
+	jsonl_reader_free(&r);
+	rewind(fp);
+	jsonl_reader_init(&r, fp, "t", 0);
+	jsonl_read_line(&r, &err);
+	ok(jsonl_read_object(&r, &v, &err) == 1, "{} is an object");
+	cJSON_Delete(v);
+	ok(jsonl_read_object(&r, &v, &err) == -1 && strstr(err.msg, "NUL"),
+	   "a NUL byte is refused: %s", err.msg);
+	jsonl_reader_free(&r);
+	fclose(fp);
+}
+
+static void
+test_writer(void)
+{
+	struct ah_error err = { 0 };
+	FILE *fp = tmpfile(), *full;
+	cJSON *o = cJSON_Parse("{\"a\": [1, \"x\\ny\"],\n \"b\": null}");
+	char line[128];
+
+	ok(jsonl_write(fp, o, &err) == 0, "writes");
+	rewind(fp);
+	ok(fgets(line, sizeof line, fp) &&
+	   !strcmp(line, "{\"a\":[1,\"x\\ny\"],\"b\":null}\n"),
+	   "one compact line: %s", line);
+	fclose(fp);
+	full = fopen("/dev/full", "w");
+	if (full) {
+		ok(jsonl_write(full, o, &err) == -1 && strstr(err.msg, "space"),
+		   "a write error is reported: %s", err.msg);
+		fclose(full);
+	}
+	cJSON_Delete(o);
+}
+
+static void
+test_json(void)
+{
+	const char *key = NULL;
+	size_t off = 0;
+	cJSON *v;
+
+	v = json_parse(" {\"a\":1} \n", 10, NULL);
+	ok(v != NULL, "white space around a value is fine");
+	cJSON_Delete(v);
+	v = json_parse("{\"a\":1}x", 8, &off);
+	ok(!v && off == 7, "garbage after the value, at offset 7 (%zu)", off);
+	v = json_parse("{\"a\":{\"b\":1,\"b\":2}}", 19, NULL);
+	ok(json_has_duplicate_keys(v, &key) && !strcmp(key, "b"),
+	   "duplicate keys found at depth");
+	cJSON_Delete(v);
+	v = json_parse("{\"a\":[{\"b\":1},{\"b\":2}]}", 23, NULL);
+	ok(!json_has_duplicate_keys(v, NULL), "same key in two objects is fine");
+	cJSON_Delete(v);
+}
+
+static void
+test_buf(void)
+{
+	struct buf b = BUF_INIT(8);
+	char *p;
+	size_t n;
+
+	ok(buf_append(&b, "12345", 5) == 0, "append within max");
+	ok(buf_printf(&b, "%d", 678) == 0 && b.len == 8, "printf to max");
+	ok(buf_putc(&b, '9') == -1 && b.len == 8 && !strcmp(b.data, "12345678"),
+	   "over max fails and leaves the buffer as it was");
+	p = buf_detach(&b, &n);
+	ok(n == 8 && b.data == NULL && b.len == 0, "detach empties");
+	free(p);
+	buf_free(&b);
+}
+
+int
+main(void)
+{
+	test_reader();
+	test_limits();
+	test_writer();
+	test_json();
+	test_buf();
+	return tap_done();
+}
