@@ -17,7 +17,7 @@ override LDLIBS += -lcjson -lm
 # Where objects and programs go; the sanitizer build sets another one.
 BUILD   ?= build
 
-PROGS   = todo-write
+PROGS   = todo-write tool-exec
 LIBSRC  = $(wildcard lib/*.c)
 LIBOBJ  = $(LIBSRC:lib/%.c=$(BUILD)/lib/%.o)
 CLIOBJ  = $(BUILD)/cmd/cli.o

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -64,4 +65,22 @@ cli_bad_option(char **argv, int c)
 	if (optopt && strncmp(opt, "--", 2))
 		return cli_usage_error("unknown option '-%c'", optopt);
 	return cli_usage_error("unknown option '%s'", opt);
+}
+
+int
+cli_number(const char *what, const char *s, double min, double max,
+	   double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (!*s || *end || errno || v != v || v < min || v > max) {
+		cli_warn("%s: '%s' is not a number from %g to %g", what, s, min,
+			 max);
+		return -1;
+	}
+	*out = v;
+	return 0;
 }

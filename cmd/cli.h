@@ -15,6 +15,7 @@ enum {
 	ES_USAGE = 2,      /* bad options or arguments */
 	ES_IO = 3,         /* a file or stream could not be read or written */
 	ES_UNFINISHED = 4, /* todo-write --check: items are left */
+	ES_BADINPUT = 5,   /* a line of input is not a JSON object */
 };
 
 extern const char *progname;
@@ -32,6 +33,11 @@ int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Reports what getopt_long (called with an optstring starting with ':')
  * returned c for, '?' or ':', and returns ES_USAGE. */
 int cli_bad_option(char **argv, int c);
+
+/* Parses a number from min to max for an option or a variable named
+ * what; says what is wrong and returns -1 otherwise. */
+int cli_number(const char *what, const char *s, double min, double max,
+	       double *out);
 
 /* Flushes and closes stdout: a full disk or a closed pipe is reported and
  * turns status into ES_IO.  Call it last, as `return cli_finish(status);`. */

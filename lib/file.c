@@ -89,12 +89,75 @@ write_all(int fd, const char *p, size_t len)
 }
 
 int
+file_replace_at(int dfd, const char *name, const char *shown,
+		const void *data, size_t len, struct ah_error *err)
+{
+	char tmp[NAME_MAX + 1];
+	struct stat st;
+	int fd = -1, rc = -1, e;
+
+	if (!*name || strlen(name) + 6 > NAME_MAX)
+		return ah_fail(err, AH_EIO, "cannot write '%s': %s", shown,
+			       strerror(*name ? ENAMETOOLONG : EISDIR));
+	snprintf(tmp, sizeof tmp, ".%s.tmp", name);
+	/* The lock makes the temporary name ours: two writers never share
+	 * it, and a writer killed mid-way leaves a stale one that the next
+	 * writer truncates.  flock is released when its holder dies. */
+	while (flock(dfd, LOCK_EX) < 0) {
+		if (errno != EINTR)
+			return ah_fail_errno(err, errno, "cannot lock the "
+					     "directory of '%s'", shown);
+	}
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		    O_CLOEXEC, 0666);
+	if (fd < 0) {
+		ah_fail_errno(err, errno, "cannot create a temporary file "
+			      "for '%s'", shown);
+		goto out;
+	}
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode))
+		fchmod(fd, st.st_mode & 07777);
+	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+		ah_fail_errno(err, errno, "cannot write '%s'", shown);
+		goto unlink;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		ah_fail_errno(err, errno, "cannot write '%s'", shown);
+		goto unlink;
+	}
+	fd = -1;
+	if (renameat(dfd, tmp, dfd, name) < 0) {
+		ah_fail_errno(err, errno, "cannot replace '%s'", shown);
+		goto unlink;
+	}
+	/* Without this the rename may not survive a power cut. */
+	if (fsync(dfd) < 0 && errno != EINVAL) {
+		ah_fail_errno(err, errno, "cannot sync the directory of '%s'",
+			      shown);
+		goto out;
+	}
+	rc = 0;
+	goto out;
+unlink:
+	e = errno;
+	unlinkat(dfd, tmp, 0);
+	errno = e;
+out:
+	if (fd >= 0)
+		close(fd);
+	flock(dfd, LOCK_UN);
+	return rc;
+}
+
+int
 file_replace(const char *path, const void *data, size_t len,
 	     struct ah_error *err)
 {
-	char dir[PATH_MAX], tmp[NAME_MAX + 1];
+	char dir[PATH_MAX];
 	const char *base, *slash;
-	int dfd = -1, fd = -1, rc = -1, e;
+	int dfd, rc;
 
 	slash = strrchr(path, '/');
 	if (slash) {
@@ -110,61 +173,11 @@ file_replace(const char *path, const void *data, size_t len,
 		snprintf(dir, sizeof dir, ".");
 		base = path;
 	}
-	if (!*base || strlen(base) + 6 > NAME_MAX)
-		return ah_fail(err, AH_EIO, "cannot write '%s': %s", path,
-			       strerror(*base ? ENAMETOOLONG : EISDIR));
-	snprintf(tmp, sizeof tmp, ".%s.tmp", base);
-
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return ah_fail_errno(err, errno, "cannot open directory '%s'",
 				     dir);
-	/* The lock makes the temporary name ours: two writers never share
-	 * it, and a writer killed mid-way leaves a stale one that the next
-	 * writer truncates.  flock is released when its holder dies. */
-	while (flock(dfd, LOCK_EX) < 0) {
-		if (errno != EINTR) {
-			ah_fail_errno(err, errno, "cannot lock directory '%s'",
-				      dir);
-			goto out;
-		}
-	}
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-		    O_CLOEXEC, 0666);
-	if (fd < 0) {
-		ah_fail_errno(err, errno, "cannot create '%s/%s'", dir, tmp);
-		goto out;
-	}
-	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
-		ah_fail_errno(err, errno, "cannot write '%s/%s'", dir, tmp);
-		goto unlink;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		ah_fail_errno(err, errno, "cannot write '%s/%s'", dir, tmp);
-		goto unlink;
-	}
-	fd = -1;
-	if (renameat(dfd, tmp, dfd, base) < 0) {
-		ah_fail_errno(err, errno, "cannot rename '%s/%s' to '%s'", dir,
-			      tmp, path);
-		goto unlink;
-	}
-	/* Without this the rename may not survive a power cut. */
-	if (fsync(dfd) < 0 && errno != EINVAL) {
-		ah_fail_errno(err, errno, "cannot sync directory '%s'", dir);
-		goto out;
-	}
-	rc = 0;
-	goto out;
-unlink:
-	e = errno;
-	unlinkat(dfd, tmp, 0);
-	errno = e;
-out:
-	if (fd >= 0)
-		close(fd);
-	if (dfd >= 0)
-		close(dfd);
+	rc = file_replace_at(dfd, base, path, data, len, err);
+	close(dfd);
 	return rc;
 }

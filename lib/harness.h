@@ -12,8 +12,10 @@
 #ifndef HARNESS_H
 #define HARNESS_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include <cjson/cJSON.h>
 
@@ -30,6 +32,7 @@ enum {
 	AH_EIO,      /* a read, write or system call failed */
 	AH_EFORMAT,  /* input that is not what was expected */
 	AH_ETOOBIG,  /* input over a documented bound */
+	AH_EINTR,    /* a signal interrupted a blocking call */
 };
 
 /* Sets err (when not NULL) and returns -1, so that `return ah_fail(...)`
@@ -90,27 +93,57 @@ size_t utf8_floor(const char *s, size_t n, size_t pos);
  * *start receives the offset of the first byte kept. */
 size_t utf8_strip(const char *s, size_t n, size_t *start);
 
+/* --- text.c: bounded text for the model ------------------------------ */
+
+/* Keeps the first and the last max/2 bytes of a stream of any length. */
+struct capture {
+	char *head, *tail;
+	size_t hcap, hlen;
+	size_t tcap, tlen, tpos; /* tail is a ring; tpos: next write */
+	size_t total;            /* bytes seen */
+};
+
+int capture_init(struct capture *c, size_t max);
+void capture_add(struct capture *c, const char *p, size_t n);
+/* The text kept, as valid UTF-8 without NUL bytes: all of it when it fit,
+ * else head, a line "[... N bytes cut ...]", and tail, cut on character
+ * boundaries.  NULL when out of memory. */
+char *capture_text(const struct capture *c, size_t *outlen);
+void capture_free(struct capture *c);
+
+/* capture_text of the string s[0..n), bounded to max bytes. */
+char *text_bound(const char *s, size_t n, size_t max, size_t *outlen);
+
 /* --- jsonl.c: JSON Lines in and out ------------------------------------ */
 
 #define JSONL_MAX_LINE (64u << 20) /* default bound on one input line */
 
 struct jsonl_reader {
-	FILE *fp;
+	int fd;
 	const char *name;     /* for messages: "stdin", a file name */
 	unsigned long lineno; /* of the line last returned */
 	int partial;          /* that line ended at EOF, without newline */
-	struct buf line;
+	int eof;              /* end of input was seen */
+	struct buf line;      /* the line last returned, without newline */
+	char *in;             /* bytes read but not yet returned */
+	size_t inpos, inlen;
 };
 
-/* Starts reading fp; max bounds one line (0 means JSONL_MAX_LINE). */
-void jsonl_reader_init(struct jsonl_reader *r, FILE *fp, const char *name,
-		       size_t max);
+/* Starts reading fd (not closed by jsonl_reader_free); max bounds one line
+ * (0 means JSONL_MAX_LINE).  -1 when out of memory. */
+int jsonl_reader_init(struct jsonl_reader *r, int fd, const char *name,
+		      size_t max);
 void jsonl_reader_free(struct jsonl_reader *r);
 
 /* Reads the next line, without its newline, into r->line.  Returns 1 for a
  * line, 0 at end of input, -1 on a read error or a line over the bound.
- * A last line without a newline still counts as a line. */
+ * A last line without a newline still counts as a line.  A read
+ * interrupted by a signal is an error with code AH_EINTR. */
 int jsonl_read_line(struct jsonl_reader *r, struct ah_error *err);
+
+/* Nonzero when a complete line can be returned without waiting: one is
+ * buffered, or the descriptor has data or end of input to give. */
+int jsonl_ready(struct jsonl_reader *r);
 
 /* Reads the next line that is not blank and parses it; it must be one JSON
  * object.  Invalid UTF-8 in it is replaced by U+FFFD.  Returns 1 and sets
@@ -130,6 +163,26 @@ int jsonl_write(FILE *fp, const cJSON *obj, struct ah_error *err);
  * *key (when not NULL) points at the first such key inside obj. */
 int json_has_duplicate_keys(const cJSON *obj, const char **key);
 
+/* --- calls.c: tool calls waiting for results ------------------------- */
+
+/* The tool calls of the last assistant message, and which have a result. */
+struct calls {
+	cJSON *list;         /* a copy of its tool_calls, or NULL */
+	unsigned char *done; /* done[i]: call i has a result */
+	int n;
+};
+
+void calls_init(struct calls *c);
+void calls_free(struct calls *c);
+/* Takes the next message of a transcript into account: an assistant
+ * message starts a new set of calls, a tool message answers one, a user
+ * message ends the set.  -1 when out of memory. */
+int calls_feed(struct calls *c, const cJSON *msg);
+/* How many calls still wait for a result. */
+int calls_pending(const struct calls *c);
+/* The id of a call object ("" when it has none). */
+const char *call_id(const cJSON *call);
+
 /* --- file.c: whole files, atomically ----------------------------------- */
 
 /* Reads the whole file at path, at most max bytes (a larger file is an
@@ -145,9 +198,105 @@ int fd_read(int fd, const char *name, size_t max, char **data, size_t *len,
 /* Replaces the file at path with data, so that a reader or a crash at any
  * moment sees the old contents or the new, never a mix: under an exclusive
  * lock on the directory, it writes ".NAME.tmp" beside it, fsyncs it,
- * renames it over path and fsyncs the directory. */
+ * renames it over path and fsyncs the directory.  An existing file keeps
+ * its permission bits. */
 int file_replace(const char *path, const void *data, size_t len,
 		 struct ah_error *err);
+
+/* The same for the entry name in the open directory dfd (not closed);
+ * shown is the path to use in messages. */
+int file_replace_at(int dfd, const char *name, const char *shown,
+		    const void *data, size_t len, struct ah_error *err);
+
+/* --- path.c: files the model names, kept inside the working directory -- */
+
+struct root {
+	int fd;     /* O_PATH descriptor of the directory */
+	char *path; /* its resolved absolute path */
+};
+
+int root_open(struct root *rt, const char *dir, struct ah_error *err);
+void root_close(struct root *rt);
+
+/* Turns a path the model gave into one relative to the root, without "."
+ * or empty components ("." for the root itself).  An absolute path is
+ * accepted only when the root's components are its first ones.  Returns 0
+ * and sets *rel; 1 with an "Error: ..." text in msg; -1 out of memory. */
+int root_relative(const struct root *rt, const char *path, char **rel,
+		  char *msg, size_t size);
+
+/* openat(2) of rel beneath the root: ".." and symbolic links (of the file
+ * or of a directory on the way) that lead outside fail with EXDEV.  Uses
+ * openat2 RESOLVE_BENEATH where the kernel has it. */
+int root_openat(const struct root *rt, const char *rel, int flags,
+		mode_t mode);
+
+/* The path of an open descriptor, relative to the root (EXDEV when it is
+ * not inside).  -1 with errno set on failure. */
+int root_realpath(const struct root *rt, int fd, char **rel);
+
+/* mkdir -p of rel beneath the root.  -1 with errno set on failure. */
+int root_mkdirs(const struct root *rt, const char *rel);
+
+/* --- proc.c: running a command for the model ------------------------- */
+
+struct proc_opts {
+	const char *shell;    /* run as: shell -c command */
+	const char *command;
+	const char *dir;      /* working directory, NULL for the current */
+	double timeout;       /* seconds before TERM */
+	double term_grace;    /* seconds from TERM to KILL */
+	double grace;         /* seconds to wait for output after the shell
+				 exits (background children) */
+	size_t max_output;    /* bytes kept, head and tail */
+	volatile sig_atomic_t *interrupted; /* nonzero: stop (a signal) */
+};
+
+struct proc_result {
+	int status;         /* wait status of the shell */
+	int timed_out;
+	int interrupted;    /* the signal that stopped it, or 0 */
+	int left_running;   /* background processes held the output open */
+	size_t total;       /* bytes of output seen */
+	char *output;       /* bounded, valid UTF-8; the caller frees */
+	size_t len;
+};
+
+/* Makes this process the reaper of its orphaned descendants, so that
+ * proc_run can find and kill children that left the process group. */
+int proc_become_subreaper(void);
+
+/* Runs the command in its own process group, stdin from /dev/null, stdout
+ * and stderr together.  Returns when the shell has exited (plus the
+ * grace), on timeout, or when *interrupted is set; in every case every
+ * process it started is killed and reaped before it returns. */
+int proc_run(const struct proc_opts *o, struct proc_result *r,
+	     struct ah_error *err);
+
+/* --- tools.c: the tools the model calls ------------------------------- */
+
+struct tool_ctx {
+	struct root root;      /* file tools stay inside it */
+	const char *todo_path; /* for run_todo_write */
+	const char *shell;     /* bash runs: shell -c command */
+	double timeout;        /* bash: default seconds */
+	double max_timeout;    /* bash: the most a call may ask for */
+	double grace;          /* bash: seconds to wait for background output */
+	size_t max_output;     /* bytes of a result, head and tail kept */
+	volatile sig_atomic_t *interrupted;
+};
+
+enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };
+
+/* The tool definitions, a JSON array in Chat Completions form. */
+const char *tool_schema(void);
+
+/* Runs one call: name and its arguments as the JSON text the model sent.
+ * *res receives the text of the tool result (the caller frees it).
+ * Returns TOOL_OK, TOOL_ERROR (the text starts with "Error:"),
+ * TOOL_INTERRUPTED, or -1 when memory ran out (*res is NULL). */
+int tool_call(const struct tool_ctx *ctx, const char *name,
+	      const char *args, char **res);
 
 /* --- todo.c: the TodoWrite tool ---------------------------------------- */
 

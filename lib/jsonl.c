@@ -1,67 +1,101 @@
 /* jsonl.c: JSON Lines in and out. */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
-void
-jsonl_reader_init(struct jsonl_reader *r, FILE *fp, const char *name,
+#define JSONL_CHUNK 65536
+
+int
+jsonl_reader_init(struct jsonl_reader *r, int fd, const char *name,
 		  size_t max)
 {
 	struct buf b = BUF_INIT(max ? max : JSONL_MAX_LINE);
 
-	r->fp = fp;
+	r->fd = fd;
 	r->name = name;
 	r->lineno = 0;
 	r->partial = 0;
+	r->eof = 0;
 	r->line = b;
+	r->inpos = r->inlen = 0;
+	r->in = malloc(JSONL_CHUNK);
+	return r->in ? 0 : -1;
 }
 
 void
 jsonl_reader_free(struct jsonl_reader *r)
 {
 	buf_free(&r->line);
+	free(r->in);
+	r->in = NULL;
 }
 
 int
 jsonl_read_line(struct jsonl_reader *r, struct ah_error *err)
 {
-	char chunk[4096];
-	size_t n = 0;
-	int c, got = 0;
+	const char *nl;
+	size_t n;
+	ssize_t got;
+	int any = 0;
 
 	buf_reset(&r->line);
-	/* Byte by byte through stdio's buffer: unlike fgets, this keeps NUL
-	 * bytes where they are, so the caller can reject them. */
 	for (;;) {
-		c = getc_unlocked(r->fp);
-		if (c == EOF || c == '\n')
-			break;
-		got = 1;
-		chunk[n++] = (char)c;
-		if (n == sizeof chunk) {
-			if (buf_append(&r->line, chunk, n) < 0)
-				goto toobig;
-			n = 0;
+		if (r->inpos < r->inlen) {
+			n = r->inlen - r->inpos;
+			nl = memchr(r->in + r->inpos, '\n', n);
+			if (nl)
+				n = (size_t)(nl - (r->in + r->inpos));
+			if (buf_append(&r->line, r->in + r->inpos, n) < 0)
+				return ah_fail(err, AH_ETOOBIG,
+					       "%s: line %lu: longer than %zu "
+					       "bytes", r->name, r->lineno + 1,
+					       r->line.max);
+			any = 1;
+			r->inpos += n;
+			if (nl) {
+				r->inpos++;
+				r->partial = 0;
+				break;
+			}
 		}
+		if (r->eof) {
+			if (!any)
+				return 0;
+			r->partial = 1;
+			break;
+		}
+		got = read(r->fd, r->in, JSONL_CHUNK);
+		if (got < 0) {
+			if (errno == EINTR)
+				return ah_fail(err, AH_EINTR, "%s: %s", r->name,
+					       strerror(EINTR));
+			return ah_fail_errno(err, errno, "cannot read %s",
+					     r->name);
+		}
+		r->inpos = 0;
+		r->inlen = (size_t)got;
+		if (got == 0)
+			r->eof = 1;
 	}
-	if (n && buf_append(&r->line, chunk, n) < 0)
-		goto toobig;
-	if (c == EOF && ferror(r->fp))
-		return ah_fail_errno(err, errno ? errno : EIO,
-				     "cannot read %s", r->name);
-	if (c == EOF && !got)
-		return 0;
 	r->lineno++;
-	r->partial = c == EOF;
 	if (!r->line.data && buf_append(&r->line, "", 0) < 0)
 		return ah_fail(err, AH_ENOMEM, "%s: %s", r->name,
 			       strerror(ENOMEM));
 	return 1;
-toobig:
-	return ah_fail(err, AH_ETOOBIG, "%s: line %lu: longer than %zu bytes",
-		       r->name, r->lineno + 1, r->line.max);
+}
+
+int
+jsonl_ready(struct jsonl_reader *r)
+{
+	struct pollfd p = { .fd = r->fd, .events = POLLIN };
+
+	if (r->eof || memchr(r->in + r->inpos, '\n', r->inlen - r->inpos))
+		return 1;
+	return poll(&p, 1, 0) > 0;
 }
 
 cJSON *

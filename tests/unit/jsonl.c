@@ -1,6 +1,7 @@
 /* Unit tests of lib/jsonl.c and lib/buf.c. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "tap.h"
@@ -11,6 +12,7 @@ input(const char *s, size_t n)
 	FILE *fp = tmpfile();
 
 	fwrite(s, 1, n, fp);
+	fflush(fp);
 	rewind(fp);
 	return fp;
 }
@@ -32,7 +34,7 @@ test_reader(void)
 	cJSON *v;
 	int rc;
 
-	jsonl_reader_init(&r, fp, "stdin", 0);
+	jsonl_reader_init(&r, fileno(fp), "stdin", 0);
 	rc = jsonl_read_object(&r, &v, &err);
 	ok(rc == 1 && r.lineno == 1 &&
 	   !strcmp(cJSON_GetObjectItem(v, "content")->valuestring, "hi"),
@@ -60,6 +62,31 @@ test_reader(void)
 }
 
 static void
+test_pipe(void)
+{
+	struct ah_error err = { 0 };
+	struct jsonl_reader r;
+	int fds[2];
+
+	if (pipe(fds) < 0)
+		return;
+	jsonl_reader_init(&r, fds[0], "pipe", 0);
+	ok(!jsonl_ready(&r), "ready: an empty pipe is not ready");
+	ok(write(fds[1], "{\"a\":1}\n{\"b\"", 12) == 12, "write");
+	ok(jsonl_ready(&r), "ready: data in the pipe");
+	ok(jsonl_read_line(&r, &err) == 1 && r.line.len == 7, "one line");
+	ok(!jsonl_ready(&r), "ready: only half a line buffered, pipe empty");
+	ok(write(fds[1], ":2}\n", 4) == 4, "write");
+	ok(jsonl_read_line(&r, &err) == 1 && !strcmp(r.line.data, "{\"b\":2}"),
+	   "the line completed by a second write");
+	close(fds[1]);
+	ok(jsonl_ready(&r), "ready: end of input");
+	ok(jsonl_read_line(&r, &err) == 0, "end of input");
+	jsonl_reader_free(&r);
+	close(fds[0]);
+}
+
+static void
 test_limits(void)
 {
 	struct ah_error err = { 0 };
@@ -67,12 +94,12 @@ test_limits(void)
 	FILE *fp = input("{\"k\":\"0123456789\"}\n{}\n\"a\0b\"\n", 29);
 	cJSON *v = NULL;
 
-	jsonl_reader_init(&r, fp, "t", 10);
+	jsonl_reader_init(&r, fileno(fp), "t", 10);
 	ok(jsonl_read_line(&r, &err) == -1 && err.code == AH_ETOOBIG,
 	   "a line over the bound is an error: %s", err.msg);
 	jsonl_reader_free(&r);
-	rewind(fp);
-	jsonl_reader_init(&r, fp, "t", 0);
+	lseek(fileno(fp), 0, SEEK_SET);
+	jsonl_reader_init(&r, fileno(fp), "t", 0);
 	jsonl_read_line(&r, &err);
 	ok(jsonl_read_object(&r, &v, &err) == 1, "{} is an object");
 	cJSON_Delete(v);
@@ -147,6 +174,7 @@ int
 main(void)
 {
 	test_reader();
+	test_pipe();
 	test_limits();
 	test_writer();
 	test_json();

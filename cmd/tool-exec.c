@@ -1,0 +1,295 @@
+/* tool-exec: runs the tool calls of the model.  See tool-exec(1). */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *progname = "tool-exec";
+
+static const char usage[] =
+	"usage: tool-exec [-y] [-C DIR] [options] < MESSAGES\n"
+	"       tool-exec --schema\n"
+	"\n"
+	"Reads messages (JSON Lines), runs the tool calls of the last assistant\n"
+	"message that have no result yet, and writes one tool message per call,\n"
+	"in order.  A call runs only when hook-perm allowed it.\n"
+	"\n"
+	"  -C, --directory DIR   the working directory (default $AGENT_WORKDIR,\n"
+	"                        else the current one); file tools stay in it\n"
+	"  -y, --yes             run calls that carry no permission decision\n"
+	"      --timeout SEC     bash: default timeout (120; $AGENT_BASH_TIMEOUT)\n"
+	"      --max-timeout SEC bash: the most a call may ask for (600)\n"
+	"      --grace SEC       bash: wait for output of background children\n"
+	"                        after the shell exits (0.2)\n"
+	"      --max-output N    bytes of a result, head and tail kept (30000;\n"
+	"                        $AGENT_MAX_OUTPUT)\n"
+	"      --shell PATH      bash runs PATH -c COMMAND ($AGENT_SHELL, else\n"
+	"                        /bin/bash, else /bin/sh)\n"
+	"      --batch           act only at end of input, not as lines arrive\n"
+	"      --schema          print the tool definitions (JSON) and exit\n"
+	"  -h, --help            print this help and exit\n"
+	"\n"
+	"Exit status: 0 done, 2 usage, 3 I/O error, 5 bad input line,\n"
+	"130 or 143 interrupted by SIGINT or SIGTERM.\n";
+
+static volatile sig_atomic_t interrupted;
+
+static void
+on_signal(int sig)
+{
+	interrupted = sig;
+}
+
+/* The result text of one call, permission checked first. */
+static int
+run_call(const struct tool_ctx *ctx, const cJSON *call, int yes, char **res)
+{
+	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+	const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+	const cJSON *perm = cJSON_GetObjectItemCaseSensitive(call, "permission");
+	const cJSON *dec = cJSON_GetObjectItemCaseSensitive(perm, "decision");
+	const cJSON *why = cJSON_GetObjectItemCaseSensitive(perm, "reason");
+	const char *d = cJSON_IsString(dec) ? dec->valuestring : NULL;
+	char *text = NULL;
+	int rc;
+
+	if (!cJSON_IsString(name))
+		return asprintf(res, "Error: the tool call has no function "
+				"name.") < 0 ? -1 : TOOL_ERROR;
+	if (d && !strcmp(d, "deny"))
+		return asprintf(res, "Error: permission denied: %s",
+				cJSON_IsString(why) ? why->valuestring
+						    : "no reason given") < 0
+			       ? -1 : TOOL_ERROR;
+	if (!(d && !strcmp(d, "allow")) && !yes)
+		return asprintf(res, "Error: permission required: tool-exec "
+				"runs only calls that hook-perm allowed; pass "
+				"the messages through hook-perm, or run "
+				"tool-exec --yes to trust every call.") < 0
+			       ? -1 : TOOL_ERROR;
+	/* Servers send arguments as a string; take an object as its text. */
+	if (cJSON_IsString(args))
+		return tool_call(ctx, name->valuestring, args->valuestring, res);
+	if (args)
+		text = cJSON_PrintUnformatted(args);
+	rc = tool_call(ctx, name->valuestring, text ? text : "{}", res);
+	free(text);
+	return rc;
+}
+
+static int
+answer_pending(const struct tool_ctx *ctx, struct calls *calls, int yes)
+{
+	struct ah_error err = { 0 };
+	const cJSON *call;
+	cJSON *msg;
+	char *res;
+	int i, rc;
+
+	for (i = 0; i < calls->n; i++) {
+		if (calls->done[i])
+			continue;
+		call = cJSON_GetArrayItem(calls->list, i);
+		if (interrupted)
+			rc = asprintf(&res, "Error: interrupted by signal %d "
+				      "before it ran; it was not run.",
+				      (int)interrupted) < 0 ? -1 : TOOL_ERROR;
+		else
+			rc = run_call(ctx, call, yes, &res);
+		if (rc < 0) {
+			cli_warn("cannot run a tool call: out of memory");
+			return ES_IO;
+		}
+		msg = cJSON_CreateObject();
+		if (!msg || !cJSON_AddStringToObject(msg, "role", "tool") ||
+		    !cJSON_AddStringToObject(msg, "tool_call_id", call_id(call)) ||
+		    !cJSON_AddStringToObject(msg, "content", res)) {
+			cJSON_Delete(msg);
+			free(res);
+			cli_warn("cannot write a tool result: out of memory");
+			return ES_IO;
+		}
+		free(res);
+		calls->done[i] = 1;
+		rc = jsonl_write(stdout, msg, &err);
+		cJSON_Delete(msg);
+		if (rc < 0) {
+			cli_warn("cannot write stdout: %s",
+				 strchr(err.msg, ':') ? strchr(err.msg, ':') + 2
+						      : err.msg);
+			return ES_IO;
+		}
+	}
+	return ES_OK;
+}
+
+static int
+getenv_number(const char *var, double min, double max, double *out)
+{
+	const char *s = getenv(var);
+
+	if (!s || !*s)
+		return 0;
+	return cli_number(var, s, min, max, out);
+}
+
+int
+main(int argc, char **argv)
+{
+	enum { O_TIMEOUT = 256, O_MAXTIMEOUT, O_GRACE, O_MAXOUTPUT, O_SHELL,
+	       O_BATCH, O_SCHEMA };
+	static const struct option longopts[] = {
+		{ "directory", required_argument, NULL, 'C' },
+		{ "yes", no_argument, NULL, 'y' },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "max-timeout", required_argument, NULL, O_MAXTIMEOUT },
+		{ "grace", required_argument, NULL, O_GRACE },
+		{ "max-output", required_argument, NULL, O_MAXOUTPUT },
+		{ "shell", required_argument, NULL, O_SHELL },
+		{ "batch", no_argument, NULL, O_BATCH },
+		{ "schema", no_argument, NULL, O_SCHEMA },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct tool_ctx ctx = { 0 };
+	struct ah_error err = { 0 };
+	struct jsonl_reader in;
+	struct calls calls;
+	struct sigaction sa;
+	const char *dir = getenv("AGENT_WORKDIR");
+	double maxout = 30000;
+	cJSON *msg;
+	int c, yes = 0, batch = 0, rc = ES_OK;
+
+	ctx.timeout = 120;
+	ctx.max_timeout = 600;
+	ctx.grace = 0.2;
+	ctx.shell = getenv("AGENT_SHELL");
+	if (!ctx.shell || !*ctx.shell)
+		ctx.shell = access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+	if (getenv_number("AGENT_BASH_TIMEOUT", 0.001, 1e6, &ctx.timeout) ||
+	    getenv_number("AGENT_MAX_OUTPUT", 64, 1e9, &maxout))
+		return ES_USAGE;
+	while ((c = getopt_long(argc, argv, ":C:yh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'C':
+			dir = optarg;
+			break;
+		case 'y':
+			yes = 1;
+			break;
+		case O_TIMEOUT:
+			if (cli_number("--timeout", optarg, 0.001, 1e6,
+				       &ctx.timeout))
+				return ES_USAGE;
+			break;
+		case O_MAXTIMEOUT:
+			if (cli_number("--max-timeout", optarg, 0.001, 1e6,
+				       &ctx.max_timeout))
+				return ES_USAGE;
+			break;
+		case O_GRACE:
+			if (cli_number("--grace", optarg, 0, 60, &ctx.grace))
+				return ES_USAGE;
+			break;
+		case O_MAXOUTPUT:
+			if (cli_number("--max-output", optarg, 64, 1e9, &maxout))
+				return ES_USAGE;
+			break;
+		case O_SHELL:
+			ctx.shell = optarg;
+			break;
+		case O_BATCH:
+			batch = 1;
+			break;
+		case O_SCHEMA:
+			puts(tool_schema());
+			return cli_finish(ES_OK);
+		case 'h':
+			fputs(usage, stdout);
+			return cli_finish(ES_OK);
+		default:
+			return cli_bad_option(argv, c);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("unexpected argument '%s'", argv[optind]);
+	ctx.max_output = (size_t)maxout;
+	if (ctx.timeout > ctx.max_timeout)
+		ctx.timeout = ctx.max_timeout;
+	ctx.interrupted = &interrupted;
+	if (!dir || !*dir)
+		dir = ".";
+	if (root_open(&ctx.root, dir, &err) < 0 || chdir(ctx.root.path) < 0) {
+		if (!err.msg[0])
+			ah_fail_errno(&err, errno, "cannot change to '%s'", dir);
+		cli_report(&err);
+		root_close(&ctx.root);
+		return ES_IO;
+	}
+	ctx.todo_path = todo_default_path();
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal; /* no SA_RESTART: a blocked read returns */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	proc_become_subreaper();
+
+	calls_init(&calls);
+	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
+		cli_warn("out of memory");
+		root_close(&ctx.root);
+		return ES_IO;
+	}
+	for (;;) {
+		c = interrupted ? -1 : jsonl_read_object(&in, &msg, &err);
+		if (c < 0) {
+			if (!interrupted) {
+				cli_report(&err);
+				rc = err.code == AH_EFORMAT ||
+				     err.code == AH_ETOOBIG ? ES_BADINPUT : ES_IO;
+				break;
+			}
+			/* A signal while waiting for input: what is pending
+			 * gets its result, and we stop. */
+			rc = answer_pending(&ctx, &calls, yes);
+			break;
+		}
+		if (c == 0) {
+			rc = answer_pending(&ctx, &calls, yes);
+			break;
+		}
+		if (calls_feed(&calls, msg) < 0) {
+			cJSON_Delete(msg);
+			cli_warn("out of memory");
+			rc = ES_IO;
+			break;
+		}
+		cJSON_Delete(msg);
+		/* Act once the input has caught up: a whole transcript is
+		 * read to its end first, a live stream is answered now. */
+		if (!batch && calls_pending(&calls) && !jsonl_ready(&in)) {
+			rc = answer_pending(&ctx, &calls, yes);
+			if (rc)
+				break;
+		}
+		if (interrupted)
+			break;
+	}
+	if (interrupted && rc == ES_OK) {
+		rc = 128 + (int)interrupted;
+		fprintf(stderr, "%s: interrupted by signal %d\n", progname,
+			(int)interrupted);
+	}
+	calls_free(&calls);
+	jsonl_reader_free(&in);
+	root_close(&ctx.root);
+	return cli_finish(rc);
+}

@@ -1,0 +1,660 @@
+/* tools.c: the tools the model can call (the seed's TOOLS and
+ * TOOL_HANDLERS), each answering with one text. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define READ_MAX_BYTES (64u << 20) /* read_file and edit_file refuse more */
+#define READ_DEFAULT_LINES 2000
+#define LIST_MAX 1000
+
+static const char schema[] =
+"[{\"type\":\"function\",\"function\":{\"name\":\"bash\","
+"\"description\":\"Run a shell command in the working directory and return "
+"its output (stdout and stderr together) and its exit code. stdin is "
+"empty; the command is killed when it runs past the timeout.\","
+"\"parameters\":{\"type\":\"object\",\"properties\":{"
+"\"command\":{\"type\":\"string\",\"description\":\"The command to run.\"},"
+"\"timeout\":{\"type\":\"number\",\"description\":\"Seconds before the "
+"command is killed.\"}},\"required\":[\"command\"]}}},"
+"{\"type\":\"function\",\"function\":{\"name\":\"list_dir\","
+"\"description\":\"List the entries of a directory, sorted; directories "
+"end in /.\",\"parameters\":{\"type\":\"object\",\"properties\":{"
+"\"path\":{\"type\":\"string\",\"description\":\"The directory, relative "
+"to the working directory (default: the working directory).\"}}}}},"
+"{\"type\":\"function\",\"function\":{\"name\":\"read_file\","
+"\"description\":\"Read a text file.\",\"parameters\":{\"type\":\"object\","
+"\"properties\":{\"path\":{\"type\":\"string\",\"description\":\"The file, "
+"relative to the working directory.\"},\"offset\":{\"type\":\"integer\","
+"\"description\":\"The first line to read, from 1.\"},\"limit\":{\"type\":"
+"\"integer\",\"description\":\"The most lines to read.\"}},"
+"\"required\":[\"path\"]}}},"
+"{\"type\":\"function\",\"function\":{\"name\":\"write_file\","
+"\"description\":\"Create a file or replace all of it with content; "
+"missing parent directories are created.\",\"parameters\":{\"type\":"
+"\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"content\":"
+"{\"type\":\"string\"}},\"required\":[\"path\",\"content\"]}}},"
+"{\"type\":\"function\",\"function\":{\"name\":\"edit_file\","
+"\"description\":\"Replace old_string with new_string in a file. "
+"old_string must occur exactly once, unless replace_all is true.\","
+"\"parameters\":{\"type\":\"object\",\"properties\":{\"path\":{\"type\":"
+"\"string\"},\"old_string\":{\"type\":\"string\",\"description\":\"The "
+"exact text to replace.\"},\"new_string\":{\"type\":\"string\"},"
+"\"replace_all\":{\"type\":\"boolean\",\"description\":\"Replace every "
+"occurrence.\"}},\"required\":[\"path\",\"old_string\",\"new_string\"]}}},"
+"{\"type\":\"function\",\"function\":{\"name\":\"run_todo_write\","
+"\"description\":\"Create or update the full task todo list. Use it before "
+"starting a multi-step task, and update it whenever task progress "
+"changes.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"todos\":"
+"{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+"\"id\":{\"type\":\"string\",\"description\":\"Stable id for this todo "
+"item.\"},\"content\":{\"type\":\"string\",\"description\":\"A concrete "
+"task step.\"},\"status\":{\"type\":\"string\",\"enum\":[\"pending\","
+"\"in_progress\",\"completed\"]}},\"required\":[\"id\",\"content\","
+"\"status\"]}}},\"required\":[\"todos\"]}}}]";
+
+const char *
+tool_schema(void)
+{
+	return schema;
+}
+
+/* Sets *res to a printf-formatted text and returns rc. */
+static int
+answer(char **res, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int
+answer(char **res, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(res, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		*res = NULL;
+		return -1;
+	}
+	return rc;
+}
+
+/* The answer to a failed system call on the path the model gave. */
+static int
+path_error(char **res, const char *tool, const char *path, int e)
+{
+	if (e == EXDEV)
+		return answer(res, TOOL_ERROR, "Error: %s: path '%s' leads "
+			      "outside the working directory.", tool, path);
+	if (e == ENOENT)
+		return answer(res, TOOL_ERROR, "Error: %s: no such file or "
+			      "directory: '%s'", tool, path);
+	return answer(res, TOOL_ERROR, "Error: %s: '%s': %s", tool, path,
+		      strerror(e));
+}
+
+/* Arguments: a string member, required or not. */
+static int
+arg_string(const cJSON *args, const char *tool, const char *key, int need,
+	   const char **out, char **res)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, key);
+
+	*out = NULL;
+	if (!v || cJSON_IsNull(v)) {
+		if (need)
+			return answer(res, TOOL_ERROR, "Error: %s needs '%s' "
+				      "(a string).", tool, key);
+		return 0;
+	}
+	if (!cJSON_IsString(v))
+		return answer(res, TOOL_ERROR, "Error: %s: '%s' must be a "
+			      "string.", tool, key);
+	*out = v->valuestring;
+	return 0;
+}
+
+/* A whole number >= min, or def when absent. */
+static int
+arg_count(const cJSON *args, const char *tool, const char *key, long def,
+	  long min, long *out, char **res)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, key);
+
+	*out = def;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
+	    v->valuedouble < (double)min || v->valuedouble > 1e12)
+		return answer(res, TOOL_ERROR, "Error: %s: '%s' must be a whole "
+			      "number of at least %ld.", tool, key, min);
+	*out = (long)v->valuedouble;
+	return 0;
+}
+
+static int
+bounded(const struct tool_ctx *ctx, struct buf *b, char **res)
+{
+	size_t n;
+
+	*res = text_bound(b->data ? b->data : "", b->len, ctx->max_output, &n);
+	return *res ? TOOL_OK : -1;
+}
+
+/* --- bash */
+
+static int
+tool_bash(const struct tool_ctx *ctx, const cJSON *args, char **res)
+{
+	struct proc_opts o = { 0 };
+	struct proc_result r;
+	struct ah_error err = { 0 };
+	struct buf b = BUF_INIT(0);
+	const cJSON *t;
+	const char *cmd;
+	int rc;
+
+	if (arg_string(args, "bash", "command", 1, &cmd, res))
+		return TOOL_ERROR;
+	o.timeout = ctx->timeout;
+	t = cJSON_GetObjectItemCaseSensitive(args, "timeout");
+	if (t && !cJSON_IsNull(t)) {
+		if (!cJSON_IsNumber(t) || !(t->valuedouble > 0))
+			return answer(res, TOOL_ERROR, "Error: bash: 'timeout' "
+				      "must be a number of seconds above 0.");
+		o.timeout = t->valuedouble;
+	}
+	if (o.timeout > ctx->max_timeout)
+		o.timeout = ctx->max_timeout;
+	o.shell = ctx->shell;
+	o.command = cmd;
+	o.term_grace = 2;
+	o.grace = ctx->grace;
+	o.max_output = ctx->max_output;
+	o.interrupted = ctx->interrupted;
+	if (proc_run(&o, &r, &err) < 0)
+		return answer(res, TOOL_ERROR, "Error: bash: %s", err.msg);
+	rc = buf_append(&b, r.output, r.len);
+	if (!rc && !r.len && !r.timed_out && !r.interrupted &&
+	    WIFEXITED(r.status) && !WEXITSTATUS(r.status))
+		rc = buf_printf(&b, "(no output)");
+	if (!rc && b.len && b.data[b.len - 1] != '\n' &&
+	    (r.timed_out || r.interrupted || r.status))
+		rc = buf_putc(&b, '\n');
+	if (rc)
+		;
+	else if (r.interrupted)
+		rc = buf_printf(&b, "[interrupted by signal %d: killed]",
+				r.interrupted);
+	else if (r.timed_out)
+		rc = buf_printf(&b, "[timed out after %g s: killed]", o.timeout);
+	else if (WIFSIGNALED(r.status))
+		rc = buf_printf(&b, "[killed by signal %d]",
+				WTERMSIG(r.status));
+	else if (WEXITSTATUS(r.status))
+		rc = buf_printf(&b, "[exit code: %d]", WEXITSTATUS(r.status));
+	if (!rc && r.left_running && !r.timed_out && !r.interrupted)
+		rc = buf_printf(&b, "%s[background processes still holding "
+				"the output were killed]",
+				b.len && b.data[b.len - 1] != '\n' ? "\n" : "");
+	free(r.output);
+	if (rc) {
+		buf_free(&b);
+		return -1;
+	}
+	*res = buf_detach(&b, NULL);
+	if (!*res)
+		return -1;
+	return r.interrupted ? TOOL_INTERRUPTED : TOOL_OK;
+}
+
+/* --- list_dir */
+
+static int
+cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int
+tool_list_dir(const struct tool_ctx *ctx, const cJSON *args, char **res)
+{
+	struct buf b = BUF_INIT(0);
+	char msg[512], *rel = NULL, **names = NULL, **more;
+	const char *path;
+	size_t n = 0, cap = 0, i;
+	struct dirent *de;
+	struct stat st;
+	DIR *d = NULL;
+	int fd, rc = -1;
+
+	if (arg_string(args, "list_dir", "path", 0, &path, res))
+		return TOOL_ERROR;
+	if (!path)
+		path = ".";
+	rc = root_relative(&ctx->root, path, &rel, msg, sizeof msg);
+	if (rc)
+		return rc < 0 ? -1 : answer(res, TOOL_ERROR, "%s", msg);
+	fd = root_openat(&ctx->root, rel, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0) {
+		rc = path_error(res, "list_dir", path, errno);
+		goto out;
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		rc = path_error(res, "list_dir", path, errno);
+		goto out;
+	}
+	rc = -1;
+	while ((de = readdir(d))) {
+		int isdir;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		isdir = de->d_type == DT_DIR ||
+			(de->d_type == DT_UNKNOWN &&
+			 !fstatat(dirfd(d), de->d_name, &st,
+				  AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode));
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			more = realloc(names, cap * sizeof *names);
+			if (!more)
+				goto out;
+			names = more;
+		}
+		if (asprintf(&names[n], "%s%s", de->d_name, isdir ? "/" : "")
+		    < 0)
+			goto out;
+		n++;
+	}
+	qsort(names, n, sizeof *names, cmp_names);
+	for (i = 0; i < n && i < LIST_MAX; i++)
+		if (buf_printf(&b, "%s%s", i ? "\n" : "", names[i]) < 0)
+			goto out;
+	if (n > LIST_MAX && buf_printf(&b, "\n[... and %zu more entries]",
+				       n - LIST_MAX) < 0)
+		goto out;
+	if (!n && buf_printf(&b, "(empty directory)") < 0)
+		goto out;
+	rc = bounded(ctx, &b, res);
+out:
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	if (d)
+		closedir(d);
+	buf_free(&b);
+	free(rel);
+	return rc;
+}
+
+/* --- reading files */
+
+/* Reads a regular file the model named; *rel receives its real path
+ * relative to the root (symlinks inside the root followed). */
+static int
+load(const struct tool_ctx *ctx, const char *tool, const char *path,
+     char **data, size_t *len, char **real, char **res)
+{
+	struct ah_error err = { 0 };
+	char msg[512], *rel = NULL;
+	struct stat st;
+	int fd, rc;
+
+	*data = NULL;
+	*real = NULL;
+	rc = root_relative(&ctx->root, path, &rel, msg, sizeof msg);
+	if (rc)
+		return rc < 0 ? -1 : answer(res, TOOL_ERROR, "%s", msg);
+	fd = root_openat(&ctx->root, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
+	free(rel);
+	if (fd < 0)
+		return path_error(res, tool, path, errno);
+	if (fstat(fd, &st) < 0) {
+		rc = path_error(res, tool, path, errno);
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = answer(res, TOOL_ERROR, "Error: %s: '%s' is a directory; "
+			    "list it with list_dir.", tool, path);
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = answer(res, TOOL_ERROR, "Error: %s: '%s' is not a regular "
+			    "file.", tool, path);
+		goto out;
+	}
+	if (st.st_size > (off_t)READ_MAX_BYTES) {
+		rc = answer(res, TOOL_ERROR, "Error: %s: '%s' is %lld bytes, "
+			    "more than %u.", tool, path, (long long)st.st_size,
+			    READ_MAX_BYTES);
+		goto out;
+	}
+	if (root_realpath(&ctx->root, fd, real) < 0) {
+		rc = path_error(res, tool, path, errno);
+		goto out;
+	}
+	if (fd_read(fd, path, READ_MAX_BYTES, data, len, &err) < 0) {
+		free(*real);
+		*real = NULL;
+		rc = answer(res, TOOL_ERROR, "Error: %s: %s", tool, err.msg);
+		goto out;
+	}
+	rc = TOOL_OK;
+out:
+	close(fd);
+	return rc;
+}
+
+static int
+tool_read_file(const struct tool_ctx *ctx, const cJSON *args, char **res)
+{
+	struct buf b = BUF_INIT(0);
+	const char *path, *p, *end, *nl;
+	char *data = NULL, *real = NULL;
+	long offset, limit, line = 1, shown = 0;
+	size_t len;
+	int rc;
+
+	if (arg_string(args, "read_file", "path", 1, &path, res) ||
+	    arg_count(args, "read_file", "offset", 1, 1, &offset, res) ||
+	    arg_count(args, "read_file", "limit", READ_DEFAULT_LINES, 1, &limit,
+		      res))
+		return TOOL_ERROR;
+	rc = load(ctx, "read_file", path, &data, &len, &real, res);
+	if (rc)
+		return rc;
+	rc = -1;
+	if (memchr(data, '\0', len < 8192 ? len : 8192)) {
+		rc = answer(res, TOOL_ERROR, "Error: read_file: '%s' is a "
+			    "binary file (%zu bytes); not shown.", path, len);
+		goto out;
+	}
+	p = data;
+	end = data + len;
+	while (p < end && line < offset) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		p = nl ? nl + 1 : end;
+		line++;
+	}
+	if (p == end && len && offset > 1) {
+		rc = answer(res, TOOL_ERROR, "Error: read_file: '%s' has %ld "
+			    "lines; offset %ld is past the end.", path,
+			    line - (data[len - 1] == '\n'), offset);
+		goto out;
+	}
+	while (p < end && shown < limit) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		nl = nl ? nl + 1 : end;
+		if (buf_append(&b, p, (size_t)(nl - p)) < 0)
+			goto out;
+		p = nl;
+		shown++;
+	}
+	if (p < end) {
+		long total = line + shown - 1;
+
+		for (nl = p; nl < end; total++) {
+			nl = memchr(nl, '\n', (size_t)(end - nl));
+			nl = nl ? nl + 1 : end;
+		}
+		if ((b.len && b.data[b.len - 1] != '\n' && buf_putc(&b, '\n') < 0)
+		    || buf_printf(&b, "[lines %ld-%ld of %ld; read on with "
+				  "offset %ld]", offset, offset + shown - 1,
+				  total, offset + shown) < 0)
+			goto out;
+	}
+	if (!len && buf_printf(&b, "(empty file)") < 0)
+		goto out;
+	rc = bounded(ctx, &b, res);
+out:
+	buf_free(&b);
+	free(data);
+	free(real);
+	return rc;
+}
+
+/* --- writing files */
+
+/* Writes data at rel (relative to the root), atomically. */
+static int
+store(const struct tool_ctx *ctx, const char *tool, const char *path,
+      const char *rel, const char *data, size_t len, char **res)
+{
+	struct ah_error err = { 0 };
+	char *dir = strdup(rel), *slash;
+	const char *name;
+	int dfd, rc;
+
+	if (!dir)
+		return -1;
+	slash = strrchr(dir, '/');
+	if (slash) {
+		*slash = '\0';
+		name = slash + 1;
+		if (root_mkdirs(&ctx->root, dir) < 0) {
+			rc = path_error(res, tool, path, errno);
+			goto out;
+		}
+		dfd = root_openat(&ctx->root, dir, O_RDONLY | O_DIRECTORY, 0);
+	} else {
+		name = dir;
+		dfd = root_openat(&ctx->root, ".", O_RDONLY | O_DIRECTORY, 0);
+	}
+	if (dfd < 0) {
+		rc = path_error(res, tool, path, errno);
+		goto out;
+	}
+	if (!strcmp(name, ".") || !strcmp(name, "..")) {
+		close(dfd);
+		rc = answer(res, TOOL_ERROR, "Error: %s: '%s' is a directory.",
+			    tool, path);
+		goto out;
+	}
+	rc = file_replace_at(dfd, name, path, data, len, &err);
+	close(dfd);
+	rc = rc < 0 ? answer(res, TOOL_ERROR, "Error: %s: %s", tool, err.msg)
+		    : TOOL_OK;
+out:
+	free(dir);
+	return rc;
+}
+
+static int
+tool_write_file(const struct tool_ctx *ctx, const cJSON *args, char **res)
+{
+	const char *path, *content;
+	char msg[512], *rel = NULL, *real = NULL;
+	struct stat st;
+	int fd, rc;
+
+	if (arg_string(args, "write_file", "path", 1, &path, res) ||
+	    arg_string(args, "write_file", "content", 1, &content, res))
+		return TOOL_ERROR;
+	rc = root_relative(&ctx->root, path, &rel, msg, sizeof msg);
+	if (rc)
+		return rc < 0 ? -1 : answer(res, TOOL_ERROR, "%s", msg);
+	/* An existing file (or a symlink to one inside the root) is
+	 * replaced where it really is. */
+	fd = root_openat(&ctx->root, rel, O_PATH, 0);
+	if (fd >= 0) {
+		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+			close(fd);
+			rc = answer(res, TOOL_ERROR, "Error: write_file: '%s' "
+				    "is a directory.", path);
+			goto out;
+		}
+		rc = root_realpath(&ctx->root, fd, &real);
+		close(fd);
+		if (rc < 0) {
+			rc = path_error(res, "write_file", path, errno);
+			goto out;
+		}
+	} else if (errno != ENOENT) {
+		rc = path_error(res, "write_file", path, errno);
+		goto out;
+	}
+	rc = store(ctx, "write_file", path, real ? real : rel, content,
+		   strlen(content), res);
+	if (rc == TOOL_OK)
+		rc = answer(res, TOOL_OK, "Wrote %zu bytes to %s.",
+			    strlen(content), path);
+out:
+	free(rel);
+	free(real);
+	return rc;
+}
+
+static size_t
+count(const char *hay, size_t n, const char *needle, size_t k)
+{
+	const char *p = hay, *end = hay + n;
+	size_t c = 0;
+
+	while ((p = memmem(p, (size_t)(end - p), needle, k))) {
+		c++;
+		p += k;
+	}
+	return c;
+}
+
+static int
+tool_edit_file(const struct tool_ctx *ctx, const cJSON *args, char **res)
+{
+	const char *path, *old, *new, *p, *q, *end;
+	const cJSON *all;
+	struct buf b = BUF_INIT(0);
+	char *data = NULL, *real = NULL;
+	size_t len, olen, nlen, c;
+	int rc, every = 0;
+
+	if (arg_string(args, "edit_file", "path", 1, &path, res) ||
+	    arg_string(args, "edit_file", "old_string", 1, &old, res) ||
+	    arg_string(args, "edit_file", "new_string", 1, &new, res))
+		return TOOL_ERROR;
+	all = cJSON_GetObjectItemCaseSensitive(args, "replace_all");
+	if (all && !cJSON_IsNull(all)) {
+		if (!cJSON_IsBool(all))
+			return answer(res, TOOL_ERROR, "Error: edit_file: "
+				      "'replace_all' must be true or false.");
+		every = cJSON_IsTrue(all);
+	}
+	olen = strlen(old);
+	nlen = strlen(new);
+	if (!olen)
+		return answer(res, TOOL_ERROR, "Error: edit_file: old_string "
+			      "is empty; use write_file to write a whole file.");
+	rc = load(ctx, "edit_file", path, &data, &len, &real, res);
+	if (rc)
+		return rc;
+	c = count(data, len, old, olen);
+	if (!c) {
+		rc = answer(res, TOOL_ERROR, "Error: edit_file: old_string was "
+			    "not found in '%s'; the file is unchanged.", path);
+		goto out;
+	}
+	if (c > 1 && !every) {
+		rc = answer(res, TOOL_ERROR, "Error: edit_file: old_string "
+			    "occurs %zu times in '%s'; give more context to "
+			    "make it unique, or set replace_all. The file is "
+			    "unchanged.", c, path);
+		goto out;
+	}
+	rc = -1;
+	for (p = data, end = data + len; (q = memmem(p, (size_t)(end - p), old,
+						      olen)); p = q + olen)
+		if (buf_append(&b, p, (size_t)(q - p)) < 0 ||
+		    buf_append(&b, new, nlen) < 0)
+			goto out;
+	if (buf_append(&b, p, (size_t)(end - p)) < 0)
+		goto out;
+	rc = store(ctx, "edit_file", path, real, b.data, b.len, res);
+	if (rc == TOOL_OK)
+		rc = answer(res, TOOL_OK, "Replaced %zu occurrence%s in %s.", c,
+			    c == 1 ? "" : "s", path);
+out:
+	buf_free(&b);
+	free(data);
+	free(real);
+	return rc;
+}
+
+/* --- run_todo_write */
+
+static int
+tool_todo(const struct tool_ctx *ctx, const char *argstr, char **res)
+{
+	struct ah_error err = { 0 };
+	int rc;
+
+	rc = todo_write(ctx->todo_path, argstr, strlen(argstr), 0, res, &err);
+	if (rc < 0)
+		return err.code == AH_ENOMEM
+			? -1
+			: answer(res, TOOL_ERROR, "Error: run_todo_write: %s",
+				 err.msg);
+	return rc ? TOOL_ERROR : TOOL_OK;
+}
+
+int
+tool_call(const struct tool_ctx *ctx, const char *name, const char *argstr,
+	  char **res)
+{
+	static const struct {
+		const char *name;
+		int (*run)(const struct tool_ctx *, const cJSON *, char **);
+	} tools[] = {
+		{ "bash", tool_bash },
+		{ "list_dir", tool_list_dir },
+		{ "read_file", tool_read_file },
+		{ "write_file", tool_write_file },
+		{ "edit_file", tool_edit_file },
+	};
+	const char *dup = NULL;
+	size_t i, off = 0, n;
+	cJSON *args;
+	int rc;
+
+	*res = NULL;
+	n = strlen(argstr);
+	for (i = 0; i < sizeof tools / sizeof *tools; i++)
+		if (!strcmp(name, tools[i].name))
+			break;
+	if (i == sizeof tools / sizeof *tools && strcmp(name, "run_todo_write"))
+		return answer(res, TOOL_ERROR, "Error: unknown tool '%.100s'; "
+			      "the tools are bash, list_dir, read_file, "
+			      "write_file, edit_file and run_todo_write.", name);
+	args = json_parse(argstr, n, &off);
+	if (!args)
+		return answer(res, TOOL_ERROR, "Error: arguments for %s are not "
+			      "valid JSON (at byte %zu): %.200s", name, off + 1,
+			      argstr);
+	if (!cJSON_IsObject(args)) {
+		cJSON_Delete(args);
+		return answer(res, TOOL_ERROR, "Error: arguments for %s must be "
+			      "a JSON object.", name);
+	}
+	if (json_has_duplicate_keys(args, &dup)) {
+		rc = answer(res, TOOL_ERROR, "Error: arguments for %s give the "
+			    "key '%.100s' more than once.", name, dup);
+		cJSON_Delete(args);
+		return rc;
+	}
+	if (i == sizeof tools / sizeof *tools)
+		rc = tool_todo(ctx, argstr, res);
+	else
+		rc = tools[i].run(ctx, args, res);
+	cJSON_Delete(args);
+	return rc;
+}
