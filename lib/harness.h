@@ -85,7 +85,9 @@ enum {
  * memory.  *outlen (if not NULL) receives the length. */
 char *utf8_sanitize(const char *s, size_t n, int flags, size_t *outlen);
 
-/* The largest i <= pos that does not split a UTF-8 sequence of s[0..n). */
+/* The largest i <= pos at which cutting s[0..n) splits no UTF-8
+ * sequence; a sequence that s itself ends in the middle of counts as
+ * split, so utf8_floor(s, n, n) drops it. */
 size_t utf8_floor(const char *s, size_t n, size_t pos);
 
 /* Length in bytes of s[0..n) after removing leading and trailing white

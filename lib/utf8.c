@@ -117,22 +117,21 @@ size_t
 utf8_floor(const char *str, size_t n, size_t pos)
 {
 	const unsigned char *s = (const unsigned char *)str;
-	size_t i, back;
-	uint32_t cp;
-	int k;
+	size_t back, need;
 
-	if (pos >= n)
-		return n;
-	/* A sequence is at most 4 bytes: look back for the lead of the one
-	 * that pos falls in, and keep pos only if it is not inside it. */
+	if (pos > n)
+		pos = n;
+	/* Find the lead byte of the character pos falls in (at most 3 bytes
+	 * back) and keep pos only if that character ends by pos.  So a
+	 * sequence cut short by the end of s is dropped too. */
 	for (back = 1; back <= 3 && back <= pos; back++) {
-		i = pos - back;
-		if ((s[i] & 0xC0) != 0x80) {
-			k = decode(s + i, n - i, &cp);
-			if (k > 0 && (size_t)k > back)
-				return i;
-			break;
-		}
+		unsigned char c = s[pos - back];
+
+		if ((c & 0xC0) == 0x80)
+			continue;
+		need = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3
+		     : c >= 0xC2 && c <= 0xDF ? 2 : 1;
+		return need > back ? pos - back : pos;
 	}
 	return pos;
 }

@@ -120,3 +120,27 @@ test_done() {
 	echo "1..$test_count"
 	[ "$test_failures" -eq 0 ]
 }
+
+# call_msg NAME ARGS [DECISION [ID]]: an assistant message with one tool
+# call, as one line; DECISION (allow, deny, none) goes into "permission".
+call_msg() {
+	jq -nc --arg n "$1" --arg a "$2" --arg d "${3:-allow}" \
+		--arg id "${4:-call_1}" '
+		{role: "assistant", content: null, tool_calls: [{id: $id,
+		 type: "function", function: {name: $n, arguments: $a}}
+		 + (if $d == "none" then {} else {permission: {decision: $d,
+		    reason: "test says \($d)", rule: "test"}} end)]}'
+}
+
+# wait_for FILE LINES [SECONDS]: waits until FILE has LINES lines.
+wait_for() {
+	i=0
+	while [ "$(wc -l <"$1" 2>/dev/null || echo 0)" -lt "$2" ]; do
+		i=$((i + 1))
+		[ $i -gt $((${3:-10} * 50)) ] && {
+			echo "wait_for: $1 has fewer than $2 lines" >&2
+			return 1
+		}
+		sleep 0.02
+	done
+}

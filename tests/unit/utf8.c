@@ -55,6 +55,8 @@ main(void)
 	ok(utf8_floor(S("\xF0\x9F\x98\x80"), 1) == 0, "floor: 1 in 4-byte");
 	ok(utf8_floor(S("\x80\x80\x80"), 2) == 2, "floor: stray bytes split");
 	ok(utf8_floor(S("abc"), 10) == 3, "floor: past the end");
+	ok(utf8_floor(S("a\xE8\xAE"), 3) == 1, "floor: a sequence cut by the end");
+	ok(utf8_floor(S("a\xE8\xAE\xA1"), 4) == 4, "floor: a whole one at the end");
 
 	len = utf8_strip(S("  x y \t\n"), &start);
 	ok(start == 2 && len == 3, "strip: ascii white space");
