@@ -278,7 +278,8 @@ tool_list_dir(const struct tool_ctx *ctx, const cJSON *args, char **res)
 			goto out;
 		n++;
 	}
-	qsort(names, n, sizeof *names, cmp_names);
+	if (n)
+		qsort(names, n, sizeof *names, cmp_names);
 	for (i = 0; i < n && i < LIST_MAX; i++)
 		if (buf_printf(&b, "%s%s", i ? "\n" : "", names[i]) < 0)
 			goto out;
