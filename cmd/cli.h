@@ -15,7 +15,10 @@ enum {
 	ES_USAGE = 2,      /* bad options or arguments */
 	ES_IO = 3,         /* a file or stream could not be read or written */
 	ES_UNFINISHED = 4, /* todo-write --check: items are left */
-	ES_BADINPUT = 5,   /* a line of input is not a JSON object */
+	ES_BADINPUT = 5,   /* input is not JSON Lines, or not a valid transcript */
+	ES_REFUSED = 6,    /* agent-step: the API refused the request */
+	ES_APIFAIL = 7,    /* agent-step: unreachable, or failing after retries */
+	ES_UNUSABLE = 8,   /* agent-step: the answer cannot be used */
 };
 
 extern const char *progname;

@@ -33,6 +33,9 @@ enum {
 	AH_EFORMAT,  /* input that is not what was expected */
 	AH_ETOOBIG,  /* input over a documented bound */
 	AH_EINTR,    /* a signal interrupted a blocking call */
+	AH_ENET,     /* the server could not be reached, or broke off */
+	AH_EAPI,     /* the API refused the request */
+	AH_EAPIRETRY, /* the API failed (429, 5xx) and retries ran out */
 };
 
 /* Sets err (when not NULL) and returns -1, so that `return ah_fail(...)`
@@ -184,6 +187,103 @@ int calls_feed(struct calls *c, const cJSON *msg);
 int calls_pending(const struct calls *c);
 /* The id of a call object ("" when it has none). */
 const char *call_id(const cJSON *call);
+
+/* --- chat.c: the conversation agent-step sends ----------------------- */
+
+/* The messages so far, each checked and stripped to the fields the API
+ * defines, kept serialised: a request is one concatenation, whatever the
+ * length of the history. */
+struct chat {
+	struct buf msgs;      /* the messages, JSON, separated by commas */
+	int count;
+	int last_assistant;   /* the last message is the assistant's */
+	int dirty;            /* set by chat_add; the caller clears it */
+	struct calls calls;   /* the calls of the last assistant message */
+	unsigned long calls_line;
+};
+
+void chat_init(struct chat *c);
+void chat_free(struct chat *c);
+/* Adds the message read at line.  A transcript the API would refuse is an
+ * AH_EFORMAT error naming the line: an unknown role, a message other than
+ * a tool result while calls wait for results, a result no call waits for. */
+int chat_add(struct chat *c, const cJSON *msg, unsigned long line,
+	     struct ah_error *err);
+/* Nonzero when the model is to be called: there are messages, the last is
+ * not the assistant's, and no call waits for a result. */
+int chat_ready(const struct chat *c);
+/* The request body: head (an object with "model" and the other fields)
+ * with "messages" spliced in.  NULL when out of memory. */
+char *chat_request(const struct chat *c, const cJSON *head, size_t *len);
+
+/* --- reply.c: the model's answer ------------------------------------- */
+
+struct reply_call {
+	int index;
+	char *id;
+	struct buf name, args;
+};
+
+struct reply {
+	struct buf content, reasoning;
+	int has_content;
+	struct reply_call *calls;
+	int ncalls;
+	char finish[32];      /* finish_reason, "" when none came */
+	cJSON *usage;         /* the API's usage object, or NULL */
+	cJSON *error;         /* an error the API sent instead, or NULL */
+	int done;             /* [DONE] came, or the answer was whole */
+	/* called with each piece of text as it streams in */
+	void (*on_text)(void *ctx, const char *text);
+	void *ctx;
+	/* server-sent events parsing */
+	struct buf sse_line, sse_data;
+	int sse_event_error;
+};
+
+/* max bounds the text, each call's arguments and each event. */
+void reply_init(struct reply *r, size_t max);
+void reply_free(struct reply *r);
+/* A whole (non-streamed) Chat Completions answer. */
+int reply_parse(struct reply *r, const char *body, size_t n,
+		struct ah_error *err);
+/* Bytes of a text/event-stream answer, as they come. */
+int reply_feed(struct reply *r, const char *p, size_t n, struct ah_error *err);
+/* The end of a stream. */
+int reply_finish_stream(struct reply *r, struct ah_error *err);
+/* The assistant message, annotated with "usage" and "request_id". */
+cJSON *reply_message(const struct reply *r, const char *request_id);
+
+/* --- model.c: calling the endpoint ------------------------------------ */
+
+struct model_opts {
+	const char *base_url;  /* up to /v1; /chat/completions is added */
+	const char *api_key;   /* NULL or "" for none */
+	double timeout;        /* seconds: connect, and an idle connection */
+	int retries;           /* on connection errors, 408, 409, 429, 5xx */
+	size_t max_answer;     /* bytes */
+	void (*on_text)(void *ctx, const char *text); /* streamed text */
+	void (*on_retry)(void *ctx, const char *why); /* before each retry */
+	void *ctx;
+};
+
+struct model;
+
+int model_global_init(void);
+void model_global_cleanup(void);
+/* One connection, kept alive from one call to the next. */
+struct model *model_new(const struct model_opts *o, struct ah_error *err);
+void model_free(struct model *m);
+/* Sends body and reads the answer into reply (initialised here).  The
+ * request id the server gave goes to request_id.  On failure err->code
+ * is AH_ENET, AH_EAPI or AH_EAPIRETRY, or AH_EFORMAT/AH_ETOOBIG for an
+ * answer we cannot use; the message has the status, the API's message and
+ * the request id, never the key. */
+int model_call(struct model *m, const struct model_opts *o, const char *body,
+	       size_t len, struct reply *reply, char *request_id,
+	       size_t idsize, struct ah_error *err);
+/* How many connections have been opened so far. */
+unsigned long long model_connections(const struct model *m);
 
 /* --- file.c: whole files, atomically ----------------------------------- */
 

@@ -28,7 +28,7 @@ if [ ! -d "$AH_BIN" ]; then
 fi
 
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/ah-test.XXXXXX") || exit 1
-trap 'rm -rf "$SCRATCH"' EXIT
+trap 'stop_models; rm -rf "$SCRATCH"' EXIT
 trap 'exit 130' INT TERM HUP
 
 # Under AH_VALGRIND every program is run through valgrind: a leak or an
@@ -143,4 +143,28 @@ wait_for() {
 		}
 		sleep 0.02
 	done
+}
+
+# start_model SCRIPT: starts tests/model-server.py on 127.0.0.1 with the
+# script (JSON Lines) and sets AGENT_BASE_URL to it; requests are logged to
+# $PWD/requests.jsonl.  The server is stopped when the script exits.
+start_model() {
+	rm -f port
+	python3 "$TEST_DIR/model-server.py" --script "$1" --port-file "$PWD/port" \
+		--log "$PWD/requests.jsonl" --idle 120 &
+	echo $! >>"$SCRATCH/.servers"
+	i=0
+	while [ ! -s port ]; do
+		i=$((i + 1))
+		[ $i -gt 500 ] && { echo "model server did not start" >&2; return 1; }
+		sleep 0.01
+	done
+	AGENT_BASE_URL=http://127.0.0.1:$(cat port)/v1
+	export AGENT_BASE_URL
+}
+
+stop_models() {
+	[ -f "$SCRATCH/.servers" ] || return 0
+	while read -r pid; do kill "$pid" 2>/dev/null; done <"$SCRATCH/.servers"
+	rm -f "$SCRATCH/.servers"
 }

@@ -1,0 +1,445 @@
+/* agent-step: one call of the model.  See agent-step(1). */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *progname = "agent-step";
+
+static const char usage[] =
+	"usage: agent-step [-qv] [-m MODEL] [--base-url URL] [--tools FILE]\n"
+	"                  [options] < TRANSCRIPT\n"
+	"\n"
+	"Reads messages (JSON Lines), sends them to an OpenAI-compatible Chat\n"
+	"Completions endpoint, and writes the assistant's message as one line.\n"
+	"It calls the model whenever the messages read end with a user message\n"
+	"or with a result for every call of the last assistant message.\n"
+	"\n"
+	"  -m, --model MODEL      the model ($AGENT_MODEL)\n"
+	"      --base-url URL     the endpoint, up to /v1 ($AGENT_BASE_URL, else\n"
+	"                         $OPENAI_BASE_URL, else https://api.openai.com/v1)\n"
+	"      --api-key-file F   read the key from F (else $AGENT_API_KEY, else\n"
+	"                         $OPENAI_API_KEY; none for local servers)\n"
+	"      --tools FILE       tool definitions, as tool-exec --schema prints\n"
+	"      --temperature T    sampling temperature\n"
+	"      --max-tokens N     the most tokens of an answer\n"
+	"      --param JSON       more request fields, an object (repeatable)\n"
+	"      --stream           stream the answer; its text goes to stderr\n"
+	"      --timeout SEC      connect timeout, and for an idle answer (60)\n"
+	"      --retries N        retries of connection errors, 408, 409, 429\n"
+	"                         and 5xx (2)\n"
+	"      --until-done       exit after an answer without tool calls\n"
+	"      --dry-run          print the request body instead of sending it\n"
+	"  -q, --quiet            no streamed text, no retry notes on stderr\n"
+	"  -v, --verbose          a line per call on stderr: request id, tokens\n"
+	"  -h, --help             print this help and exit\n"
+	"\n"
+	"Exit status: 0 answered, 2 usage, 3 I/O error, 5 bad transcript,\n"
+	"6 refused by the API, 7 unreachable or failing after retries,\n"
+	"8 the answer cannot be used (cut by length, filtered, not Chat\n"
+	"Completions).\n";
+
+struct run {
+	struct model *model;
+	struct model_opts mo;
+	cJSON *head;
+	int dry_run, until_done, quiet, verbose, called, streamed_text;
+};
+
+static void
+on_text(void *ctx, const char *text)
+{
+	struct run *r = ctx;
+
+	if (r->quiet)
+		return;
+	fputs(text, stderr);
+	r->streamed_text = 1;
+}
+
+static void
+on_retry(void *ctx, const char *why)
+{
+	struct run *r = ctx;
+
+	if (!r->quiet)
+		cli_warn("%s", why);
+}
+
+static int
+exit_for(int code)
+{
+	switch (code) {
+	case AH_EAPI:
+		return ES_REFUSED;
+	case AH_EAPIRETRY:
+	case AH_ENET:
+		return ES_APIFAIL;
+	case AH_ENOMEM:
+		return ES_IO;
+	default:
+		return ES_UNUSABLE;
+	}
+}
+
+/* Calls the model for the messages so far and writes its answer.
+ * Returns an exit status; *stop is set when the run is over. */
+static int
+step(struct run *r, struct chat *chat, int *stop)
+{
+	struct ah_error err = { 0 };
+	struct reply reply;
+	char rid[128], *body;
+	cJSON *msg;
+	size_t len;
+	int rc = ES_OK;
+
+	body = chat_request(chat, r->head, &len);
+	if (!body) {
+		cli_warn("cannot build the request: out of memory");
+		return ES_IO;
+	}
+	chat->dirty = 0;
+	r->called = 1;
+	if (r->dry_run) {
+		if (fwrite(body, 1, len, stdout) != len || putchar('\n') == EOF ||
+		    fflush(stdout) == EOF)
+			rc = ES_IO;
+		free(body);
+		return rc;
+	}
+	reply_init(&reply, r->mo.max_answer);
+	r->streamed_text = 0;
+	if (model_call(r->model, &r->mo, body, len, &reply, rid, sizeof rid,
+		       &err) < 0) {
+		if (r->streamed_text)
+			fputc('\n', stderr);
+		cli_warn("%s", err.msg);
+		rc = exit_for(err.code);
+		goto out;
+	}
+	if (r->streamed_text)
+		fputc('\n', stderr);
+	if (!strcmp(reply.finish, "length") ||
+	    !strcmp(reply.finish, "content_filter")) {
+		cli_warn("the answer %s (finish_reason %s%s%s)%s",
+			 reply.finish[0] == 'l' ? "was cut short"
+						: "was withheld by a content filter",
+			 reply.finish, rid[0] ? ", request " : "", rid,
+			 reply.finish[0] == 'l' ? "; raise --max-tokens" : "");
+		rc = ES_UNUSABLE;
+		goto out;
+	}
+	msg = reply_message(&reply, rid);
+	if (!msg) {
+		cli_warn("out of memory");
+		rc = ES_IO;
+		goto out;
+	}
+	if (r->verbose) {
+		const cJSON *u = cJSON_GetObjectItemCaseSensitive(msg, "usage");
+		const cJSON *pt = cJSON_GetObjectItemCaseSensitive(u, "prompt_tokens");
+		const cJSON *ct = cJSON_GetObjectItemCaseSensitive(u,
+								   "completion_tokens");
+
+		cli_warn("request %s: %d prompt + %d completion tokens, %d tool "
+			 "call%s", rid[0] ? rid : "(no id)",
+			 cJSON_IsNumber(pt) ? pt->valueint : 0,
+			 cJSON_IsNumber(ct) ? ct->valueint : 0, reply.ncalls,
+			 reply.ncalls == 1 ? "" : "s");
+	}
+	if (jsonl_write(stdout, msg, &err) < 0) {
+		cli_warn("cannot write stdout: %s", strerror(errno ? errno : EIO));
+		cJSON_Delete(msg);
+		rc = ES_IO;
+		goto out;
+	}
+	if (chat_add(chat, msg, 0, &err) < 0) {
+		cli_report(&err);
+		rc = ES_IO;
+	}
+	chat->dirty = 0;
+	if (!reply.ncalls && r->until_done)
+		*stop = 1;
+	cJSON_Delete(msg);
+out:
+	reply_free(&reply);
+	free(body);
+	return rc;
+}
+
+/* Adds the members of a --param object to the request head. */
+static int
+add_params(cJSON *head, const char *json)
+{
+	cJSON *p = json_parse(json, strlen(json), NULL), *m;
+
+	if (!cJSON_IsObject(p)) {
+		cJSON_Delete(p);
+		return cli_usage_error("--param: '%s' is not a JSON object", json);
+	}
+	while ((m = p->child)) {
+		cJSON_DetachItemViaPointer(p, m);
+		cJSON_DeleteItemFromObjectCaseSensitive(head, m->string);
+		cJSON_AddItemToObject(head, m->string, m);
+	}
+	cJSON_Delete(p);
+	return 0;
+}
+
+static char *
+read_key(const char *file)
+{
+	struct ah_error err = { 0 };
+	char *data = NULL;
+	size_t len;
+	int rc = file_read(file, 8192, &data, &len, &err);
+
+	if (rc <= 0) {
+		if (rc == 0)
+			cli_warn("cannot open '%s': %s", file, strerror(ENOENT));
+		else
+			cli_report(&err);
+		return NULL;
+	}
+	data[strcspn(data, "\r\n")] = '\0';
+	return data;
+}
+
+static const char *
+env(const char *a, const char *b)
+{
+	const char *v = getenv(a);
+
+	if ((!v || !*v) && b)
+		v = getenv(b);
+	return v && *v ? v : NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	enum { O_BASE = 256, O_KEYFILE, O_TOOLS, O_TEMP, O_MAXTOK, O_PARAM,
+	       O_STREAM, O_TIMEOUT, O_RETRIES, O_UNTIL, O_DRY };
+	static const struct option longopts[] = {
+		{ "model", required_argument, NULL, 'm' },
+		{ "base-url", required_argument, NULL, O_BASE },
+		{ "api-key-file", required_argument, NULL, O_KEYFILE },
+		{ "tools", required_argument, NULL, O_TOOLS },
+		{ "temperature", required_argument, NULL, O_TEMP },
+		{ "max-tokens", required_argument, NULL, O_MAXTOK },
+		{ "param", required_argument, NULL, O_PARAM },
+		{ "stream", no_argument, NULL, O_STREAM },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "retries", required_argument, NULL, O_RETRIES },
+		{ "until-done", no_argument, NULL, O_UNTIL },
+		{ "dry-run", no_argument, NULL, O_DRY },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ah_error err = { 0 };
+	struct run r = { 0 };
+	struct jsonl_reader in;
+	struct chat chat;
+	const char *model = env("AGENT_MODEL", NULL), *tools = NULL;
+	char *key = NULL, *tooltext = NULL;
+	double temp = -1, maxtok = -1, retries = 2;
+	cJSON *msg, *t;
+	size_t tlen;
+	int c, stream = 0, stop = 0, rc = ES_OK, nparams = 0;
+	const char *params[64];
+
+	r.mo.base_url = env("AGENT_BASE_URL", "OPENAI_BASE_URL");
+	if (!r.mo.base_url)
+		r.mo.base_url = "https://api.openai.com/v1";
+	r.mo.timeout = 60;
+	r.mo.max_answer = 64u << 20;
+	while ((c = getopt_long(argc, argv, ":m:qvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			model = optarg;
+			break;
+		case O_BASE:
+			r.mo.base_url = optarg;
+			break;
+		case O_KEYFILE:
+			free(key);
+			key = read_key(optarg);
+			if (!key)
+				return ES_IO;
+			break;
+		case O_TOOLS:
+			tools = optarg;
+			break;
+		case O_TEMP:
+			if (cli_number("--temperature", optarg, 0, 2, &temp))
+				return ES_USAGE;
+			break;
+		case O_MAXTOK:
+			if (cli_number("--max-tokens", optarg, 1, 1e9, &maxtok))
+				return ES_USAGE;
+			break;
+		case O_PARAM:
+			if (nparams == 64)
+				return cli_usage_error("too many --param");
+			params[nparams++] = optarg;
+			break;
+		case O_STREAM:
+			stream = 1;
+			break;
+		case O_TIMEOUT:
+			if (cli_number("--timeout", optarg, 0.001, 1e6,
+				       &r.mo.timeout))
+				return ES_USAGE;
+			break;
+		case O_RETRIES:
+			if (cli_number("--retries", optarg, 0, 100, &retries))
+				return ES_USAGE;
+			break;
+		case O_UNTIL:
+			r.until_done = 1;
+			break;
+		case O_DRY:
+			r.dry_run = 1;
+			break;
+		case 'q':
+			r.quiet = 1;
+			break;
+		case 'v':
+			r.verbose = 1;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return cli_finish(ES_OK);
+		default:
+			return cli_bad_option(argv, c);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("unexpected argument '%s'", argv[optind]);
+	if (!model)
+		return cli_usage_error("no model: give --model or set AGENT_MODEL");
+	if (!key && env("AGENT_API_KEY", "OPENAI_API_KEY"))
+		key = strdup(env("AGENT_API_KEY", "OPENAI_API_KEY"));
+	r.mo.api_key = key;
+	r.mo.retries = (int)retries;
+	r.mo.on_text = stream ? on_text : NULL;
+	r.mo.on_retry = on_retry;
+	r.mo.ctx = &r;
+
+	r.head = cJSON_CreateObject();
+	cJSON_AddStringToObject(r.head, "model", model);
+	if (tools) {
+		if (file_read(tools, 16u << 20, &tooltext, &tlen, &err) <= 0) {
+			if (!err.msg[0])
+				cli_warn("cannot open '%s': %s", tools,
+					 strerror(ENOENT));
+			else
+				cli_report(&err);
+			rc = ES_IO;
+			goto out;
+		}
+		t = json_parse(tooltext, tlen, NULL);
+		if (!cJSON_IsArray(t)) {
+			cJSON_Delete(t);
+			rc = cli_usage_error("--tools: '%s' is not a JSON array of "
+					     "tool definitions", tools);
+			goto out;
+		}
+		if (t->child)
+			cJSON_AddItemToObject(r.head, "tools", t);
+		else
+			cJSON_Delete(t);
+	}
+	if (temp >= 0)
+		cJSON_AddNumberToObject(r.head, "temperature", temp);
+	if (maxtok > 0)
+		cJSON_AddNumberToObject(r.head, "max_tokens", maxtok);
+	if (stream) {
+		cJSON_AddTrueToObject(r.head, "stream");
+		t = cJSON_AddObjectToObject(r.head, "stream_options");
+		cJSON_AddTrueToObject(t, "include_usage");
+	}
+	for (c = 0; c < nparams; c++)
+		if (add_params(r.head, params[c])) {
+			rc = ES_USAGE;
+			goto out;
+		}
+
+	signal(SIGPIPE, SIG_IGN);
+	if (!r.dry_run) {
+		if (model_global_init() < 0) {
+			cli_warn("cannot start libcurl");
+			rc = ES_IO;
+			goto out;
+		}
+		r.model = model_new(&r.mo, &err);
+		if (!r.model) {
+			cli_report(&err);
+			rc = ES_IO;
+			goto out;
+		}
+	}
+	chat_init(&chat);
+	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
+		cli_warn("out of memory");
+		rc = ES_IO;
+		goto out_chat;
+	}
+	while (!stop) {
+		c = jsonl_read_object(&in, &msg, &err);
+		if (c < 0) {
+			cli_report(&err);
+			rc = err.code == AH_EFORMAT || err.code == AH_ETOOBIG
+			     ? ES_BADINPUT : ES_IO;
+			break;
+		}
+		if (c == 0) {
+			if (chat.dirty && chat_ready(&chat))
+				rc = step(&r, &chat, &stop);
+			else if (!r.called) {
+				cli_warn("stdin: nothing to answer: %s",
+					 !chat.count ? "no messages"
+					 : chat.last_assistant
+					 ? "the last message is the assistant's"
+					 : "tool calls wait for results");
+				rc = ES_BADINPUT;
+			}
+			break;
+		}
+		if (chat_add(&chat, msg, in.lineno, &err) < 0) {
+			cJSON_Delete(msg);
+			cli_warn("stdin: %s", err.msg);
+			rc = err.code == AH_ENOMEM ? ES_IO : ES_BADINPUT;
+			break;
+		}
+		cJSON_Delete(msg);
+		/* Call once the input has caught up, so that a whole
+		 * transcript is one call, and a live ring one per turn. */
+		if (chat_ready(&chat) && !jsonl_ready(&in)) {
+			rc = step(&r, &chat, &stop);
+			if (rc)
+				break;
+		}
+	}
+	jsonl_reader_free(&in);
+out_chat:
+	chat_free(&chat);
+out:
+	if (key) {
+		memset(key, 0, strlen(key));
+		free(key);
+	}
+	free(tooltext);
+	cJSON_Delete(r.head);
+	model_free(r.model);
+	if (!r.dry_run)
+		model_global_cleanup();
+	return cli_finish(rc);
+}

@@ -1,0 +1,397 @@
+/* model.c: calling a Chat Completions endpoint over libcurl, with the
+ * retries of the official SDKs. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "harness.h"
+
+#define RETRY_CAP 60.0 /* seconds: the longest wait we honour */
+
+struct model {
+	CURL *curl;
+	struct curl_slist *headers;
+	char url[2048];
+	char errbuf[CURL_ERROR_SIZE];
+	unsigned long long connects; /* connections opened so far */
+};
+
+/* What one attempt brings back. */
+struct attempt {
+	struct model *m;
+	struct reply *reply;
+	int stream;
+	long status;
+	struct buf body;        /* a whole answer, or an error's body */
+	char request_id[128];
+	double retry_after;     /* seconds, -1 when none was sent */
+	int event_stream;       /* the answer is text/event-stream */
+	struct ah_error err;    /* a failure while reading the answer */
+	int failed;
+};
+
+int
+model_global_init(void)
+{
+	return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
+}
+
+struct model *
+model_new(const struct model_opts *o, struct ah_error *err)
+{
+	struct model *m = calloc(1, sizeof *m);
+	char auth[4096];
+	const char *base = o->base_url;
+	size_t n = strlen(base);
+	struct curl_slist *h;
+
+	if (!m) {
+		ah_fail(err, AH_ENOMEM, "out of memory");
+		return NULL;
+	}
+	while (n && base[n - 1] == '/')
+		n--;
+	if (n + 20 >= sizeof m->url) {
+		ah_fail(err, AH_EFORMAT, "the base URL is too long");
+		goto fail;
+	}
+	snprintf(m->url, sizeof m->url, "%.*s/chat/completions", (int)n, base);
+	m->curl = curl_easy_init();
+	if (!m->curl) {
+		ah_fail(err, AH_ENOMEM, "cannot start libcurl");
+		goto fail;
+	}
+	h = curl_slist_append(NULL, "Content-Type: application/json");
+	if (h && o->api_key && *o->api_key) {
+		if (strlen(o->api_key) > sizeof auth - 32) {
+			ah_fail(err, AH_EFORMAT, "the API key is too long");
+			curl_slist_free_all(h);
+			goto fail;
+		}
+		snprintf(auth, sizeof auth, "Authorization: Bearer %s",
+			 o->api_key);
+		h = curl_slist_append(h, auth);
+		memset(auth, 0, sizeof auth);
+	}
+	if (!h) {
+		ah_fail(err, AH_ENOMEM, "out of memory");
+		goto fail;
+	}
+	m->headers = h;
+	curl_easy_setopt(m->curl, CURLOPT_URL, m->url);
+	curl_easy_setopt(m->curl, CURLOPT_HTTPHEADER, m->headers);
+	curl_easy_setopt(m->curl, CURLOPT_ERRORBUFFER, m->errbuf);
+	curl_easy_setopt(m->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(m->curl, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(m->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(m->curl, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(m->curl, CURLOPT_USERAGENT, "agent-harness/0.1");
+	curl_easy_setopt(m->curl, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)(o->timeout * 1000));
+	/* An idle connection: less than 1 byte a second for timeout s. */
+	curl_easy_setopt(m->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(m->curl, CURLOPT_LOW_SPEED_TIME,
+			 (long)(o->timeout < 1 ? 1 : o->timeout));
+	return m;
+fail:
+	model_free(m);
+	return NULL;
+}
+
+void
+model_free(struct model *m)
+{
+	if (!m)
+		return;
+	if (m->curl)
+		curl_easy_cleanup(m->curl);
+	curl_slist_free_all(m->headers);
+	free(m);
+}
+
+unsigned long long
+model_connections(const struct model *m)
+{
+	return m->connects;
+}
+
+/* "Retry-After: 3" or an HTTP date; "retry-after-ms: 1500". */
+static double
+parse_retry_after(const char *name, const char *v)
+{
+	char *end;
+	double s;
+	time_t t;
+
+	s = strtod(v, &end);
+	if (end != v && (*end == '\0' || isspace((unsigned char)*end)))
+		return !strcasecmp(name, "retry-after-ms") ? s / 1000 : s;
+	t = curl_getdate(v, NULL);
+	if (t > 0)
+		return difftime(t, time(NULL));
+	return -1;
+}
+
+static size_t
+on_header(char *p, size_t size, size_t n, void *ctx)
+{
+	struct attempt *a = ctx;
+	size_t len = size * n, k, vlen;
+	char name[64], value[256];
+	const char *colon = memchr(p, ':', len), *v;
+	double ra;
+
+	if (len > 5 && !memcmp(p, "HTTP/", 5)) {
+		/* a new response (after a 100 Continue, say): start over */
+		a->request_id[0] = '\0';
+		a->retry_after = -1;
+		a->event_stream = 0;
+		return len;
+	}
+	if (!colon || (size_t)(colon - p) >= sizeof name)
+		return len;
+	k = (size_t)(colon - p);
+	memcpy(name, p, k);
+	name[k] = '\0';
+	v = colon + 1;
+	while (v < p + len && (*v == ' ' || *v == '\t'))
+		v++;
+	vlen = (size_t)(p + len - v);
+	while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' ||
+			v[vlen - 1] == ' '))
+		vlen--;
+	if (vlen >= sizeof value)
+		vlen = sizeof value - 1;
+	memcpy(value, v, vlen);
+	value[vlen] = '\0';
+	if (!strcasecmp(name, "x-request-id") || !strcasecmp(name, "request-id"))
+		snprintf(a->request_id, sizeof a->request_id, "%.127s", value);
+	else if (!strcasecmp(name, "retry-after-ms") ||
+		 (!strcasecmp(name, "retry-after") && a->retry_after < 0)) {
+		ra = parse_retry_after(name, value);
+		if (ra >= 0)
+			a->retry_after = ra;
+	} else if (!strcasecmp(name, "content-type"))
+		a->event_stream = !strncasecmp(value, "text/event-stream", 17);
+	return len;
+}
+
+static size_t
+on_body(char *p, size_t size, size_t n, void *ctx)
+{
+	struct attempt *a = ctx;
+	size_t len = size * n;
+
+	if (!a->status)
+		curl_easy_getinfo(a->m->curl, CURLINFO_RESPONSE_CODE, &a->status);
+	if (a->status == 200 && a->event_stream) {
+		if (reply_feed(a->reply, p, len, &a->err) < 0) {
+			a->failed = 1;
+			return 0; /* stops the transfer */
+		}
+		return len;
+	}
+	if (buf_append(&a->body, p, len) < 0) {
+		ah_fail(&a->err, AH_ETOOBIG, "the answer is larger than %zu "
+			"bytes", a->body.max);
+		a->failed = 1;
+		return 0;
+	}
+	return len;
+}
+
+/* The API's error.message and error.code of a body, when it has them. */
+static void
+api_error(const char *body, size_t n, const cJSON *given, char *msg,
+	  size_t size, char *code, size_t csize)
+{
+	cJSON *v = given ? NULL : json_parse(body, n, NULL);
+	const cJSON *e = given ? given : cJSON_GetObjectItemCaseSensitive(v, "error");
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "code");
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "type");
+
+	msg[0] = code[0] = '\0';
+	if (cJSON_IsString(m))
+		snprintf(msg, size, "%s", m->valuestring);
+	else if (cJSON_IsString(e))
+		snprintf(msg, size, "%s", e->valuestring);
+	else if (n && !given)
+		snprintf(msg, size, "%.*s", (int)(n > 200 ? 200 : n), body);
+	if (cJSON_IsString(c))
+		snprintf(code, csize, "%s", c->valuestring);
+	else if (cJSON_IsString(t))
+		snprintf(code, csize, "%s", t->valuestring);
+	cJSON_Delete(v);
+}
+
+static void
+sleep_for(double s)
+{
+	struct timespec ts;
+
+	if (s <= 0)
+		return;
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Removes the key from a message, should a server echo it back. */
+static void
+redact(char *s, const char *key)
+{
+	size_t k = key ? strlen(key) : 0;
+	char *p;
+
+	if (k < 4)
+		return;
+	while ((p = strstr(s, key))) {
+		memcpy(p, "[redacted]", k < 10 ? k : 10);
+		memmove(p + (k < 10 ? k : 10), p + k, strlen(p + k) + 1);
+	}
+}
+
+int
+model_call(struct model *m, const struct model_opts *o, const char *body,
+	   size_t len, struct reply *reply, char *request_id, size_t idsize,
+	   struct ah_error *err)
+{
+	char msg[1024], code[128], why[768];
+	struct attempt a;
+	long connects;
+	double wait;
+	CURLcode cc;
+	int attempt, retryable, rc = -1;
+
+	request_id[0] = '\0';
+	for (attempt = 0;; attempt++) {
+		struct buf b = BUF_INIT(o->max_answer);
+
+		memset(&a, 0, sizeof a);
+		a.m = m;
+		a.reply = reply;
+		a.body = b;
+		a.retry_after = -1;
+		reply_free(reply);
+		reply_init(reply, o->max_answer);
+		reply->on_text = o->on_text;
+		reply->ctx = o->ctx;
+		m->errbuf[0] = '\0';
+		curl_easy_setopt(m->curl, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(m->curl, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)len);
+		curl_easy_setopt(m->curl, CURLOPT_HEADERFUNCTION, on_header);
+		curl_easy_setopt(m->curl, CURLOPT_HEADERDATA, &a);
+		curl_easy_setopt(m->curl, CURLOPT_WRITEFUNCTION, on_body);
+		curl_easy_setopt(m->curl, CURLOPT_WRITEDATA, &a);
+		cc = curl_easy_perform(m->curl);
+		if (curl_easy_getinfo(m->curl, CURLINFO_NUM_CONNECTS,
+				      &connects) == CURLE_OK)
+			m->connects += (unsigned long long)connects;
+		curl_easy_getinfo(m->curl, CURLINFO_RESPONSE_CODE, &a.status);
+		snprintf(request_id, idsize, "%s", a.request_id);
+		retryable = 0;
+		if (a.failed) {
+			/* our own bound or a broken stream: not the network */
+			ah_fail(err, a.err.code, "%s", a.err.msg);
+			goto out;
+		}
+		if (cc != CURLE_OK && a.status == 200 && a.event_stream) {
+			/* The request was taken and half answered: sending it
+			 * again could do the work twice.  It failed. */
+			ah_fail(err, AH_ENET, "the stream broke off before the "
+				"answer was complete: %.400s", m->errbuf[0] ?
+				m->errbuf : curl_easy_strerror(cc));
+			goto out;
+		}
+		if (cc != CURLE_OK) {
+			snprintf(why, sizeof why, "cannot reach %.300s: %.400s", m->url,
+				 m->errbuf[0] ? m->errbuf : curl_easy_strerror(cc));
+			retryable = 1;
+			err->code = AH_ENET;
+		} else if (a.status == 200) {
+			if (a.event_stream) {
+				if (reply_finish_stream(reply, err) < 0)
+					goto out;
+			} else if (reply_parse(reply, a.body.data ? a.body.data
+					       : "", a.body.len, err) < 0)
+				goto out;
+			if (reply->error) {
+				api_error(NULL, 0, reply->error, msg, sizeof msg,
+					  code, sizeof code);
+				ah_fail(err, AH_EAPI, "the stream ended with an "
+					"error: %.500s%s%.100s%s", msg[0] ? msg :
+					"no message", code[0] ? " (" : "", code,
+					code[0] ? ")" : "");
+				goto out;
+			}
+			if (a.event_stream && !reply->done && !reply->finish[0]) {
+				ah_fail(err, AH_ENET, "the stream ended before "
+					"the answer was complete (no finish "
+					"reason, no [DONE])");
+				goto out;
+			}
+			rc = 0;
+			goto out;
+		} else {
+			api_error(a.body.data ? a.body.data : "", a.body.len,
+				  NULL, msg, sizeof msg, code, sizeof code);
+			snprintf(why, sizeof why, "%ld%s%.500s%s%.100s%s", a.status,
+				 msg[0] ? ": " : "", msg, code[0] ? " (" : "",
+				 code, code[0] ? ")" : "");
+			retryable = a.status == 408 || a.status == 409 ||
+				    a.status >= 500 ||
+				    (a.status == 429 &&
+				     strcmp(code, "insufficient_quota"));
+			err->code = retryable ? AH_EAPIRETRY : AH_EAPI;
+		}
+		if (!retryable || attempt >= o->retries) {
+			if (retryable && attempt)
+				ah_fail(err, err->code, "%s, after %d retr%s",
+					why, attempt, attempt == 1 ? "y" : "ies");
+			else
+				ah_fail(err, err->code, "%s", why);
+			goto out;
+		}
+		/* The SDKs' backoff: 0.5 s doubling to 8 s, less up to 25 %
+		 * jitter; a server's Retry-After wins, up to a cap. */
+		wait = 0.5 * pow(2, attempt);
+		if (wait > 8)
+			wait = 8;
+		wait *= 1 - 0.25 * ((double)rand() / RAND_MAX);
+		if (a.retry_after >= 0)
+			wait = a.retry_after > RETRY_CAP ? RETRY_CAP : a.retry_after;
+		if (o->on_retry) {
+			snprintf(msg, sizeof msg, "%.900s; retrying in %.1f s", why,
+				 wait);
+			redact(msg, o->api_key);
+			o->on_retry(o->ctx, msg);
+		}
+		buf_free(&a.body);
+		sleep_for(wait);
+	}
+out:
+	buf_free(&a.body);
+	redact(err->msg, o->api_key);
+	if (rc < 0 && request_id[0]) {
+		size_t n = strlen(err->msg);
+
+		snprintf(err->msg + n, sizeof err->msg - n, " (request %s)",
+			 request_id);
+	}
+	return rc;
+}
+
+void
+model_global_cleanup(void)
+{
+	curl_global_cleanup();
+}

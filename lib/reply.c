@@ -1,0 +1,412 @@
+/* reply.c: the model's answer, whole or assembled from a stream of
+ * server-sent events. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define REPLY_MAX_CALLS 10000
+
+void
+reply_init(struct reply *r, size_t max)
+{
+	struct buf b = BUF_INIT(max);
+
+	memset(r, 0, sizeof *r);
+	r->content = b;
+	r->reasoning = b;
+	r->sse_line = b;
+	r->sse_data = b;
+}
+
+void
+reply_free(struct reply *r)
+{
+	int i;
+
+	buf_free(&r->content);
+	buf_free(&r->reasoning);
+	buf_free(&r->sse_line);
+	buf_free(&r->sse_data);
+	for (i = 0; i < r->ncalls; i++) {
+		free(r->calls[i].id);
+		buf_free(&r->calls[i].name);
+		buf_free(&r->calls[i].args);
+	}
+	free(r->calls);
+	cJSON_Delete(r->usage);
+	cJSON_Delete(r->error);
+	memset(r, 0, sizeof *r);
+}
+
+static struct reply_call *
+new_call(struct reply *r, int index, const char *id, struct ah_error *err)
+{
+	struct buf b = BUF_INIT(r->content.max);
+	struct reply_call *more, *c;
+
+	if (r->ncalls >= REPLY_MAX_CALLS) {
+		ah_fail(err, AH_ETOOBIG, "the answer has more than %d tool "
+			"calls", REPLY_MAX_CALLS);
+		return NULL;
+	}
+	more = realloc(r->calls, (size_t)(r->ncalls + 1) * sizeof *more);
+	if (!more) {
+		ah_fail(err, AH_ENOMEM, "out of memory");
+		return NULL;
+	}
+	r->calls = more;
+	c = &r->calls[r->ncalls];
+	memset(c, 0, sizeof *c);
+	c->index = index;
+	c->name = b;
+	c->args = b;
+	if (id && !(c->id = strdup(id))) {
+		ah_fail(err, AH_ENOMEM, "out of memory");
+		return NULL;
+	}
+	r->ncalls++;
+	return c;
+}
+
+static int
+append_str(struct buf *b, const cJSON *v, struct ah_error *err)
+{
+	if (!cJSON_IsString(v))
+		return 0;
+	if (buf_append(b, v->valuestring, strlen(v->valuestring)) < 0)
+		return ah_fail(err, AH_ETOOBIG, "the answer is larger than "
+			       "%zu bytes", b->max);
+	return 0;
+}
+
+/*
+ * One tool-call delta.  Calls are told apart by index; a delta with an id
+ * unlike that of the call at its index starts a new call, for servers that
+ * send every call at index 0.
+ */
+static int
+apply_call_delta(struct reply *r, const cJSON *d, struct ah_error *err)
+{
+	const cJSON *idx = cJSON_GetObjectItemCaseSensitive(d, "index");
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(d, "id");
+	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(d, "function");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+	struct reply_call *c = NULL;
+	int index = cJSON_IsNumber(idx) ? idx->valueint : 0, i;
+	const char *sid = cJSON_IsString(id) && id->valuestring[0]
+			  ? id->valuestring : NULL;
+
+	for (i = r->ncalls - 1; i >= 0; i--)
+		if (r->calls[i].index == index) {
+			c = &r->calls[i];
+			break;
+		}
+	if (c && sid && c->id && strcmp(c->id, sid))
+		c = NULL;
+	if (!c) {
+		c = new_call(r, index, sid, err);
+		if (!c)
+			return -1;
+	} else if (sid && !c->id && !(c->id = strdup(sid)))
+		return ah_fail(err, AH_ENOMEM, "out of memory");
+	/* The name comes whole in the first delta; some servers repeat it. */
+	if (cJSON_IsString(name) && strcmp(c->name.data ? c->name.data : "",
+					   name->valuestring) &&
+	    append_str(&c->name, name, err) < 0)
+		return -1;
+	return append_str(&c->args,
+			  cJSON_GetObjectItemCaseSensitive(fn, "arguments"), err);
+}
+
+static void
+set_finish(struct reply *r, const cJSON *f)
+{
+	if (cJSON_IsString(f))
+		snprintf(r->finish, sizeof r->finish, "%s", f->valuestring);
+}
+
+static void
+take_usage(struct reply *r, const cJSON *obj)
+{
+	const cJSON *u = cJSON_GetObjectItemCaseSensitive(obj, "usage");
+
+	if (cJSON_IsObject(u)) {
+		cJSON_Delete(r->usage);
+		r->usage = cJSON_Duplicate(u, 1);
+	}
+}
+
+/* One event's data: a chat.completion.chunk, or an error. */
+static int
+apply_chunk(struct reply *r, const char *data, size_t n, int is_error,
+	    struct ah_error *err)
+{
+	const cJSON *choice, *delta, *tc, *d, *e;
+	cJSON *v;
+	size_t off = 0;
+	int rc = -1;
+
+	if (n == 6 && !memcmp(data, "[DONE]", 6)) {
+		r->done = 1;
+		return 0;
+	}
+	v = json_parse(data, n, &off);
+	if (!v)
+		return ah_fail(err, AH_EFORMAT, "the stream sent an event that "
+			       "is not JSON (at byte %zu)", off + 1);
+	e = cJSON_GetObjectItemCaseSensitive(v, "error");
+	if (is_error || e) {
+		cJSON_Delete(r->error);
+		r->error = cJSON_Duplicate(e ? e : v, 1);
+		rc = 0;
+		goto out;
+	}
+	take_usage(r, v);
+	choice = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(v, "choices"),
+				    0);
+	if (!choice) {
+		rc = 0;
+		goto out;
+	}
+	set_finish(r, cJSON_GetObjectItemCaseSensitive(choice, "finish_reason"));
+	delta = cJSON_GetObjectItemCaseSensitive(choice, "delta");
+	d = cJSON_GetObjectItemCaseSensitive(delta, "content");
+	if (cJSON_IsString(d)) {
+		r->has_content = 1;
+		if (append_str(&r->content, d, err) < 0)
+			goto out;
+		if (r->on_text && d->valuestring[0])
+			r->on_text(r->ctx, d->valuestring);
+	}
+	if (append_str(&r->reasoning,
+		       cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content"),
+		       err) < 0)
+		goto out;
+	tc = cJSON_GetObjectItemCaseSensitive(delta, "tool_calls");
+	cJSON_ArrayForEach(d, tc)
+		if (apply_call_delta(r, d, err) < 0)
+			goto out;
+	rc = 0;
+out:
+	cJSON_Delete(v);
+	return rc;
+}
+
+/* Ends an event: its data lines, joined, are one chunk. */
+static int
+dispatch(struct reply *r, struct ah_error *err)
+{
+	int rc = 0;
+
+	if (r->sse_data.len)
+		rc = apply_chunk(r, r->sse_data.data, r->sse_data.len,
+				 r->sse_event_error, err);
+	buf_reset(&r->sse_data);
+	r->sse_event_error = 0;
+	return rc;
+}
+
+static int
+sse_line(struct reply *r, const char *p, size_t n, struct ah_error *err)
+{
+	if (n && p[n - 1] == '\r')
+		n--;
+	if (!n)
+		return dispatch(r, err);
+	if (p[0] == ':')
+		return 0; /* a comment, or a keep-alive */
+	if (n >= 5 && !memcmp(p, "data:", 5)) {
+		p += 5;
+		n -= 5;
+		if (n && *p == ' ') {
+			p++;
+			n--;
+		}
+		if ((r->sse_data.len && buf_putc(&r->sse_data, '\n') < 0) ||
+		    buf_append(&r->sse_data, p, n) < 0)
+			return ah_fail(err, AH_ETOOBIG, "an event of the stream "
+				       "is larger than %zu bytes",
+				       r->sse_data.max);
+		return 0;
+	}
+	if (n >= 6 && !memcmp(p, "event:", 6)) {
+		p += 6;
+		n -= 6;
+		while (n && *p == ' ') {
+			p++;
+			n--;
+		}
+		r->sse_event_error = n == 5 && !memcmp(p, "error", 5);
+	}
+	return 0; /* id:, retry: and unknown fields are ignored */
+}
+
+int
+reply_feed(struct reply *r, const char *p, size_t n, struct ah_error *err)
+{
+	const char *nl;
+
+	while (n) {
+		nl = memchr(p, '\n', n);
+		if (!nl) {
+			if (buf_append(&r->sse_line, p, n) < 0)
+				return ah_fail(err, AH_ETOOBIG, "a line of the "
+					       "stream is larger than %zu bytes",
+					       r->sse_line.max);
+			return 0;
+		}
+		if (r->sse_line.len) {
+			if (buf_append(&r->sse_line, p, (size_t)(nl - p)) < 0)
+				return ah_fail(err, AH_ETOOBIG, "a line of the "
+					       "stream is larger than %zu bytes",
+					       r->sse_line.max);
+			if (sse_line(r, r->sse_line.data, r->sse_line.len, err) < 0)
+				return -1;
+			buf_reset(&r->sse_line);
+		} else if (sse_line(r, p, (size_t)(nl - p), err) < 0)
+			return -1;
+		n -= (size_t)(nl - p) + 1;
+		p = nl + 1;
+	}
+	return 0;
+}
+
+int
+reply_finish_stream(struct reply *r, struct ah_error *err)
+{
+	/* A last event not followed by a blank line still counts. */
+	if (r->sse_line.len) {
+		if (sse_line(r, r->sse_line.data, r->sse_line.len, err) < 0)
+			return -1;
+		buf_reset(&r->sse_line);
+	}
+	return dispatch(r, err);
+}
+
+int
+reply_parse(struct reply *r, const char *body, size_t n, struct ah_error *err)
+{
+	const cJSON *choice, *msg, *tc, *call, *fn, *e;
+	struct reply_call *c;
+	size_t off = 0;
+	cJSON *v;
+	int rc = -1, i = 0;
+
+	v = json_parse(body, n, &off);
+	if (!v || !cJSON_IsObject(v)) {
+		ah_fail(err, AH_EFORMAT, "the answer is not a JSON object%s",
+			v ? "" : " (not valid JSON)");
+		goto out;
+	}
+	e = cJSON_GetObjectItemCaseSensitive(v, "error");
+	if (e) {
+		r->error = cJSON_Duplicate(e, 1);
+		rc = 0;
+		goto out;
+	}
+	take_usage(r, v);
+	choice = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(v, "choices"),
+				    0);
+	msg = cJSON_GetObjectItemCaseSensitive(choice, "message");
+	if (!cJSON_IsObject(msg)) {
+		ah_fail(err, AH_EFORMAT, "the answer has no choices[0].message: "
+			"not a Chat Completions answer");
+		goto out;
+	}
+	set_finish(r, cJSON_GetObjectItemCaseSensitive(choice, "finish_reason"));
+	e = cJSON_GetObjectItemCaseSensitive(msg, "content");
+	r->has_content = cJSON_IsString(e);
+	if (append_str(&r->content, e, err) < 0 ||
+	    append_str(&r->reasoning,
+		       cJSON_GetObjectItemCaseSensitive(msg, "reasoning_content"),
+		       err) < 0)
+		goto out;
+	tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
+	cJSON_ArrayForEach(call, tc) {
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(call, "id");
+		const cJSON *args;
+
+		fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+		c = new_call(r, i++, cJSON_IsString(id) ? id->valuestring : NULL,
+			     err);
+		if (!c || append_str(&c->name,
+				     cJSON_GetObjectItemCaseSensitive(fn, "name"),
+				     err) < 0)
+			goto out;
+		args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+		if (cJSON_IsString(args)) {
+			if (append_str(&c->args, args, err) < 0)
+				goto out;
+		} else if (args) {
+			/* some servers send an object; the API sends text */
+			char *s = cJSON_PrintUnformatted(args);
+
+			if (!s || buf_append(&c->args, s, strlen(s)) < 0) {
+				free(s);
+				ah_fail(err, AH_ENOMEM, "out of memory");
+				goto out;
+			}
+			free(s);
+		}
+	}
+	r->done = 1;
+	rc = 0;
+out:
+	cJSON_Delete(v);
+	return rc;
+}
+
+cJSON *
+reply_message(const struct reply *r, const char *request_id)
+{
+	cJSON *m = cJSON_CreateObject(), *arr, *c, *f;
+	char gen[32];
+	int i;
+
+	if (!m || !cJSON_AddStringToObject(m, "role", "assistant"))
+		goto fail;
+	if ((r->has_content && (r->content.len || !r->ncalls)) || !r->ncalls) {
+		if (!cJSON_AddStringToObject(m, "content", r->content.data ?
+					     r->content.data : ""))
+			goto fail;
+	} else if (!cJSON_AddNullToObject(m, "content"))
+		goto fail;
+	if (r->reasoning.len &&
+	    !cJSON_AddStringToObject(m, "reasoning_content", r->reasoning.data))
+		goto fail;
+	if (r->ncalls) {
+		arr = cJSON_AddArrayToObject(m, "tool_calls");
+		if (!arr)
+			goto fail;
+		for (i = 0; i < r->ncalls; i++) {
+			const struct reply_call *rc = &r->calls[i];
+
+			/* a call without id cannot be answered: give one */
+			snprintf(gen, sizeof gen, "call_%d", i + 1);
+			c = cJSON_CreateObject();
+			f = cJSON_CreateObject();
+			if (!c || !cJSON_AddItemToArray(arr, c) || !f ||
+			    !cJSON_AddStringToObject(c, "id", rc->id ? rc->id : gen) ||
+			    !cJSON_AddStringToObject(c, "type", "function") ||
+			    !cJSON_AddItemToObject(c, "function", f) ||
+			    !cJSON_AddStringToObject(f, "name", rc->name.data ?
+						     rc->name.data : "") ||
+			    !cJSON_AddStringToObject(f, "arguments", rc->args.data ?
+						     rc->args.data : "")) {
+				cJSON_Delete(f);
+				goto fail;
+			}
+		}
+	}
+	if (r->usage && !cJSON_AddItemToObject(m, "usage",
+					       cJSON_Duplicate(r->usage, 1)))
+		goto fail;
+	if (request_id && *request_id &&
+	    !cJSON_AddStringToObject(m, "request_id", request_id))
+		goto fail;
+	return m;
+fail:
+	cJSON_Delete(m);
+	return NULL;
+}
