@@ -285,6 +285,18 @@ int model_call(struct model *m, const struct model_opts *o, const char *body,
 /* How many connections have been opened so far. */
 unsigned long long model_connections(const struct model *m);
 
+/* --- shsplit.c: shell command lines for permission rules ------------- */
+
+/* Splits a command line into the simple commands it would run, at ; & &&
+ * || | newlines, subshells, groups, $(...), backquotes and <(...):
+ * {"commands": [[argv...], ...], "redirects": [targets...], "complex": b}.
+ * Quotes are removed; expansions are kept as text.  "complex" is true when
+ * it met something it cannot follow (unbalanced quotes, here-documents,
+ * arithmetic, if/for/while/case, function definitions, a command name
+ * that is itself an expansion): a rule must then not trust "commands".
+ * NULL when out of memory. */
+cJSON *shell_split(const char *cmd);
+
 /* --- file.c: whole files, atomically ----------------------------------- */
 
 /* Reads the whole file at path, at most max bytes (a larger file is an
