@@ -12,12 +12,13 @@ CFLAGS  ?= -O2 -g
 override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 	-Wstrict-prototypes -Wmissing-prototypes -Wvla -Ilib -MD -MP
 LDLIBS  ?=
-override LDLIBS += -lcurl -lcjson -lm
+override LDLIBS += -ljq -lonig -lcurl -lcjson -lm
+override LDFLAGS += -Wl,--as-needed
 
 # Where objects and programs go; the sanitizer build sets another one.
 BUILD   ?= build
 
-PROGS   = todo-write tool-exec agent-step
+PROGS   = todo-write tool-exec agent-step hook-perm hook-audit
 LIBSRC  = $(wildcard lib/*.c)
 LIBOBJ  = $(LIBSRC:lib/%.c=$(BUILD)/lib/%.o)
 CLIOBJ  = $(BUILD)/cmd/cli.o

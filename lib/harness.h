@@ -297,6 +297,68 @@ unsigned long long model_connections(const struct model *m);
  * NULL when out of memory. */
 cJSON *shell_split(const char *cmd);
 
+/* --- policy.c: permission rules in jq ---------------------------------- */
+
+enum { DECIDE_ALLOW = 0, DECIDE_ASK = 1, DECIDE_DENY = 2 }; /* by strictness */
+
+struct rule {
+	char *name, *expr, *reason;
+	int decision;
+};
+
+struct policy {
+	int deflt;          /* when no rule matches */
+	struct rule *rules;
+	int n;
+	char *source;       /* the file, or "built-in" */
+	void *jq;           /* the compiled rules (jq_state *) */
+};
+
+struct verdict {
+	int decision;
+	char rule[128];
+	char reason[512];
+};
+
+/* The built-in policy, as JSON text. */
+const char *policy_builtin(void);
+const char *decision_name(int d);
+/* Reads a policy: {"default": D, "rules": [{"name", "if", "decision",
+ * "reason"}, ...]}.  Its errors name the source and the rule. */
+int policy_parse(struct policy *p, const char *text, size_t len,
+		 const char *source, struct ah_error *err);
+/* Compiles every rule into one jq program (libjq starts here, once);
+ * a rule that does not compile is an error naming it. */
+int policy_compile(struct policy *p, struct ah_error *err);
+/* Runs the rules on input, in a child bounded by timeout seconds.  Every
+ * matching rule counts and the strictest wins (deny over ask over allow);
+ * none matching gives the default.  A rule that fails or runs too long
+ * denies, naming it.  -1 only when the child cannot be started. */
+int policy_eval(struct policy *p, const cJSON *input, double timeout,
+		struct verdict *v, struct ah_error *err);
+void policy_free(struct policy *p);
+
+/* --- audit.c: the audit log ------------------------------------------ */
+
+/* Replaces secrets in s by "[REDACTED]", in place (s never grows): the
+ * strings of secrets (NULL-terminated list; the API key we hold), keys and
+ * tokens of the usual providers (sk-, ghp_, github_pat_, xoxb-, AKIA,
+ * AIza, hf_, ...), and the credential after "Bearer", "Authorization:",
+ * "x-api-key:". */
+void redact(char *s, const char *const *secrets);
+void redact_json(cJSON *v, const char *const *secrets);
+
+/* One audit record for a message, as a line without its newline: time,
+ * session, seq, role, bytes, tools (id, name, decision, reason, rule),
+ * tool_call_id, request_id, usage, and the message, all redacted. */
+char *audit_record(const cJSON *msg, size_t bytes, const char *session,
+		   unsigned long long seq, const char *const *secrets);
+
+/* Appends a record (with its newline) to the log open with O_APPEND, in
+ * one piece under an exclusive lock; fdatasync when sync is set. */
+int audit_append(int fd, const char *rec, size_t len, int sync,
+		 struct ah_error *err);
+
 /* --- file.c: whole files, atomically ----------------------------------- */
 
 /* Reads the whole file at path, at most max bytes (a larger file is an

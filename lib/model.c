@@ -244,26 +244,12 @@ sleep_for(double s)
 		;
 }
 
-/* Removes the key from a message, should a server echo it back. */
-static void
-redact(char *s, const char *key)
-{
-	size_t k = key ? strlen(key) : 0;
-	char *p;
-
-	if (k < 4)
-		return;
-	while ((p = strstr(s, key))) {
-		memcpy(p, "[redacted]", k < 10 ? k : 10);
-		memmove(p + (k < 10 ? k : 10), p + k, strlen(p + k) + 1);
-	}
-}
-
 int
 model_call(struct model *m, const struct model_opts *o, const char *body,
 	   size_t len, struct reply *reply, char *request_id, size_t idsize,
 	   struct ah_error *err)
 {
+	const char *secrets[] = { o->api_key, NULL };
 	char msg[1024], code[128], why[768];
 	struct attempt a;
 	long connects;
@@ -372,7 +358,7 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 		if (o->on_retry) {
 			snprintf(msg, sizeof msg, "%.900s; retrying in %.1f s", why,
 				 wait);
-			redact(msg, o->api_key);
+			redact(msg, secrets);
 			o->on_retry(o->ctx, msg);
 		}
 		buf_free(&a.body);
@@ -380,7 +366,7 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 	}
 out:
 	buf_free(&a.body);
-	redact(err->msg, o->api_key);
+	redact(err->msg, secrets);
 	if (rc < 0 && request_id[0]) {
 		size_t n = strlen(err->msg);
 

@@ -195,7 +195,7 @@ test_expect_success 'the key is sent, and never written anywhere' '
 	user x | OPENAI_API_KEY=$key agent-step -v >>out 2>>err &&
 	test "$(jq -r "select(.n == 1) | .headers.authorization" requests.jsonl)" = "Bearer $key" &&
 	test "$(jq -r "select(.n == 2) | .headers.authorization" requests.jsonl)" = "Bearer $key" &&
-	test_contains err "Incorrect API key provided: [redacted]" &&
+	test_contains err "Incorrect API key provided: [REDACTED]" &&
 	! grep -F "$key" out err &&
 	printf "%s\n" "$key" >keyfile &&
 	user x | agent-step --dry-run --api-key-file keyfile >dry &&

@@ -1,0 +1,188 @@
+/* hook-audit: passes messages through and appends an audit record for
+ * each.  See hook-audit(1). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *progname = "hook-audit";
+
+static const char usage[] =
+	"usage: hook-audit [--sync] [-C DIR] [--log FILE] [--session ID]\n"
+	"                  < MESSAGES > MESSAGES\n"
+	"\n"
+	"Copies its input to its output byte for byte, and appends one record\n"
+	"per message to the audit log, secrets redacted.\n"
+	"\n"
+	"  -C, --directory DIR  the working directory ($AGENT_WORKDIR, else .)\n"
+	"      --log FILE       the log ($AGENT_AUDIT_LOG, else\n"
+	"                       DIR/.agent/audit.jsonl)\n"
+	"      --session ID     the session id of the records ($AGENT_SESSION,\n"
+	"                       else made from the time and the process id)\n"
+	"      --sync           fdatasync the log after each record\n"
+	"  -h, --help           print this help and exit\n"
+	"\n"
+	"Exit status: 0 done, 2 usage, 3 the log or a stream failed,\n"
+	"5 a line is not a JSON object.\n";
+
+static int
+blank(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+			return 0;
+	return 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	enum { OPT_LOG = 256, OPT_SESSION, OPT_SYNC };
+	static const struct option longopts[] = {
+		{ "directory", required_argument, NULL, 'C' },
+		{ "log", required_argument, NULL, OPT_LOG },
+		{ "session", required_argument, NULL, OPT_SESSION },
+		{ "sync", no_argument, NULL, OPT_SYNC },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *dir = getenv("AGENT_WORKDIR"), *log = getenv("AGENT_AUDIT_LOG");
+	const char *session = getenv("AGENT_SESSION");
+	const char *secrets[] = { getenv("AGENT_API_KEY"),
+				  getenv("OPENAI_API_KEY"), NULL };
+	char path[PATH_MAX + 32], sid[64], *rec;
+	struct ah_error err = { 0 };
+	struct jsonl_reader in;
+	unsigned long long seq = 0;
+	int c, fd, sync = 0, rc = ES_OK;
+	size_t off, n;
+	cJSON *msg;
+
+	while ((c = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'C':
+			dir = optarg;
+			break;
+		case OPT_LOG:
+			log = optarg;
+			break;
+		case OPT_SESSION:
+			session = optarg;
+			break;
+		case OPT_SYNC:
+			sync = 1;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return cli_finish(ES_OK);
+		default:
+			return cli_bad_option(argv, c);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("unexpected argument '%s'", argv[optind]);
+	if (!secrets[0] || !*secrets[0]) {
+		secrets[0] = secrets[1];
+		secrets[1] = NULL;
+	}
+	if (!dir || !*dir)
+		dir = ".";
+	if (log && *log)
+		snprintf(path, sizeof path, "%s", log);
+	else {
+		snprintf(path, sizeof path, "%s/.agent", dir);
+		if (mkdir(path, 0777) < 0 && errno != EEXIST) {
+			cli_warn("cannot create '%s': %s", path, strerror(errno));
+			return ES_IO;
+		}
+		snprintf(path, sizeof path, "%s/.agent/audit.jsonl", dir);
+	}
+	if (!session || !*session) {
+		char when[32];
+		time_t t = time(NULL);
+		struct tm tm;
+
+		gmtime_r(&t, &tm);
+		strftime(when, sizeof when, "%Y%m%dT%H%M%SZ", &tm);
+		snprintf(sid, sizeof sid, "%s-%ld", when, (long)getpid());
+		session = sid;
+	}
+	/* The log may hold what the model saw: readable by its owner only. */
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		cli_warn("cannot open the audit log '%s': %s", path,
+			 strerror(errno));
+		return ES_IO;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
+		cli_warn("out of memory");
+		close(fd);
+		return ES_IO;
+	}
+	for (;;) {
+		c = jsonl_read_line(&in, &err);
+		if (c <= 0) {
+			if (c < 0) {
+				cli_report(&err);
+				rc = err.code == AH_ETOOBIG ? ES_BADINPUT : ES_IO;
+			}
+			break;
+		}
+		n = in.line.len;
+		if (!blank(in.line.data, n)) {
+			msg = memchr(in.line.data, '\0', n) ? NULL
+			      : json_parse(in.line.data, n, &off);
+			if (!cJSON_IsObject(msg)) {
+				cli_warn("stdin: line %lu: not a JSON object%s",
+					 in.lineno, msg ? "" : " (not valid JSON)");
+				cJSON_Delete(msg);
+				rc = ES_BADINPUT;
+				break;
+			}
+			rec = audit_record(msg, n + !in.partial, session, ++seq,
+					   secrets);
+			cJSON_Delete(msg);
+			if (!rec) {
+				cli_warn("cannot make an audit record: out of memory");
+				rc = ES_IO;
+				break;
+			}
+			/* the record is written before the message goes on:
+			 * nothing passes unaudited */
+			n = strlen(rec);
+			rec[n] = '\n';
+			c = audit_append(fd, rec, n + 1, sync, &err);
+			free(rec);
+			if (c < 0) {
+				cli_warn("audit log '%s': %s", path, err.msg);
+				rc = ES_IO;
+				break;
+			}
+		}
+		if ((in.line.len && fwrite(in.line.data, 1, in.line.len, stdout)
+				    != in.line.len) ||
+		    (!in.partial && putchar('\n') == EOF) || fflush(stdout) == EOF) {
+			cli_warn("cannot write stdout: %s",
+				 strerror(errno ? errno : EIO));
+			rc = ES_IO;
+			break;
+		}
+	}
+	jsonl_reader_free(&in);
+	if (close(fd) < 0 && rc == ES_OK) {
+		cli_warn("audit log '%s': %s", path, strerror(errno));
+		rc = ES_IO;
+	}
+	return cli_finish(rc);
+}

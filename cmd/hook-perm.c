@@ -1,0 +1,493 @@
+/* hook-perm: allow, ask or deny each tool call.  See hook-perm(1). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *progname = "hook-perm";
+
+static const char usage[] =
+	"usage: hook-perm [-y] [-C DIR] [--policy FILE] [--rule-timeout SEC]\n"
+	"                 < MESSAGES\n"
+	"       hook-perm --print-policy\n"
+	"\n"
+	"Passes messages through and writes a decision into every tool call:\n"
+	"\"permission\": {\"decision\": \"allow\"|\"deny\", \"reason\", \"rule\"}.\n"
+	"Rules are jq expressions over {tool, args, id, workdir, commands,\n"
+	"redirects, complex}; every matching rule counts and the strictest wins.\n"
+	"\n"
+	"  -C, --directory DIR   the working directory ($AGENT_WORKDIR, else .)\n"
+	"      --policy FILE     the rules ($AGENT_POLICY, else DIR/.agent/\n"
+	"                        policy.json, else the built-in policy)\n"
+	"  -y, --yes             approve every ask (deny stays deny)\n"
+	"      --rule-timeout S  deny a call whose rules run longer (2)\n"
+	"      --print-policy    print the policy in force and exit\n"
+	"  -h, --help            print this help and exit\n"
+	"\n"
+	"ask prompts on /dev/tty: yes once, no, or always (a rule added to the\n"
+	"policy file).  Without a terminal, ask is deny.\n"
+	"\n"
+	"Exit status: 0 done, 2 usage, 3 I/O error, 4 bad policy, 5 bad input.\n";
+
+enum { ES_POLICY = 4 };
+
+struct perm {
+	struct policy pol;
+	const char *policy_file; /* NULL: built-in */
+	char workdir[PATH_MAX];
+	double timeout;
+	int yes;
+	int always_n;
+};
+
+static int
+load_policy(struct perm *pm, struct ah_error *err)
+{
+	char *text = NULL;
+	size_t len;
+	int rc;
+
+	if (pm->policy_file) {
+		rc = file_read(pm->policy_file, 4u << 20, &text, &len, err);
+		if (rc == 0)
+			return ah_fail(err, AH_EIO, "cannot open policy '%s': %s",
+				       pm->policy_file, strerror(ENOENT));
+		if (rc < 0)
+			return -1;
+		rc = policy_parse(&pm->pol, text, len, pm->policy_file, err);
+		free(text);
+	} else
+		rc = policy_parse(&pm->pol, policy_builtin(),
+				  strlen(policy_builtin()), "built-in", err);
+	if (rc < 0)
+		return -1;
+	return policy_compile(&pm->pol, err);
+}
+
+/* Adds "; note" to the reason of a verdict, cutting it to fit. */
+static void
+note(struct verdict *v, const char *text)
+{
+	size_t n = strlen(v->reason);
+
+	snprintf(v->reason + n, sizeof v->reason - n, "; %s", text);
+}
+
+/* Text fit for a terminal: control characters (escape sequences a model
+ * could use to hide what it asks) shown as \xNN. */
+static void
+show(FILE *tty, const char *s, size_t max)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i < max; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '\n')
+			fputs("\n    ", tty);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(tty, "\\x%02x", c);
+		else
+			fputc(c, tty);
+	}
+	if (s[i])
+		fputs(" [...]", tty);
+}
+
+/* The member of the arguments that says what a call does. */
+static const char *
+gist_key(const char *tool)
+{
+	if (!strcmp(tool, "bash"))
+		return "command";
+	if (!strcmp(tool, "write_file") || !strcmp(tool, "edit_file") ||
+	    !strcmp(tool, "read_file") || !strcmp(tool, "list_dir"))
+		return "path";
+	return NULL;
+}
+
+/* Adds a rule allowing exactly this call to the policy file, atomically,
+ * and takes the new policy in. */
+static int
+add_always(struct perm *pm, const char *tool, const cJSON *args,
+	   struct ah_error *err)
+{
+	const char *key = gist_key(tool);
+	const cJSON *val = key ? cJSON_GetObjectItemCaseSensitive(args, key) : args;
+	char *text = NULL, *lit = NULL, *tlit = NULL, *out = NULL;
+	char path[PATH_MAX + 32];
+	cJSON *doc = NULL, *rules, *r;
+	struct buf expr = BUF_INIT(0);
+	size_t len;
+	int rc = -1;
+
+	if (pm->policy_file)
+		snprintf(path, sizeof path, "%s", pm->policy_file);
+	else {
+		snprintf(path, sizeof path, "%s/.agent", pm->workdir);
+		if (mkdir(path, 0777) < 0 && errno != EEXIST)
+			return ah_fail_errno(err, errno, "cannot create '%s'", path);
+		snprintf(path, sizeof path, "%s/.agent/policy.json", pm->workdir);
+	}
+	if (pm->policy_file &&
+	    file_read(pm->policy_file, 4u << 20, &text, &len, err) < 0)
+		goto out;
+	doc = text ? json_parse(text, len, NULL)
+		   : cJSON_Parse(policy_builtin());
+	rules = cJSON_GetObjectItemCaseSensitive(doc, "rules");
+	if (!rules)
+		rules = cJSON_AddArrayToObject(doc, "rules");
+	lit = cJSON_PrintUnformatted(val ? val : cJSON_GetObjectItem(args, ""));
+	{
+		cJSON *t = cJSON_CreateString(tool);
+
+		tlit = cJSON_PrintUnformatted(t);
+		cJSON_Delete(t);
+	}
+	r = cJSON_CreateObject();
+	if (!doc || !rules || !tlit || !r ||
+	    buf_printf(&expr, ".tool == %s and .args%s%s == %s", tlit,
+		       key ? "." : "", key ? key : "", lit ? lit : "null") < 0) {
+		cJSON_Delete(r);
+		ah_fail(err, AH_ENOMEM, "out of memory");
+		goto out;
+	}
+	pm->always_n++;
+	{
+		char name[64];
+
+		snprintf(name, sizeof name, "always-%s-%ld-%d", tool,
+			 (long)getpid(), pm->always_n);
+		cJSON_AddStringToObject(r, "name", name);
+	}
+	cJSON_AddStringToObject(r, "if", expr.data);
+	cJSON_AddStringToObject(r, "decision", "allow");
+	cJSON_AddStringToObject(r, "reason", "allowed always at the terminal");
+	cJSON_AddItemToArray(rules, r);
+	out = cJSON_Print(doc);
+	if (!out) {
+		ah_fail(err, AH_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (file_replace(path, out, strlen(out), err) < 0)
+		goto out;
+	policy_free(&pm->pol);
+	if (!pm->policy_file) {
+		static char kept[PATH_MAX + 32];
+
+		snprintf(kept, sizeof kept, "%s", path);
+		pm->policy_file = kept;
+	}
+	rc = load_policy(pm, err);
+out:
+	buf_free(&expr);
+	cJSON_Delete(doc);
+	free(text);
+	free(lit);
+	free(tlit);
+	free(out);
+	return rc;
+}
+
+/* Asks at the terminal.  Returns the decision, with its reason. */
+static int
+ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
+{
+	const char *key = gist_key(tool);
+	const cJSON *g = key ? cJSON_GetObjectItemCaseSensitive(args, key) : NULL;
+	char answer[64], *text = NULL;
+	struct ah_error err = { 0 };
+	FILE *tty;
+	int fd;
+
+	fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	tty = fd >= 0 ? fdopen(fd, "r+") : NULL;
+	if (!tty) {
+		if (fd >= 0)
+			close(fd);
+		note(v, "asking needs a terminal, and there is none: allow it "
+		     "with a rule in .agent/policy.json, or run with --yes");
+		return DECIDE_DENY;
+	}
+	fprintf(tty, "\n%s: %s wants to %s:\n    ", progname, tool,
+		!strcmp(tool, "bash") ? "run" : "act on");
+	if (cJSON_IsString(g))
+		show(tty, g->valuestring, 2000);
+	else {
+		text = cJSON_PrintUnformatted(args);
+		show(tty, text ? text : "?", 500);
+		free(text);
+	}
+	fprintf(tty, "\n  (rule '%s': %s)\nAllow? [y]es, [n]o, [a]lways: ",
+		v->rule, v->reason);
+	fflush(tty);
+	if (!fgets(answer, sizeof answer, tty))
+		answer[0] = '\0';
+	fclose(tty);
+	if (answer[0] == 'y' || answer[0] == 'Y') {
+		note(v, "approved at the terminal");
+		return DECIDE_ALLOW;
+	}
+	if (answer[0] == 'a' || answer[0] == 'A') {
+		if (add_always(pm, tool, args, &err) < 0) {
+			cli_report(&err);
+			note(v, "approved at the terminal (the rule could not be "
+			     "saved)");
+		} else
+			note(v, "approved always at the terminal");
+		return DECIDE_ALLOW;
+	}
+	note(v, "refused at the terminal");
+	return DECIDE_DENY;
+}
+
+/* Decides one call and writes the decision into it. */
+static int
+decide(struct perm *pm, cJSON *call, struct ah_error *err)
+{
+	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+	const cJSON *argv = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+	const char *tool = cJSON_IsString(name) ? name->valuestring : "";
+	cJSON *input = NULL, *args = NULL, *perm;
+	const char *dupkey = NULL;
+	struct verdict v = { 0 };
+	size_t off = 0;
+	int rc = -1;
+
+	if (cJSON_IsString(argv))
+		args = json_parse(argv->valuestring, strlen(argv->valuestring),
+				  &off);
+	else if (cJSON_IsObject(argv))
+		args = cJSON_Duplicate(argv, 1);
+	v.decision = -1;
+	if (!args || !cJSON_IsObject(args)) {
+		v.decision = DECIDE_DENY;
+		snprintf(v.rule, sizeof v.rule, "arguments");
+		snprintf(v.reason, sizeof v.reason, "the arguments are not a JSON "
+			 "object; the call cannot run");
+	} else if (json_has_duplicate_keys(args, &dupkey)) {
+		/* two parsers could disagree on which value counts */
+		v.decision = DECIDE_DENY;
+		snprintf(v.rule, sizeof v.rule, "duplicate-keys");
+		snprintf(v.reason, sizeof v.reason, "the arguments give the key "
+			 "'%.100s' more than once", dupkey);
+	}
+	if (v.decision < 0) {
+		input = cJSON_CreateObject();
+		if (!input)
+			goto nomem;
+		cJSON_AddStringToObject(input, "tool", tool);
+		cJSON_AddItemToObject(input, "args", args);
+		args = NULL;
+		cJSON_AddStringToObject(input, "id", call_id(call));
+		cJSON_AddStringToObject(input, "workdir", pm->workdir);
+		if (!strcmp(tool, "bash")) {
+			const cJSON *c = cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(input, "args"),
+				"command");
+			cJSON *split = shell_split(cJSON_IsString(c) ?
+						   c->valuestring : "");
+			cJSON *m;
+
+			if (!split)
+				goto nomem;
+			if (!cJSON_IsString(c))
+				cJSON_ReplaceItemInObject(split, "complex",
+							  cJSON_CreateTrue());
+			while ((m = split->child)) {
+				cJSON_DetachItemViaPointer(split, m);
+				cJSON_AddItemToObject(input, m->string, m);
+			}
+			cJSON_Delete(split);
+		}
+		if (policy_eval(&pm->pol, input, pm->timeout, &v, err) < 0)
+			goto out;
+		if (v.decision == DECIDE_ASK) {
+			if (pm->yes) {
+				note(&v, "approved by --yes");
+				v.decision = DECIDE_ALLOW;
+			} else
+				v.decision = ask(pm, tool,
+						 cJSON_GetObjectItemCaseSensitive(input,
+										  "args"),
+						 &v);
+		}
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(call, "permission");
+	perm = cJSON_AddObjectToObject(call, "permission");
+	if (!perm || !cJSON_AddStringToObject(perm, "decision",
+					      decision_name(v.decision)) ||
+	    !cJSON_AddStringToObject(perm, "reason", v.reason) ||
+	    !cJSON_AddStringToObject(perm, "rule", v.rule))
+		goto nomem;
+	rc = 0;
+	goto out;
+nomem:
+	ah_fail(err, AH_ENOMEM, "out of memory");
+out:
+	cJSON_Delete(input);
+	cJSON_Delete(args);
+	return rc;
+}
+
+static int
+write_line(const char *s, size_t n, int nl)
+{
+	if ((n && fwrite(s, 1, n, stdout) != n) || (nl && putchar('\n') == EOF) ||
+	    fflush(stdout) == EOF) {
+		cli_warn("cannot write stdout: %s", strerror(errno ? errno : EIO));
+		return ES_IO;
+	}
+	return ES_OK;
+}
+
+int
+main(int argc, char **argv)
+{
+	enum { O_POLICY = 256, O_TIMEOUT, O_PRINT };
+	static const struct option longopts[] = {
+		{ "directory", required_argument, NULL, 'C' },
+		{ "policy", required_argument, NULL, O_POLICY },
+		{ "yes", no_argument, NULL, 'y' },
+		{ "rule-timeout", required_argument, NULL, O_TIMEOUT },
+		{ "print-policy", no_argument, NULL, O_PRINT },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static char project[PATH_MAX + 32];
+	struct perm pm = { 0 };
+	struct ah_error err = { 0 };
+	struct jsonl_reader in;
+	const char *dir = getenv("AGENT_WORKDIR"), *file = getenv("AGENT_POLICY");
+	const cJSON *role, *tc;
+	cJSON *msg, *call;
+	int c, print = 0, rc = ES_OK;
+	char *s;
+
+	pm.timeout = 2;
+	while ((c = getopt_long(argc, argv, ":C:yh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'C':
+			dir = optarg;
+			break;
+		case O_POLICY:
+			file = optarg;
+			break;
+		case 'y':
+			pm.yes = 1;
+			break;
+		case O_TIMEOUT:
+			if (cli_number("--rule-timeout", optarg, 0.001, 3600,
+				       &pm.timeout))
+				return ES_USAGE;
+			break;
+		case O_PRINT:
+			print = 1;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return cli_finish(ES_OK);
+		default:
+			return cli_bad_option(argv, c);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("unexpected argument '%s'", argv[optind]);
+	if (!realpath(dir && *dir ? dir : ".", pm.workdir)) {
+		cli_warn("cannot resolve '%s': %s", dir && *dir ? dir : ".",
+			 strerror(errno));
+		return ES_IO;
+	}
+	if (file && *file)
+		pm.policy_file = file;
+	else {
+		snprintf(project, sizeof project, "%s/.agent/policy.json",
+			 pm.workdir);
+		if (access(project, F_OK) == 0)
+			pm.policy_file = project;
+	}
+	if (print) {
+		char *text = NULL;
+		size_t len;
+
+		if (!pm.policy_file) {
+			fputs(policy_builtin(), stdout);
+			return cli_finish(ES_OK);
+		}
+		if (file_read(pm.policy_file, 4u << 20, &text, &len, &err) <= 0) {
+			if (!err.msg[0])
+				cli_warn("cannot open policy '%s': %s",
+					 pm.policy_file, strerror(ENOENT));
+			else
+				cli_report(&err);
+			return ES_IO;
+		}
+		fwrite(text, 1, len, stdout);
+		free(text);
+		return cli_finish(ES_OK);
+	}
+	if (load_policy(&pm, &err) < 0) {
+		cli_report(&err);
+		policy_free(&pm.pol);
+		return err.code == AH_EFORMAT ? ES_POLICY : ES_IO;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
+		cli_warn("out of memory");
+		policy_free(&pm.pol);
+		return ES_IO;
+	}
+	for (;;) {
+		c = jsonl_read_object(&in, &msg, &err);
+		if (c <= 0) {
+			if (c < 0) {
+				cli_report(&err);
+				rc = err.code == AH_EFORMAT || err.code == AH_ETOOBIG
+				     ? ES_BADINPUT : ES_IO;
+			}
+			break;
+		}
+		role = cJSON_GetObjectItemCaseSensitive(msg, "role");
+		tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
+		if (!cJSON_IsString(role) || strcmp(role->valuestring, "assistant") ||
+		    !cJSON_IsArray(tc) || !tc->child) {
+			/* not ours: the same bytes go on */
+			cJSON_Delete(msg);
+			rc = write_line(in.line.data, in.line.len, !in.partial);
+			if (rc)
+				break;
+			continue;
+		}
+		cJSON_ArrayForEach(call, tc)
+			if (decide(&pm, call, &err) < 0)
+				break;
+		if (call) {
+			cli_report(&err);
+			cJSON_Delete(msg);
+			rc = ES_IO;
+			break;
+		}
+		s = cJSON_PrintUnformatted(msg);
+		cJSON_Delete(msg);
+		if (!s) {
+			cli_warn("out of memory");
+			rc = ES_IO;
+			break;
+		}
+		rc = write_line(s, strlen(s), 1);
+		free(s);
+		if (rc)
+			break;
+	}
+	jsonl_reader_free(&in);
+	policy_free(&pm.pol);
+	return cli_finish(rc);
+}

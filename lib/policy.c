@@ -1,0 +1,419 @@
+/* policy.c: permission rules written as jq expressions (libjq). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jq.h>
+
+#include "harness.h"
+
+static const char builtin[] =
+"{\n"
+"  \"default\": \"ask\",\n"
+"  \"rules\": [\n"
+"    {\"name\": \"todo-write\", \"if\": \".tool == \\\"run_todo_write\\\"\",\n"
+"     \"decision\": \"allow\", \"reason\": \"todo write only updates internal task state\"},\n"
+"    {\"name\": \"read-only\", \"if\": \".tool == \\\"read_file\\\" or .tool == \\\"list_dir\\\"\",\n"
+"     \"decision\": \"allow\", \"reason\": \"{tool} only reads inside the working directory\"},\n"
+"    {\"name\": \"file-writes\", \"if\": \".tool == \\\"write_file\\\" or .tool == \\\"edit_file\\\"\",\n"
+"     \"decision\": \"ask\", \"reason\": \"{tool} modifies files\"},\n"
+"    {\"name\": \"shell\", \"if\": \".tool == \\\"bash\\\"\",\n"
+"     \"decision\": \"ask\", \"reason\": \"bash runs a shell command\"},\n"
+"    {\"name\": \"rm-root-or-home\", \"if\": \"any_command(.[0] == \\\"rm\\\" and (.[1:] | any(test(\\\"^-[a-zA-Z]*[rR]\\\") or . == \\\"--recursive\\\")) and (.[1:] | any(. == \\\"/\\\" or . == \\\"/*\\\" or . == \\\"~\\\" or . == \\\"~/\\\" or . == \\\"~/*\\\" or . == \\\"$HOME\\\" or . == \\\"$HOME/\\\" or . == \\\"$HOME/*\\\" or . == \\\".\\\" or . == \\\"..\\\" or . == \\\"*\\\")))\",\n"
+"     \"decision\": \"deny\", \"reason\": \"deletes the root, the home or the working directory\"},\n"
+"    {\"name\": \"privilege\", \"if\": \"any_command(.[0] | IN(\\\"sudo\\\", \\\"su\\\", \\\"doas\\\", \\\"pkexec\\\"))\",\n"
+"     \"decision\": \"deny\", \"reason\": \"runs as another user\"},\n"
+"    {\"name\": \"filesystems\", \"if\": \"any_command(.[0] | test(\\\"^(mkfs|mke2fs|mkswap|fdisk|sfdisk|parted|wipefs)\\\"))\",\n"
+"     \"decision\": \"deny\", \"reason\": \"formats or partitions a disk\"},\n"
+"    {\"name\": \"raw-devices\", \"if\": \"any_command(.[0] == \\\"dd\\\" and any(.[]; test(\\\"^of=/dev/\\\"))) or ((.redirects // []) | any(test(\\\"^/dev/(sd|nvme|hd|vd|xvd|mmcblk|disk)\\\")))\",\n"
+"     \"decision\": \"deny\", \"reason\": \"writes to a disk device\"},\n"
+"    {\"name\": \"fork-bomb\", \"if\": \".tool == \\\"bash\\\" and ((.args.command // \\\"\\\") | tostring | test(\\\"(\\\\\\\\S+)\\\\\\\\s*\\\\\\\\(\\\\\\\\)\\\\\\\\s*\\\\\\\\{[^}]*\\\\\\\\1\\\\\\\\s*\\\\\\\\|\\\\\\\\s*\\\\\\\\1\\\"))\",\n"
+"     \"decision\": \"deny\", \"reason\": \"looks like a fork bomb\"},\n"
+"    {\"name\": \"pipe-to-shell\", \"if\": \"(.commands // [] | any(.[0] | IN(\\\"curl\\\", \\\"wget\\\", \\\"fetch\\\"))) and (.commands // [] | any(.[0] | IN(\\\"sh\\\", \\\"bash\\\", \\\"zsh\\\", \\\"dash\\\", \\\"ksh\\\", \\\"python\\\", \\\"python3\\\", \\\"perl\\\")))\",\n"
+"     \"decision\": \"deny\", \"reason\": \"runs code downloaded from the network\"},\n"
+"    {\"name\": \"system-files\", \"if\": \"(.redirects // []) | any(test(\\\"^/(etc|boot|usr|bin|sbin|lib)/\\\"))\",\n"
+"     \"decision\": \"deny\", \"reason\": \"writes to system files\"}\n"
+"  ]\n"
+"}\n";
+
+/* Helpers every rule can use.  all_commands is the safe way to allow a
+ * command: it is false when the splitter could not follow the line. */
+static const char prelude[] =
+	"def commands: (.commands // []);"
+	"def any_command(f): (.commands // []) | any(.[]; f);"
+	"def all_commands(f): (.complex | not) and ((.commands // []) | length > 0)"
+	" and ((.commands // []) | all(.[]; f));"
+	"def prefix($p): .[0:($p | length)] == $p;";
+
+const char *
+policy_builtin(void)
+{
+	return builtin;
+}
+
+static const char *const names[] = { "allow", "ask", "deny" };
+
+const char *
+decision_name(int d)
+{
+	return d >= 0 && d <= 2 ? names[d] : "?";
+}
+
+static int
+decision_of(const char *s)
+{
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
+void
+policy_free(struct policy *p)
+{
+	int i;
+
+	for (i = 0; i < p->n; i++) {
+		free(p->rules[i].name);
+		free(p->rules[i].expr);
+		free(p->rules[i].reason);
+	}
+	free(p->rules);
+	if (p->jq)
+		jq_teardown((jq_state **)&p->jq);
+	free(p->source);
+	memset(p, 0, sizeof *p);
+}
+
+int
+policy_parse(struct policy *p, const char *text, size_t len,
+	     const char *source, struct ah_error *err)
+{
+	const cJSON *rules, *r, *d;
+	cJSON *v;
+	size_t off = 0;
+	int i = 0;
+
+	memset(p, 0, sizeof *p);
+	p->source = strdup(source);
+	v = json_parse(text, len, &off);
+	if (!v || !cJSON_IsObject(v)) {
+		cJSON_Delete(v);
+		return ah_fail(err, AH_EFORMAT, "policy %s: not a JSON object%s",
+			       source, v ? "" : " (not valid JSON)");
+	}
+	d = cJSON_GetObjectItemCaseSensitive(v, "default");
+	p->deflt = DECIDE_ASK;
+	if (d && (!cJSON_IsString(d) || (p->deflt = decision_of(d->valuestring)) < 0)) {
+		cJSON_Delete(v);
+		return ah_fail(err, AH_EFORMAT, "policy %s: \"default\" must be "
+			       "allow, ask or deny", source);
+	}
+	rules = cJSON_GetObjectItemCaseSensitive(v, "rules");
+	if (rules && !cJSON_IsArray(rules)) {
+		cJSON_Delete(v);
+		return ah_fail(err, AH_EFORMAT, "policy %s: \"rules\" must be a "
+			       "list", source);
+	}
+	p->rules = calloc((size_t)cJSON_GetArraySize(rules) + 1, sizeof *p->rules);
+	if (!p->rules) {
+		cJSON_Delete(v);
+		return ah_fail(err, AH_ENOMEM, "out of memory");
+	}
+	cJSON_ArrayForEach(r, rules) {
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(r, "name");
+		const cJSON *expr = cJSON_GetObjectItemCaseSensitive(r, "if");
+		const cJSON *dec = cJSON_GetObjectItemCaseSensitive(r, "decision");
+		const cJSON *why = cJSON_GetObjectItemCaseSensitive(r, "reason");
+		struct rule *rule = &p->rules[i++];
+		char num[32];
+
+		snprintf(num, sizeof num, "#%d", i);
+		if (!cJSON_IsObject(r) || !cJSON_IsString(expr) ||
+		    !cJSON_IsString(dec) || (why && !cJSON_IsString(why)) ||
+		    (name && !cJSON_IsString(name))) {
+			cJSON_Delete(v);
+			return ah_fail(err, AH_EFORMAT, "policy %s: rule %s must be "
+				       "an object with \"if\" (a jq expression) and "
+				       "\"decision\", and may have \"name\" and "
+				       "\"reason\" (strings)", source,
+				       cJSON_IsString(name) ? name->valuestring : num);
+		}
+		rule->decision = decision_of(dec->valuestring);
+		rule->name = strdup(cJSON_IsString(name) ? name->valuestring : num);
+		rule->expr = strdup(expr->valuestring);
+		rule->reason = strdup(why ? why->valuestring : "");
+		p->n = i;
+		if (!rule->name || !rule->expr || !rule->reason) {
+			cJSON_Delete(v);
+			return ah_fail(err, AH_ENOMEM, "out of memory");
+		}
+		if (rule->decision < 0) {
+			cJSON_Delete(v);
+			return ah_fail(err, AH_EFORMAT, "policy %s: rule '%s': "
+				       "\"decision\" must be allow, ask or deny",
+				       source, rule->name);
+		}
+	}
+	cJSON_Delete(v);
+	return 0;
+}
+
+struct errs {
+	char msg[512];
+};
+
+static void
+on_jq_error(void *ctx, jv e)
+{
+	struct errs *er = ctx;
+
+	if (!er->msg[0]) {
+		jv s = jv_get_kind(e) == JV_KIND_STRING ? jv_copy(e)
+							: jv_dump_string(jv_copy(e), 0);
+
+		snprintf(er->msg, sizeof er->msg, "%s", jv_string_value(s));
+		jv_free(s);
+	}
+	jv_free(e);
+}
+
+/* The program of rules from..to-1: one result per rule, in order. */
+static int
+program(const struct policy *p, int from, int to, struct buf *b)
+{
+	int i;
+
+	if (buf_append(b, prelude, sizeof prelude - 1) < 0)
+		return -1;
+	for (i = from; i < to; i++)
+		if (buf_printf(b, "%s(try ([(%s\n)] | any) catch {\"error\": "
+			       "tostring})", i > from ? ", " : "",
+			       p->rules[i].expr) < 0)
+			return -1;
+	if (from == to && buf_printf(b, "empty") < 0)
+		return -1;
+	return 0;
+}
+
+static jq_state *
+compile(const struct policy *p, int from, int to, struct errs *er)
+{
+	struct buf b = BUF_INIT(0);
+	jq_state *jq;
+
+	if (program(p, from, to, &b) < 0) {
+		buf_free(&b);
+		snprintf(er->msg, sizeof er->msg, "out of memory");
+		return NULL;
+	}
+	jq = jq_init();
+	if (!jq) {
+		buf_free(&b);
+		snprintf(er->msg, sizeof er->msg, "cannot start libjq");
+		return NULL;
+	}
+	jq_set_error_cb(jq, on_jq_error, er);
+	if (!jq_compile(jq, b.data)) {
+		jq_teardown(&jq);
+		jq = NULL;
+	}
+	buf_free(&b);
+	return jq;
+}
+
+int
+policy_compile(struct policy *p, struct ah_error *err)
+{
+	struct errs er = { "" };
+	jq_state *jq;
+	int i;
+
+	if (!p->n)
+		return 0;
+	/* All rules in one program: libjq costs ~15 ms a compile. */
+	jq = compile(p, 0, p->n, &er);
+	if (jq) {
+		p->jq = jq;
+		return 0;
+	}
+	/* Only on failure: compile them one by one to name the bad one. */
+	for (i = 0; i < p->n; i++) {
+		struct errs one = { "" };
+
+		jq = compile(p, i, i + 1, &one);
+		if (!jq)
+			return ah_fail(err, AH_EFORMAT, "policy %s: rule '%s' "
+				       "does not compile: %s", p->source,
+				       p->rules[i].name, one.msg);
+		jq_teardown(&jq);
+	}
+	return ah_fail(err, AH_EFORMAT, "policy %s: the rules do not compile: "
+		       "%s", p->source, er.msg);
+}
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* In a child: runs the rules on input, one line per rule result: "1",
+ * "0" or "E message". */
+static void
+evaluate_child(struct policy *p, const char *input, int out)
+{
+	struct buf b = BUF_INIT(0);
+	jv v = jv_parse(input), r;
+	int k = 0;
+
+	jq_start(p->jq, v, 0);
+	while (k < p->n && jv_is_valid(r = jq_next(p->jq))) {
+		buf_reset(&b);
+		if (jv_get_kind(r) == JV_KIND_TRUE)
+			buf_printf(&b, "1\n");
+		else if (jv_get_kind(r) == JV_KIND_OBJECT) {
+			jv e = jv_object_get(r, jv_string("error"));
+			jv s = jv_get_kind(e) == JV_KIND_STRING ? e
+				: jv_dump_string(e, 0);
+
+			buf_printf(&b, "E %.300s\n", jv_string_value(s));
+			jv_free(s);
+			r = jv_null();
+		} else
+			buf_printf(&b, "0\n");
+		jv_free(r);
+		if (b.data && write(out, b.data, b.len) < 0)
+			_exit(1);
+		k++;
+	}
+	_exit(0);
+}
+
+int
+policy_eval(struct policy *p, const cJSON *input, double timeout,
+	    struct verdict *v, struct ah_error *err)
+{
+	char *in = NULL, buf[4096], line[512];
+	struct buf got = BUF_INIT(1u << 20);
+	int fds[2], k = 0, best = -1, rc = -1;
+	double deadline;
+	size_t ln = 0;
+	pid_t pid;
+
+	memset(v, 0, sizeof *v);
+	v->decision = p->deflt;
+	snprintf(v->rule, sizeof v->rule, "default");
+	snprintf(v->reason, sizeof v->reason, "no rule matched; the policy's "
+		 "default is %s", decision_name(p->deflt));
+	if (!p->n)
+		return 0;
+	in = cJSON_PrintUnformatted(input);
+	if (!in || pipe2(fds, O_CLOEXEC) < 0) {
+		free(in);
+		return ah_fail_errno(err, in ? errno : ENOMEM, "cannot evaluate "
+				     "the rules");
+	}
+	/* A child runs the rules: a rule that never ends, or crashes libjq,
+	 * takes the child with it, not us. */
+	pid = fork();
+	if (pid < 0) {
+		ah_fail_errno(err, errno, "cannot fork");
+		close(fds[0]);
+		close(fds[1]);
+		goto out;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		evaluate_child(p, in, fds[1]);
+	}
+	close(fds[1]);
+	deadline = now() + timeout;
+	while (k < p->n) {
+		struct pollfd pf = { .fd = fds[0], .events = POLLIN };
+		double left = deadline - now();
+		ssize_t n;
+		char *nl;
+
+		if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) == 0) {
+			kill(pid, SIGKILL);
+			v->decision = DECIDE_DENY;
+			snprintf(v->rule, sizeof v->rule, "%s", p->rules[k].name);
+			snprintf(v->reason, sizeof v->reason, "rule '%s' took "
+				 "longer than %g s", p->rules[k].name, timeout);
+			rc = 0;
+			goto reap;
+		}
+		n = read(fds[0], buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (buf_append(&got, buf, (size_t)n) < 0)
+			break;
+		while (got.data && (nl = memchr(got.data + ln, '\n', got.len - ln))) {
+			size_t l = (size_t)(nl - (got.data + ln));
+
+			snprintf(line, sizeof line, "%.*s", (int)l, got.data + ln);
+			ln += l + 1;
+			if (line[0] == 'E') {
+				v->decision = DECIDE_DENY;
+				snprintf(v->rule, sizeof v->rule, "%s",
+					 p->rules[k].name);
+				snprintf(v->reason, sizeof v->reason, "rule '%.100s' "
+					 "failed: %.300s", p->rules[k].name, line + 2);
+				rc = 0;
+				kill(pid, SIGKILL);
+				goto reap;
+			}
+			if (line[0] == '1' &&
+			    (best < 0 || p->rules[k].decision >
+					 p->rules[best].decision))
+				best = k;
+			k++;
+		}
+	}
+	if (k < p->n) {
+		v->decision = DECIDE_DENY;
+		snprintf(v->rule, sizeof v->rule, "%s", p->rules[k].name);
+		snprintf(v->reason, sizeof v->reason, "rule '%s' could not be "
+			 "evaluated", p->rules[k].name);
+		rc = 0;
+		goto reap;
+	}
+	if (best >= 0) {
+		const char *t = strstr(p->rules[best].reason, "{tool}");
+		const cJSON *tool = cJSON_GetObjectItemCaseSensitive(input, "tool");
+
+		v->decision = p->rules[best].decision;
+		snprintf(v->rule, sizeof v->rule, "%s", p->rules[best].name);
+		if (t && cJSON_IsString(tool))
+			snprintf(v->reason, sizeof v->reason, "%.*s%s%s",
+				 (int)(t - p->rules[best].reason),
+				 p->rules[best].reason, tool->valuestring, t + 6);
+		else
+			snprintf(v->reason, sizeof v->reason, "%s",
+				 p->rules[best].reason[0] ? p->rules[best].reason
+				 : p->rules[best].name);
+	}
+	rc = 0;
+reap:
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+out:
+	close(fds[0]);
+	buf_free(&got);
+	free(in);
+	return rc;
+}
