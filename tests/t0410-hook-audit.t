@@ -1,0 +1,91 @@
+#!/bin/sh
+# hook-audit: byte-identical pass-through, one whole record per message.
+. "$(dirname "$0")/lib.sh"
+
+test_expect_success 'passes its input through byte for byte' '
+	printf "%s\n" "{\"role\":\"user\",\"content\":\"caf\\u00e9\"}" "" \
+		"{ \"role\" : \"tool\" , \"tool_call_id\":\"a\",\"content\":\"1.50\"}" >in &&
+	printf "{\"role\":\"user\",\"content\":\"no newline at end\"}" >>in &&
+	hook-audit --log log <in >out &&
+	cmp in out &&
+	test "$(wc -l <log)" -eq 3
+'
+
+test_expect_success 'records: time, session, seq, role, tools, decisions, size' '
+	call_msg bash "{\"command\":\"ls\"}" allow c7 >in &&
+	echo "{\"role\":\"tool\",\"tool_call_id\":\"c7\",\"content\":\"a\"}" >>in &&
+	hook-audit --log log --session s-1 <in >out &&
+	jq -e -s ".[0] | .seq == 1 and .session == \"s-1\" and .role == \"assistant\" and
+		(.time | test(\"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\\\.[0-9]{3}Z$\")) and
+		.tools == [{id: \"c7\", name: \"bash\", decision: \"allow\", reason: \"test says allow\", rule: \"test\"}] and
+		.bytes == $(head -n 1 in | wc -c) and .message.tool_calls[0].id == \"c7\"" log &&
+	jq -e -s ".[1] | .seq == 2 and .role == \"tool\" and .tool_call_id == \"c7\"" log
+'
+
+test_expect_success 'default log .agent/audit.jsonl, -C, AGENT_AUDIT_LOG, AGENT_SESSION' '
+	echo "{\"role\":\"user\",\"content\":\"x\"}" >in &&
+	hook-audit <in >/dev/null && test -f .agent/audit.jsonl &&
+	mkdir w && hook-audit -C w <in >/dev/null && test -f w/.agent/audit.jsonl &&
+	AGENT_AUDIT_LOG=env.jsonl AGENT_SESSION=from-env hook-audit <in >/dev/null &&
+	jq -e ".session == \"from-env\"" env.jsonl &&
+	test "$(stat -c %a env.jsonl)" = 600
+'
+
+test_expect_success 'secrets are redacted in the record, never in the stream' '
+	key=sk-proj-Abcdefghijklmnopqrstuvwxyz012345 &&
+	jq -nc --arg k "$key" "{role: \"user\", content: \"use \(\$k) and ghp_0123456789abcdefghijklmnopqrstuvwxyz, Authorization: Bearer abc.def.ghijklmnop, AKIAIOSFODNN7EXAMPLE\"}" >in &&
+	jq -nc "{role: \"tool\", tool_call_id: \"x\", content: \"custom-secret-value-42\"}" >>in &&
+	AGENT_API_KEY=custom-secret-value-42 hook-audit --log log <in >out &&
+	cmp in out &&
+	! grep -F -e "$key" -e ghp_0123 -e abc.def -e AKIAIOSFODNN7 -e custom-secret log &&
+	jq -r "select(.seq == 1) | .message.content" log >actual &&
+	echo "use [REDACTED] and [REDACTED], Authorization: Bearer [REDACTED], [REDACTED]" >expect &&
+	test_cmp expect actual &&
+	test "$(jq -r "select(.seq == 2) | .message.content" log)" = "[REDACTED]"
+'
+
+test_expect_success 'usage and request id of an answer are recorded' '
+	echo "{\"role\":\"assistant\",\"content\":\"hi\",\"usage\":{\"total_tokens\":15},\"request_id\":\"req_9\"}" >in &&
+	hook-audit --log log <in >/dev/null &&
+	jq -e ".usage.total_tokens == 15 and .request_id == \"req_9\"" log
+'
+
+test_expect_success 'a log that cannot be written fails the hook; nothing passes on' '
+	echo "{\"role\":\"user\",\"content\":\"x\"}" >in &&
+	test_must_fail 3 hook-audit --log no/such/dir/log <in >out 2>err &&
+	test ! -s out &&
+	test_contains err "hook-audit: cannot open the audit log '\''no/such/dir/log'\''" &&
+	test_must_fail 3 hook-audit --log /dev/full <in >out 2>err &&
+	test ! -s out &&
+	test_contains err "hook-audit: audit log '\''/dev/full'\'': cannot write the log: No space left on device"
+'
+
+test_expect_success 'a line that is not a JSON object stops it, named' '
+	printf "%s\n" "{\"role\":\"user\",\"content\":\"x\"}" "[1]" >in &&
+	test_must_fail 5 hook-audit --log log <in >out 2>err &&
+	test_contains err "hook-audit: stdin: line 2: not a JSON object" &&
+	test "$(wc -l <out)" -eq 1
+'
+
+test_expect_success '--sync, and a write error on stdout' '
+	echo "{\"role\":\"user\",\"content\":\"x\"}" >in &&
+	hook-audit --sync --log log <in >out && cmp in out &&
+	test_must_fail 3 hook-audit --log log <in >/dev/full 2>err
+'
+
+# Eight writers appending large records at once: none may tear or mix.
+test_expect_success '8 concurrent hook-audit processes: every record whole, the count exact' '
+	jq -nc "range(300) | {role: \"tool\", tool_call_id: \"c\(.)\", content: (\"x\" * (1000 + . * 97))}" >in &&
+	pids= &&
+	for w in 1 2 3 4 5 6 7 8; do
+		hook-audit --log log --session "w$w" <in >"out$w" &
+		pids="$pids $!"
+	done &&
+	for p in $pids; do wait "$p" || exit 1; done &&
+	test "$(wc -l <log)" -eq 2400 &&
+	jq -c "[.session, .seq]" log >pairs &&
+	test "$(sort -u pairs | wc -l)" -eq 2400 &&
+	for w in 1 2 3 4 5 6 7 8; do cmp in "out$w" || exit 1; done
+'
+
+test_done
