@@ -24,11 +24,12 @@ LIBOBJ  = $(LIBSRC:lib/%.c=$(BUILD)/lib/%.o)
 CLIOBJ  = $(BUILD)/cmd/cli.o
 UNITSRC = $(wildcard tests/unit/*.c)
 UNITS   = $(UNITSRC:tests/unit/%.c=$(BUILD)/tests/%)
-BINS    = $(PROGS:%=$(BUILD)/bin/%)
+BINS    = $(PROGS:%=$(BUILD)/bin/%) $(BUILD)/bin/agent-run
 MAN1    = $(wildcard man/*.1)
 MAN5    = $(wildcard man/*.5)
 MAN7    = $(wildcard man/*.7)
-SCRIPTS = .ci/run tools/deps.sh tests/lib.sh $(wildcard tests/*.t) $(wildcard examples/*.sh)
+SCRIPTS = .ci/run tools/deps.sh cmd/agent-run tests/lib.sh $(wildcard tests/*.t) \
+	$(wildcard examples/*.sh)
 
 SANFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all
@@ -66,6 +67,12 @@ $(BUILD)/bin/%: $(BUILD)/cmd/%.o $(CLIOBJ) $(BUILD)/lib/libharness.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The driver in the build finds its data in the source tree; installed,
+# in DATADIR.
+$(BUILD)/bin/agent-run: cmd/agent-run
+	@mkdir -p $(@D)
+	sed 's|@DATADIR@|$(abspath share)|' cmd/agent-run >$@ && chmod 755 $@
+
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/lib/libharness.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -102,13 +109,16 @@ lint:
 install: $(BINS)
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(DATADIR)
-	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)/
+	install -m 755 $(PROGS:%=$(BUILD)/bin/%) $(DESTDIR)$(BINDIR)/
+	sed 's|@DATADIR@|$(DATADIR)|' cmd/agent-run >$(DESTDIR)$(BINDIR)/agent-run
+	chmod 755 $(DESTDIR)$(BINDIR)/agent-run
+	install -m 644 share/system-prompt.txt $(DESTDIR)$(DATADIR)/
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
 	install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/
 
 uninstall:
-	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/%)
+	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(BINDIR)/agent-run
 	rm -f $(MAN1:man/%=$(DESTDIR)$(MANDIR)/man1/%) \
 		$(MAN5:man/%=$(DESTDIR)$(MANDIR)/man5/%) \
 		$(MAN7:man/%=$(DESTDIR)$(MANDIR)/man7/%)

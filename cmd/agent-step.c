@@ -1,5 +1,6 @@
 /* agent-step: one call of the model.  See agent-step(1). */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -33,6 +34,9 @@ static const char usage[] =
 	"      --retries N        retries of connection errors, 408, 409, 429\n"
 	"                         and 5xx (2)\n"
 	"      --until-done       exit after an answer without tool calls\n"
+	"      --history FILE     read FILE (a transcript) first, then stdin\n"
+	"      --max-calls N      stop, exit 9, rather than call the model an\n"
+	"                         N+1th time\n"
 	"      --dry-run          print the request body instead of sending it\n"
 	"  -q, --quiet            no streamed text, no retry notes on stderr\n"
 	"  -v, --verbose          a line per call on stderr: request id, tokens\n"
@@ -41,14 +45,23 @@ static const char usage[] =
 	"Exit status: 0 answered, 2 usage, 3 I/O error, 5 bad transcript,\n"
 	"6 refused by the API, 7 unreachable or failing after retries,\n"
 	"8 the answer cannot be used (cut by length, filtered, not Chat\n"
-	"Completions).\n";
+	"Completions), 9 --max-calls reached, 130 or 143 interrupted.\n";
 
 struct run {
 	struct model *model;
 	struct model_opts mo;
 	cJSON *head;
 	int dry_run, until_done, quiet, verbose, called, streamed_text;
+	long calls, max_calls;
 };
+
+static volatile sig_atomic_t interrupted;
+
+static void
+on_signal(int sig)
+{
+	interrupted = sig;
+}
 
 static void
 on_text(void *ctx, const char *text)
@@ -98,6 +111,13 @@ step(struct run *r, struct chat *chat, int *stop)
 	size_t len;
 	int rc = ES_OK;
 
+	if (r->max_calls >= 0 && r->calls >= r->max_calls) {
+		cli_warn("the step limit is reached: %ld model call%s",
+			 r->max_calls, r->max_calls == 1 ? "" : "s");
+		*stop = 1;
+		return ES_STEPLIMIT;
+	}
+	r->calls++;
 	body = chat_request(chat, r->head, &len);
 	if (!body) {
 		cli_warn("cannot build the request: out of memory");
@@ -118,6 +138,11 @@ step(struct run *r, struct chat *chat, int *stop)
 		       &err) < 0) {
 		if (r->streamed_text)
 			fputc('\n', stderr);
+		if (interrupted) {
+			rc = 128 + (int)interrupted;
+			*stop = 1;
+			goto out;
+		}
 		cli_warn("%s", err.msg);
 		rc = exit_for(err.code);
 		goto out;
@@ -224,7 +249,8 @@ int
 main(int argc, char **argv)
 {
 	enum { O_BASE = 256, O_KEYFILE, O_TOOLS, O_TEMP, O_MAXTOK, O_PARAM,
-	       O_STREAM, O_TIMEOUT, O_RETRIES, O_UNTIL, O_DRY };
+	       O_STREAM, O_TIMEOUT, O_RETRIES, O_UNTIL, O_DRY, O_HISTORY,
+	       O_MAXCALLS };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "base-url", required_argument, NULL, O_BASE },
@@ -238,6 +264,8 @@ main(int argc, char **argv)
 		{ "retries", required_argument, NULL, O_RETRIES },
 		{ "until-done", no_argument, NULL, O_UNTIL },
 		{ "dry-run", no_argument, NULL, O_DRY },
+		{ "history", required_argument, NULL, O_HISTORY },
+		{ "max-calls", required_argument, NULL, O_MAXCALLS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -248,6 +276,9 @@ main(int argc, char **argv)
 	struct jsonl_reader in;
 	struct chat chat;
 	const char *model = env("AGENT_MODEL", NULL), *tools = NULL;
+	const char *history = NULL;
+	double maxcalls = -1;
+	struct sigaction sa;
 	char *key = NULL, *tooltext = NULL;
 	double temp = -1, maxtok = -1, retries = 2;
 	cJSON *msg, *t;
@@ -308,6 +339,13 @@ main(int argc, char **argv)
 		case O_DRY:
 			r.dry_run = 1;
 			break;
+		case O_HISTORY:
+			history = optarg;
+			break;
+		case O_MAXCALLS:
+			if (cli_number("--max-calls", optarg, 0, 1e9, &maxcalls))
+				return ES_USAGE;
+			break;
 		case 'q':
 			r.quiet = 1;
 			break;
@@ -329,6 +367,8 @@ main(int argc, char **argv)
 		key = strdup(env("AGENT_API_KEY", "OPENAI_API_KEY"));
 	r.mo.api_key = key;
 	r.mo.retries = (int)retries;
+	r.max_calls = (long)maxcalls;
+	r.mo.interrupted = &interrupted;
 	r.mo.on_text = stream ? on_text : NULL;
 	r.mo.on_retry = on_retry;
 	r.mo.ctx = &r;
@@ -373,6 +413,11 @@ main(int argc, char **argv)
 		}
 
 	signal(SIGPIPE, SIG_IGN);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal; /* no SA_RESTART: a blocked read returns */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	if (!r.dry_run) {
 		if (model_global_init() < 0) {
 			cli_warn("cannot start libcurl");
@@ -392,8 +437,47 @@ main(int argc, char **argv)
 		rc = ES_IO;
 		goto out_chat;
 	}
-	while (!stop) {
-		c = jsonl_read_object(&in, &msg, &err);
+	if (history) {
+		struct jsonl_reader h;
+		int fd = open(history, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0) {
+			cli_warn("cannot open '%s': %s", history, strerror(errno));
+			rc = ES_IO;
+			goto out_reader;
+		}
+		if (jsonl_reader_init(&h, fd, history, 0) < 0) {
+			close(fd);
+			cli_warn("out of memory");
+			rc = ES_IO;
+			goto out_reader;
+		}
+		while ((c = jsonl_read_object(&h, &msg, &err)) > 0) {
+			c = chat_add(&chat, msg, h.lineno, &err);
+			cJSON_Delete(msg);
+			if (c < 0) {
+				cli_warn("%s: %s", history, err.msg);
+				c = -2;
+				break;
+			}
+		}
+		if (c == -1)
+			cli_report(&err);
+		jsonl_reader_free(&h);
+		close(fd);
+		if (c < 0) {
+			rc = err.code == AH_ENOMEM ? ES_IO : ES_BADINPUT;
+			goto out_reader;
+		}
+		if (chat_ready(&chat))
+			rc = step(&r, &chat, &stop);
+	}
+	while (!stop && !rc) {
+		c = interrupted ? -1 : jsonl_read_object(&in, &msg, &err);
+		if (c < 0 && interrupted) {
+			rc = 128 + (int)interrupted;
+			break;
+		}
 		if (c < 0) {
 			cli_report(&err);
 			rc = err.code == AH_EFORMAT || err.code == AH_ETOOBIG
@@ -403,6 +487,8 @@ main(int argc, char **argv)
 		if (c == 0) {
 			if (chat.dirty && chat_ready(&chat))
 				rc = step(&r, &chat, &stop);
+			else if (!r.called && history)
+				; /* the history was all there was to answer */
 			else if (!r.called) {
 				cli_warn("stdin: nothing to answer: %s",
 					 !chat.count ? "no messages"
@@ -428,6 +514,7 @@ main(int argc, char **argv)
 				break;
 		}
 	}
+out_reader:
 	jsonl_reader_free(&in);
 out_chat:
 	chat_free(&chat);

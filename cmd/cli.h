@@ -19,6 +19,7 @@ enum {
 	ES_REFUSED = 6,    /* agent-step: the API refused the request */
 	ES_APIFAIL = 7,    /* agent-step: unreachable, or failing after retries */
 	ES_UNUSABLE = 8,   /* agent-step: the answer cannot be used */
+	ES_STEPLIMIT = 9,  /* agent-step: --max-calls reached */
 };
 
 extern const char *progname;

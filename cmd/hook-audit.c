@@ -17,6 +17,7 @@ const char *progname = "hook-audit";
 
 static const char usage[] =
 	"usage: hook-audit [--sync] [-C DIR] [--log FILE] [--session ID]\n"
+	"                  [--tee FILE]\n"
 	"                  < MESSAGES > MESSAGES\n"
 	"\n"
 	"Copies its input to its output byte for byte, and appends one record\n"
@@ -28,6 +29,8 @@ static const char usage[] =
 	"      --session ID     the session id of the records ($AGENT_SESSION,\n"
 	"                       else made from the time and the process id)\n"
 	"      --sync           fdatasync the log after each record\n"
+	"      --tee FILE       also append each line to FILE (a transcript),\n"
+	"                       after its record and before it goes on\n"
 	"  -h, --help           print this help and exit\n"
 	"\n"
 	"Exit status: 0 done, 2 usage, 3 the log or a stream failed,\n"
@@ -47,24 +50,25 @@ blank(const char *s, size_t n)
 int
 main(int argc, char **argv)
 {
-	enum { OPT_LOG = 256, OPT_SESSION, OPT_SYNC };
+	enum { OPT_LOG = 256, OPT_SESSION, OPT_SYNC, OPT_TEE };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "log", required_argument, NULL, OPT_LOG },
 		{ "session", required_argument, NULL, OPT_SESSION },
 		{ "sync", no_argument, NULL, OPT_SYNC },
+		{ "tee", required_argument, NULL, OPT_TEE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dir = getenv("AGENT_WORKDIR"), *log = getenv("AGENT_AUDIT_LOG");
-	const char *session = getenv("AGENT_SESSION");
+	const char *session = getenv("AGENT_SESSION"), *tee = NULL;
 	const char *secrets[] = { getenv("AGENT_API_KEY"),
 				  getenv("OPENAI_API_KEY"), NULL };
 	char path[PATH_MAX + 32], sid[64], *rec;
 	struct ah_error err = { 0 };
 	struct jsonl_reader in;
 	unsigned long long seq = 0;
-	int c, fd, sync = 0, rc = ES_OK;
+	int c, fd, tfd = -1, sync = 0, rc = ES_OK;
 	size_t off, n;
 	cJSON *msg;
 
@@ -81,6 +85,9 @@ main(int argc, char **argv)
 			break;
 		case OPT_SYNC:
 			sync = 1;
+			break;
+		case OPT_TEE:
+			tee = optarg;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -123,6 +130,14 @@ main(int argc, char **argv)
 		cli_warn("cannot open the audit log '%s': %s", path,
 			 strerror(errno));
 		return ES_IO;
+	}
+	if (tee) {
+		tfd = open(tee, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		if (tfd < 0) {
+			cli_warn("cannot open '%s': %s", tee, strerror(errno));
+			close(fd);
+			return ES_IO;
+		}
 	}
 	signal(SIGPIPE, SIG_IGN);
 	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
@@ -170,6 +185,19 @@ main(int argc, char **argv)
 				break;
 			}
 		}
+		/* the transcript gets the line before the next stage can
+		 * fail: a closed pipe downstream never loses it */
+		if (tfd >= 0 && !blank(in.line.data, in.line.len)) {
+			in.line.data[in.line.len] = '\n';
+			c = audit_append(tfd, in.line.data, in.line.len + 1, sync,
+					 &err);
+			in.line.data[in.line.len] = '\0';
+			if (c < 0) {
+				cli_warn("'%s': %s", tee, err.msg);
+				rc = ES_IO;
+				break;
+			}
+		}
 		if ((in.line.len && fwrite(in.line.data, 1, in.line.len, stdout)
 				    != in.line.len) ||
 		    (!in.partial && putchar('\n') == EOF) || fflush(stdout) == EOF) {
@@ -180,6 +208,8 @@ main(int argc, char **argv)
 		}
 	}
 	jsonl_reader_free(&in);
+	if (tfd >= 0)
+		close(tfd);
 	if (close(fd) < 0 && rc == ES_OK) {
 		cli_warn("audit log '%s': %s", path, strerror(errno));
 		rc = ES_IO;

@@ -11,7 +11,7 @@
 const char *progname = "tool-exec";
 
 static const char usage[] =
-	"usage: tool-exec [-y] [-C DIR] [options] < MESSAGES\n"
+	"usage: tool-exec [-vy] [-C DIR] [options] < MESSAGES\n"
 	"       tool-exec --schema\n"
 	"\n"
 	"Reads messages (JSON Lines), runs the tool calls of the last assistant\n"
@@ -30,6 +30,10 @@ static const char usage[] =
 	"      --shell PATH      bash runs PATH -c COMMAND ($AGENT_SHELL, else\n"
 	"                        /bin/bash, else /bin/sh)\n"
 	"      --batch           act only at end of input, not as lines arrive\n"
+	"      --interrupted     run nothing: answer each pending call as\n"
+	"                        interrupted, side effects unknown (a repair)\n"
+	"  -v, --verbose         a line per call on stderr, and the todo list\n"
+	"                        when it changes\n"
 	"      --schema          print the tool definitions (JSON) and exit\n"
 	"  -h, --help            print this help and exit\n"
 	"\n"
@@ -82,6 +86,47 @@ run_call(const struct tool_ctx *ctx, const cJSON *call, int yes, char **res)
 	return rc;
 }
 
+static int interrupted_mode, verbose;
+
+/* The gist of a call for a person watching: the command, or the path. */
+static void
+progress(const cJSON *call, int rc, const char *res)
+{
+	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(call, "permission"), "decision");
+	const char *tool = cJSON_IsString(name) ? name->valuestring : "?";
+	cJSON *args = cJSON_IsString(a) ? json_parse(a->valuestring,
+						     strlen(a->valuestring), NULL)
+					: NULL;
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(args,
+		!strcmp(tool, "bash") ? "command" : "path");
+	const char *end = strrchr(res, '[');
+	char gist[81];
+	size_t i;
+
+	snprintf(gist, sizeof gist, "%s", cJSON_IsString(g) ? g->valuestring : "");
+	for (i = 0; gist[i]; i++)
+		if ((unsigned char)gist[i] < 0x20 || gist[i] == 0x7f)
+			gist[i] = ' ';
+	fprintf(stderr, "%s: %-5s %s %s%s -> ", progname,
+		cJSON_IsString(d) ? d->valuestring : "none", tool, gist,
+		cJSON_IsString(g) && strlen(g->valuestring) > 80 ? "..." : "");
+	if (rc == TOOL_ERROR)
+		fprintf(stderr, "%.100s\n", res);
+	else if (!strcmp(tool, "bash") && end && !strncmp(end, "[exit code: ", 12))
+		fprintf(stderr, "%.40s\n", end + 1);
+	else if (rc == TOOL_INTERRUPTED)
+		fprintf(stderr, "interrupted\n");
+	else if (!strcmp(tool, "run_todo_write"))
+		fprintf(stderr, "ok\n%s\n", res);
+	else
+		fprintf(stderr, "ok\n");
+	cJSON_Delete(args);
+}
+
 static int
 answer_pending(const struct tool_ctx *ctx, struct calls *calls, int yes)
 {
@@ -95,12 +140,20 @@ answer_pending(const struct tool_ctx *ctx, struct calls *calls, int yes)
 		if (calls->done[i])
 			continue;
 		call = cJSON_GetArrayItem(calls->list, i);
-		if (interrupted)
+		if (interrupted_mode)
+			rc = asprintf(&res, "Error: interrupted: the harness "
+				      "stopped before this call got its result; "
+				      "whether it ran, and what it changed, is "
+				      "unknown. It was not run again.") < 0
+				     ? -1 : TOOL_ERROR;
+		else if (interrupted)
 			rc = asprintf(&res, "Error: interrupted by signal %d "
 				      "before it ran; it was not run.",
 				      (int)interrupted) < 0 ? -1 : TOOL_ERROR;
 		else
 			rc = run_call(ctx, call, yes, &res);
+		if (rc >= 0 && verbose)
+			progress(call, rc, res);
 		if (rc < 0) {
 			cli_warn("cannot run a tool call: out of memory");
 			return ES_IO;
@@ -142,7 +195,7 @@ int
 main(int argc, char **argv)
 {
 	enum { O_TIMEOUT = 256, O_MAXTIMEOUT, O_GRACE, O_MAXOUTPUT, O_SHELL,
-	       O_BATCH, O_SCHEMA };
+	       O_BATCH, O_SCHEMA, O_INTERRUPTED };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "yes", no_argument, NULL, 'y' },
@@ -153,6 +206,8 @@ main(int argc, char **argv)
 		{ "shell", required_argument, NULL, O_SHELL },
 		{ "batch", no_argument, NULL, O_BATCH },
 		{ "schema", no_argument, NULL, O_SCHEMA },
+		{ "interrupted", no_argument, NULL, O_INTERRUPTED },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -175,7 +230,7 @@ main(int argc, char **argv)
 	if (getenv_number("AGENT_BASH_TIMEOUT", 0.001, 1e6, &ctx.timeout) ||
 	    getenv_number("AGENT_MAX_OUTPUT", 64, 1e9, &maxout))
 		return ES_USAGE;
-	while ((c = getopt_long(argc, argv, ":C:yh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":C:yvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'C':
 			dir = optarg;
@@ -206,6 +261,12 @@ main(int argc, char **argv)
 			break;
 		case O_BATCH:
 			batch = 1;
+			break;
+		case O_INTERRUPTED:
+			interrupted_mode = batch = 1;
+			break;
+		case 'v':
+			verbose = 1;
 			break;
 		case O_SCHEMA:
 			puts(tool_schema());

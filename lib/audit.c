@@ -233,20 +233,20 @@ audit_append(int fd, const char *rec, size_t len, int sync,
 	 * needed two writes (a short write) from being split by another. */
 	while (flock(fd, LOCK_EX) < 0)
 		if (errno != EINTR)
-			return ah_fail_errno(err, errno, "cannot lock the log");
+			return ah_fail_errno(err, errno, "cannot lock");
 	while (left) {
 		n = write(fd, p, left);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			ah_fail_errno(err, errno, "cannot write the log");
+			ah_fail_errno(err, errno, "cannot write");
 			goto out;
 		}
 		p += n;
 		left -= (size_t)n;
 	}
 	if (sync && fdatasync(fd) < 0) {
-		ah_fail_errno(err, errno, "cannot sync the log");
+		ah_fail_errno(err, errno, "cannot sync");
 		goto out;
 	}
 	rc = 0;

@@ -265,6 +265,7 @@ struct model_opts {
 	void (*on_text)(void *ctx, const char *text); /* streamed text */
 	void (*on_retry)(void *ctx, const char *why); /* before each retry */
 	void *ctx;
+	volatile sig_atomic_t *interrupted; /* nonzero: abort the call */
 };
 
 struct model;

@@ -232,7 +232,7 @@ api_error(const char *body, size_t n, const cJSON *given, char *msg,
 }
 
 static void
-sleep_for(double s)
+sleep_for(double s, volatile sig_atomic_t *stop)
 {
 	struct timespec ts;
 
@@ -240,8 +240,17 @@ sleep_for(double s)
 		return;
 	ts.tv_sec = (time_t)s;
 	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !(stop && *stop))
 		;
+}
+
+static int
+on_progress(void *ctx, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+	volatile sig_atomic_t *stop = ctx;
+
+	(void)a, (void)b, (void)c, (void)d;
+	return stop && *stop; /* nonzero aborts the transfer */
 }
 
 int
@@ -278,7 +287,18 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 		curl_easy_setopt(m->curl, CURLOPT_HEADERDATA, &a);
 		curl_easy_setopt(m->curl, CURLOPT_WRITEFUNCTION, on_body);
 		curl_easy_setopt(m->curl, CURLOPT_WRITEDATA, &a);
+		if (o->interrupted) {
+			curl_easy_setopt(m->curl, CURLOPT_XFERINFOFUNCTION,
+					 on_progress);
+			curl_easy_setopt(m->curl, CURLOPT_XFERINFODATA,
+					 (void *)o->interrupted);
+			curl_easy_setopt(m->curl, CURLOPT_NOPROGRESS, 0L);
+		}
 		cc = curl_easy_perform(m->curl);
+		if (o->interrupted && *o->interrupted) {
+			ah_fail(err, AH_EINTR, "interrupted");
+			goto out;
+		}
 		if (curl_easy_getinfo(m->curl, CURLINFO_NUM_CONNECTS,
 				      &connects) == CURLE_OK)
 			m->connects += (unsigned long long)connects;
@@ -362,7 +382,11 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 			o->on_retry(o->ctx, msg);
 		}
 		buf_free(&a.body);
-		sleep_for(wait);
+		sleep_for(wait, o->interrupted);
+		if (o->interrupted && *o->interrupted) {
+			ah_fail(err, AH_EINTR, "interrupted");
+			goto out;
+		}
 	}
 out:
 	buf_free(&a.body);

@@ -39,8 +39,8 @@ done
 if command -v shellcheck >/dev/null 2>&1; then
 	test_expect_success 'shell scripts are shellcheck-clean' '
 		cd "$SRC_DIR" &&
-		shellcheck -s sh .ci/run tools/deps.sh tests/lib.sh tests/*.t \
-			examples/*.sh
+		shellcheck -s sh .ci/run tools/deps.sh cmd/agent-run tests/lib.sh \
+			tests/*.t examples/*.sh
 	'
 else
 	test_skip 'shell scripts are shellcheck-clean' 'shellcheck not installed'
