@@ -34,10 +34,15 @@ SCRIPTS = .ci/run tools/deps.sh cmd/agent-run tests/lib.sh $(wildcard tests/*.t)
 SANFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all
 
-.PHONY: all deps check check-plain check-san check-valgrind test-units \
+.PHONY: all demo deps check check-plain check-san check-valgrind test-units \
 	test-shell install uninstall clean lint
 
 all: $(BINS) $(UNITS)
+
+# The demo: agent-run on a copy of examples/blog against a scripted model
+# (or a real one: set AGENT_BASE_URL and AGENT_MODEL).
+demo: $(BINS)
+	PATH="$(abspath $(BUILD)/bin):$$PATH" sh examples/demo.sh
 
 # Missing headers are installed (as root) or the command to install them is
 # printed: a fresh machine gets from nothing to green with `make check`.
