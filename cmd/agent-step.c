@@ -111,6 +111,12 @@ step(struct run *r, struct chat *chat, int *stop)
 	size_t len;
 	int rc = ES_OK;
 
+	/* A signal may come while results of the interrupted calls arrive:
+	 * never call the model with them. */
+	if (interrupted) {
+		*stop = 1;
+		return 128 + (int)interrupted;
+	}
 	if (r->max_calls >= 0 && r->calls >= r->max_calls) {
 		cli_warn("the step limit is reached: %ld model call%s",
 			 r->max_calls, r->max_calls == 1 ? "" : "s");
@@ -471,6 +477,13 @@ main(int argc, char **argv)
 		}
 		if (chat_ready(&chat))
 			rc = step(&r, &chat, &stop);
+		else if (calls_pending(&chat.calls)) {
+			/* nothing downstream will ever answer them */
+			cli_warn("%s: tool calls of line %lu have no result",
+				 history, chat.calls_line);
+			rc = ES_BADINPUT;
+		} else if (r.until_done)
+			stop = 1; /* the history ends with the final answer */
 	}
 	while (!stop && !rc) {
 		c = interrupted ? -1 : jsonl_read_object(&in, &msg, &err);

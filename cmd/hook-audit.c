@@ -68,7 +68,7 @@ main(int argc, char **argv)
 	struct ah_error err = { 0 };
 	struct jsonl_reader in;
 	unsigned long long seq = 0;
-	int c, fd, tfd = -1, sync = 0, rc = ES_OK;
+	int c, fd, tfd = -1, sync = 0, gone = 0, rc = ES_OK;
 	size_t off, n;
 	cJSON *msg;
 
@@ -125,6 +125,7 @@ main(int argc, char **argv)
 		session = sid;
 	}
 	/* The log may hold what the model saw: readable by its owner only. */
+	errno = 0;
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		cli_warn("cannot open the audit log '%s': %s", path,
@@ -198,13 +199,22 @@ main(int argc, char **argv)
 				break;
 			}
 		}
+		if (gone)
+			continue;
 		if ((in.line.len && fwrite(in.line.data, 1, in.line.len, stdout)
 				    != in.line.len) ||
 		    (!in.partial && putchar('\n') == EOF) || fflush(stdout) == EOF) {
 			cli_warn("cannot write stdout: %s",
 				 strerror(errno ? errno : EIO));
 			rc = ES_IO;
-			break;
+			/* With --tee the transcript is the record: the reader
+			 * downstream is gone, but what still comes in (the
+			 * results of interrupted calls) is kept to the end. */
+			if (tfd < 0 || errno != EPIPE)
+				break;
+			gone = 1;
+			if (!freopen("/dev/null", "w", stdout))
+				break;
 		}
 	}
 	jsonl_reader_free(&in);

@@ -34,6 +34,7 @@ export AGENT_BASE_URL AGENT_MODEL
 echo "demo: working in $work" >&2
 echo "demo: agent-run -y \"Add a search box to the blog and run the tests\"" >&2
 echo >&2
+# shellcheck disable=SC2086 # DEMO_FLAGS is a list of options
 agent-run -y -C "$work" ${DEMO_FLAGS:-} "Add a search box to the blog (a search.py with search(posts, query), and a form on the front page), then run the tests with python3 -m unittest and make them pass."
 echo >&2
 echo "demo: what it left behind, read with jq:" >&2

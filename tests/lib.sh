@@ -168,3 +168,14 @@ stop_models() {
 	while read -r pid; do kill "$pid" 2>/dev/null; done <"$SCRATCH/.servers"
 	rm -f "$SCRATCH/.servers"
 }
+
+# fg_signals CMD... &: runs CMD in the background with SIGINT and SIGQUIT
+# at their defaults, as for a command in the foreground of a terminal (a
+# command started with & by a non-interactive shell has them ignored, and
+# cannot trap them).  It execs: use it only with &, so that $! is CMD.
+fg_signals() {
+	exec python3 -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}

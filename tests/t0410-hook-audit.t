@@ -73,6 +73,25 @@ test_expect_success '--sync, and a write error on stdout' '
 	test_must_fail 3 hook-audit --log log <in >/dev/full 2>err
 '
 
+test_expect_success '--tee: the transcript gets each line before it goes on' '
+	printf "%s\n" "{\"role\":\"user\",\"content\":\"a\"}" "" "{\"role\":\"user\",\"content\":\"b\"}" >in &&
+	hook-audit --log log --tee t.jsonl <in >out &&
+	cmp in out &&
+	grep -v "^\$" in >expect && test_cmp expect t.jsonl
+'
+
+test_expect_success '--tee: a reader gone downstream loses nothing of the transcript' '
+	jq -nc "range(2000) | {role: \"tool\", tool_call_id: \"c\(.)\", content: (\"x\" * 200)}" >in &&
+	mkfifo fifo &&
+	{ head -n 1 fifo >first & } &&
+	status=0 && hook-audit --log log --tee t.jsonl <in >fifo 2>err || status=$? &&
+	wait &&
+	test $status -eq 3 &&
+	test_contains err "hook-audit: cannot write stdout: Broken pipe" &&
+	test "$(grep -c "cannot write stdout" err)" -eq 1 &&
+	cmp in t.jsonl && test "$(wc -l <log)" -eq 2000
+'
+
 # Eight writers appending large records at once: none may tear or mix.
 test_expect_success '8 concurrent hook-audit processes: every record whole, the count exact' '
 	jq -nc "range(300) | {role: \"tool\", tool_call_id: \"c\(.)\", content: (\"x\" * (1000 + . * 97))}" >in &&

@@ -13,7 +13,7 @@ else
 	test_skip 'man pages lint clean' 'mandoc not installed'
 fi
 
-for p in $progs; do
+for p in $progs agent-run; do
 	test_expect_success "$p: a man page with the usual sections" "
 		page='$SRC_DIR/man/$p.1' &&
 		for s in NAME SYNOPSIS DESCRIPTION OPTIONS 'EXIT STATUS' EXAMPLES 'SEE ALSO'; do

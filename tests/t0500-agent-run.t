@@ -1,0 +1,223 @@
+#!/bin/sh
+# agent-run: the loop end to end against the scripted server, in the ring
+# and in --step mode.
+. "$(dirname "$0")/lib.sh"
+
+AGENT_MODEL=scripted
+export AGENT_MODEL
+# blog: a fresh copy of the demo project in ./blog
+blog() { cp -R "$SRC_DIR/examples/blog" blog; }
+DEMO=$SRC_DIR/examples/demo-session.jsonl
+export DEMO
+
+# valid TRANSCRIPT: every call answered, once, before the next message
+valid() {
+	jq -s -e '
+		reduce .[] as $m ({pending: [], ok: true};
+			if $m.role == "tool" then
+				if (.pending | index($m.tool_call_id)) then .pending -= [$m.tool_call_id]
+				else .ok = false end
+			elif (.pending | length) > 0 then .ok = false
+			else .pending = [($m.tool_calls // [])[].id] end)
+		| .ok and (.pending | length) == 0' "$1" >/dev/null
+}
+
+for mode in ring step; do
+	flag=
+	[ $mode = step ] && flag=--step
+
+	test_expect_success "$mode: the demo session reaches its goal" "
+		start_model '$DEMO' && blog &&
+		agent-run $flag -y -C blog 'add a search box and run the tests' >answer 2>progress &&
+		test_contains answer 'Added a search box to the blog' &&
+		jq -e '[.todos[].status] | all(. == \"completed\") and length == 4' blog/todo.json &&
+		jq -e '.todos[2].id == \"fix-case\"' blog/todo.json &&
+		(cd blog && python3 -m unittest) &&
+		grep -q 'lower()' blog/search.py &&
+		valid blog/.agent/transcript.jsonl &&
+		test \"\$(jq -s 'map(select(.role == \"assistant\")) | length' blog/.agent/transcript.jsonl)\" -eq 15 &&
+		test \"\$(wc -l <blog/.agent/audit.jsonl)\" -eq \"\$(wc -l <blog/.agent/transcript.jsonl)\" &&
+		jq -e -s 'map(.tools[]?) | map(select(.name == \"write_file\"))[0].reason | endswith(\"approved by --yes\")' blog/.agent/audit.jsonl &&
+		test_contains progress 'tool-exec: allow bash python3 -m unittest' &&
+		test_contains progress '[>] fix-case - Make the search ignore case'
+	"
+
+	test_expect_success "$mode: the stop check fires once when todos are left" "
+		cat >script <<-\\EOF &&
+		{\"tool_calls\": [{\"name\": \"run_todo_write\", \"arguments\": {\"todos\": [{\"id\": \"a\", \"content\": \"do a\", \"status\": \"in_progress\"}]}}]}
+		{\"content\": \"All done!\"}
+		{\"content\": \"Still done, I promise.\"}
+		EOF
+		start_model script && mkdir w &&
+		agent-run $flag -y -C w 'do a' >answer 2>progress &&
+		test \"\$(cat answer)\" = 'Still done, I promise.' &&
+		test_contains progress 'the model stopped with todos left' &&
+		jq -s -e '.[-2].role == \"user\" and (.[-2].content | contains(\"[>] a - do a\"))' w/.agent/transcript.jsonl &&
+		test \"\$(wc -l <requests.jsonl)\" -eq 3
+	"
+
+	test_expect_success "$mode: --stop-checks 0 turns it off" "
+		cat >script <<-\\EOF &&
+		{\"tool_calls\": [{\"name\": \"run_todo_write\", \"arguments\": {\"todos\": [{\"id\": \"a\", \"content\": \"do a\"}]}}]}
+		{\"content\": \"Done.\"}
+		EOF
+		start_model script && mkdir w &&
+		agent-run $flag -y --stop-checks 0 -C w 'do a' >answer 2>progress &&
+		test \"\$(cat answer)\" = Done. && test \"\$(wc -l <requests.jsonl)\" -eq 2
+	"
+
+	test_expect_success "$mode: the step limit stops it with exit 3, transcript valid" "
+		echo '{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"echo again\"}}], \"repeat\": true}' >script &&
+		start_model script && mkdir w &&
+		test_must_fail 3 agent-run $flag -y --max-steps 3 -C w 'loop' >answer 2>progress &&
+		test_contains progress 'stopped at the step limit (3 model calls)' &&
+		test \"\$(wc -l <requests.jsonl)\" -eq 3 &&
+		valid w/.agent/transcript.jsonl
+	"
+
+	test_expect_success "$mode: a denied call, and the model recovering" "
+		cat >script <<-\\EOF &&
+		{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"sudo rm -rf /tmp/x\"}}]}
+		{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"echo without sudo\"}}]}
+		{\"content\": \"Done without sudo.\"}
+		EOF
+		start_model script && mkdir w &&
+		agent-run $flag -y -C w 'clean up' >answer 2>progress &&
+		test \"\$(cat answer)\" = 'Done without sudo.' &&
+		jq -s -e 'map(select(.role == \"tool\"))[0].content == \"Error: permission denied: runs as another user\"' w/.agent/transcript.jsonl &&
+		jq -s -e 'map(select(.role == \"tool\"))[1].content == \"without sudo\\n\"' w/.agent/transcript.jsonl &&
+		test_contains progress 'tool-exec: deny  bash sudo rm -rf /tmp/x'
+	"
+
+	test_expect_success "$mode: a model failing for good ends the run, no hang" "
+		echo '{\"status\": 500, \"error\": {\"message\": \"down\"}, \"repeat\": true}' >script &&
+		start_model script && mkdir w &&
+		test_must_fail 1 timeout 60 agent-run $flag -y -C w 'x' >answer 2>progress &&
+		test_contains progress 'agent-step: 500: down, after 2 retries' &&
+		test_contains progress 'agent-run: the agent-step stage failed (exit 7)' &&
+		test ! -s answer
+	"
+
+	test_expect_success "$mode: SIGINT during a long bash call, then --resume" "
+		cat >script <<-\\EOF &&
+		{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"echo started >started; sleep 36.5\"}}, {\"name\": \"bash\", \"arguments\": {\"command\": \"touch second\"}}]}
+		{\"content\": \"Resumed and done.\"}
+		EOF
+		start_model script && mkdir w &&
+		{ fg_signals agent-run $flag -y -C w 'long' >answer 2>progress & pid=\$!; } &&
+		i=0; while [ ! -e w/started ] && [ \$i -lt 500 ]; do sleep 0.02; i=\$((i+1)); done &&
+		kill -INT \$pid &&
+		status=0 && wait \$pid || status=\$? &&
+		test \$status -eq 130 &&
+		test_contains progress 'Resume with: agent-run --resume' &&
+		valid w/.agent/transcript.jsonl &&
+		! pgrep -f 'sleep 36.5' &&
+		test ! -e w/second &&
+		jq -s -e 'map(select(.role == \"tool\")) | length == 2 and (.[1].content | startswith(\"Error: interrupted by signal 2\"))' w/.agent/transcript.jsonl &&
+		agent-run $flag -y --resume -C w >answer 2>progress &&
+		test \"\$(cat answer)\" = 'Resumed and done.' &&
+		valid w/.agent/transcript.jsonl
+	"
+
+	test_expect_success "$mode: kill -9 mid-session, then --resume finishes it" "
+		cat >script <<-\\EOF &&
+		{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"echo one >>log\"}}]}
+		{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"echo two >>log; touch killme; sleep 37.5\"}}]}
+		{\"content\": \"Finished after the crash.\"}
+		EOF
+		start_model script && mkdir w &&
+		{ setsid agent-run $flag -y -C w 'crash' >answer 2>progress & pid=\$!; } &&
+		i=0; while [ ! -e w/killme ] && [ \$i -lt 500 ]; do sleep 0.02; i=\$((i+1)); done &&
+		sid=\$(ps -o sid= -p \$pid | tr -d ' ') && pkill -9 -s \"\$sid\"; wait \$pid; sleep 0.2 &&
+		! pgrep -f 'sleep 37.5' &&
+		! valid w/.agent/transcript.jsonl &&
+		agent-run $flag -y --resume -C w >answer 2>progress &&
+		test \"\$(cat answer)\" = 'Finished after the crash.' &&
+		test_contains progress 'answered as interrupted, not run again' &&
+		valid w/.agent/transcript.jsonl &&
+		printf 'one\\ntwo\\n' >expect && test_cmp expect w/log &&
+		jq -s -e 'map(select(.role == \"tool\"))[1].content | startswith(\"Error: interrupted: the harness stopped\")' w/.agent/transcript.jsonl
+	"
+done
+
+test_expect_success 'a torn last line is cut back, and the run goes on' '
+	echo "{\"content\": \"After the repair.\"}" >script &&
+	start_model script && mkdir -p w/.agent &&
+	printf "%s\n" "{\"role\":\"system\",\"content\":\"s\"}" "{\"role\":\"user\",\"content\":\"go\"}" >w/.agent/transcript.jsonl &&
+	printf "{\"role\":\"assistant\",\"content\":\"half wri" >>w/.agent/transcript.jsonl &&
+	agent-run -y --resume -C w >answer 2>progress &&
+	test "$(cat answer)" = "After the repair." &&
+	test_contains progress "the last line of .agent/transcript.jsonl was torn (39 bytes): cut back" &&
+	valid w/.agent/transcript.jsonl &&
+	test "$(wc -l <w/.agent/transcript.jsonl)" -eq 3
+'
+
+test_expect_success 'an earlier transcript is kept, never overwritten' '
+	printf "%s\n" "{\"content\": \"one\"}" "{\"content\": \"two\"}" >script &&
+	start_model script && mkdir w &&
+	agent-run -C w first >/dev/null 2>&1 &&
+	agent-run -C w second >/dev/null 2>&1 &&
+	test "$(ls w/.agent/transcript-*.jsonl | wc -l)" -eq 1 &&
+	grep -q "\"first\"" w/.agent/transcript-*.jsonl &&
+	grep -q "\"second\"" w/.agent/transcript.jsonl
+'
+
+test_expect_success 'the task from stdin, --system, and -q' '
+	echo "{\"content\": \"ok\"}" >script &&
+	start_model script && mkdir w &&
+	echo "You are terse." >sys &&
+	echo "the task from stdin" | agent-run -q --system sys -C w >answer 2>progress &&
+	test "$(cat answer)" = ok && test ! -s progress &&
+	jq -s -e ".[0].content == \"You are terse.\" and .[1].content == \"the task from stdin\"" w/.agent/transcript.jsonl
+'
+
+test_expect_success 'the built-in system prompt has the seed rules and the directory' '
+	echo "{\"content\": \"ok\"}" >script &&
+	start_model script && mkdir w &&
+	agent-run -C w task >/dev/null 2>&1 &&
+	jq -r ".messages[0].content" requests.jsonl 2>/dev/null | head -0 &&
+	jq -r ".body.messages[0].content" requests.jsonl >prompt &&
+	test_contains prompt "working in the directory $(cd w && pwd -P)" &&
+	test_contains prompt "first call run_todo_write" &&
+	test_contains prompt "At most one item is in_progress" &&
+	test_contains prompt "A simple one-step task needs no todo list"
+'
+
+test_expect_success 'examples/one-step.sh: one step by hand' '
+	echo "{\"tool_calls\": [{\"name\": \"read_file\", \"arguments\": {\"path\": \"f\"}}]}" >script &&
+	start_model script && echo hi >f &&
+	echo "{\"role\":\"user\",\"content\":\"read f\"}" >t.jsonl &&
+	"$SRC_DIR/examples/one-step.sh" t.jsonl >last 2>progress &&
+	jq -e ".role == \"tool\" and .content == \"hi\\n\"" last &&
+	valid t.jsonl && test "$(wc -l <t.jsonl)" -eq 3
+'
+
+test_expect_success 'examples/truncate-hook.sh: a jq filter as a hook' '
+	jq -nc "{role: \"tool\", tool_call_id: \"a\", content: (\"x\" * 50)}, {role: \"user\", content: (\"y\" * 50)}" >in &&
+	"$SRC_DIR/examples/truncate-hook.sh" 10 <in >out &&
+	jq -s -e ".[0].content == (\"x\" * 10 + \"\\n[cut by truncate-hook: 40 more characters]\") and .[1].content == (\"y\" * 50)" out
+'
+
+test_expect_success 'examples/plan-only.sh: a plan, and nothing else done' '
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "touch changed"}}]}
+	{"tool_calls": [{"name": "run_todo_write", "arguments": {"todos": [{"id": "m", "content": "Move to meson"}]}}]}
+	{"content": "Planned."}
+	EOF
+	start_model script && mkdir w &&
+	"$SRC_DIR/examples/plan-only.sh" -C w "migrate" >plan &&
+	test ! -e w/changed &&
+	printf "Current todos:\n[ ] m - Move to meson\n" >expect && test_cmp expect plan
+'
+
+test_expect_success 'usage errors exit 2' '
+	test_must_fail 2 agent-run --bogus 2>err &&
+	test_contains err "agent-run: unknown option '\''--bogus'\''" &&
+	AGENT_MODEL= test_must_fail 2 agent-run task 2>err &&
+	test_contains err "no model" &&
+	test_must_fail 2 agent-run --max-steps x task 2>err &&
+	test_must_fail 2 agent-run --resume task 2>err &&
+	agent-run --help >out && test_contains out "usage: agent-run"
+'
+
+test_done
