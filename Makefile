@@ -34,7 +34,7 @@ SCRIPTS = .ci/run tools/deps.sh cmd/agent-run tests/lib.sh $(wildcard tests/*.t)
 SANFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all
 
-.PHONY: all demo deps check check-plain check-san check-valgrind test-units \
+.PHONY: all bench demo deps check check-plain check-san check-valgrind test-units \
 	test-shell install uninstall clean lint
 
 all: $(BINS) $(UNITS)
@@ -43,6 +43,10 @@ all: $(BINS) $(UNITS)
 # (or a real one: set AGENT_BASE_URL and AGENT_MODEL).
 demo: $(BINS)
 	PATH="$(abspath $(BUILD)/bin):$$PATH" sh examples/demo.sh
+
+# The loop's own cost, against the scripted server (bench/README.md).
+bench: $(BINS)
+	python3 bench/bench.py --bin $(abspath $(BUILD)/bin) $(BENCHFLAGS)
 
 # Missing headers are installed (as root) or the command to install them is
 # printed: a fresh machine gets from nothing to green with `make check`.

@@ -24,7 +24,8 @@ Streaming requests ("stream": true) get the answer as server-sent events:
   "sse_error": {...}  an error event instead of the answer
 
 Every request is logged to --log as one JSON line: n, connection number,
-method, path, headers, body (parsed), and the time it arrived.  The port is
+method, path, headers, body (parsed), and the time it arrived.  With
+--sent-log, each answer adds a line {"n", "sent"} there: the time it left.  The port is
 written to --port-file once the server listens.  It exits on SIGTERM, or
 after --idle seconds without a request.
 """
@@ -151,6 +152,13 @@ def stream_events(entry, n, model):
     return events
 
 
+def log_sent(args, n):
+    """When the answer to request n left: the harness's time starts here."""
+    if args.sent_log:
+        with lock, open(args.sent_log, "a") as log:
+            log.write(json.dumps({"n": n, "sent": time.time()}) + "\n")
+
+
 def serve(conn, cid, args):
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     f = conn.makefile("rb")
@@ -228,12 +236,14 @@ def serve(conn, cid, args):
                     "".join("%s: %s\r\n" % kv for kv in extra.items()) +
                     "\r\n")
             conn.sendall(head.encode() + body)
+            log_sent(args, n)
             if cut is not None:
                 conn.shutdown(socket.SHUT_RDWR)
                 return
             continue
         conn.sendall(response(200, json.dumps(completion(entry, n, model)),
                               extra=extra))
+        log_sent(args, n)
 
 
 def main():
@@ -241,6 +251,7 @@ def main():
     ap.add_argument("--script", required=True)
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--log")
+    ap.add_argument("--sent-log")
     ap.add_argument("--idle", type=float, default=300)
     args = ap.parse_args()
     with open(args.script) as s:

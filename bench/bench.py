@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""The loop's own cost: agent-run against the scripted model server.
+
+For sessions of N steps, each step one bash call of `echo step-K`, in the
+ring and in --step mode, several runs each, it prints per-step overhead
+measured at the server (from the last byte of answer K to the arrival of
+request K+1: median and p10-p90 over all steps of all runs), the time to
+the first request, wall and CPU time, and peak memory (the largest process,
+and all processes together, sampled from /proc).
+
+  bench/bench.py [--steps 20,100,400] [--runs 5] [--modes ring,step]
+                 [--big MB]   (a session whose transcript grows to MB)
+
+Figures are medians of several runs on a noisy machine: compare ratios,
+not absolute numbers.  Nothing here is a test.
+"""
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(HERE)
+
+
+def script(steps, payload=0):
+    lines = []
+    for k in range(1, steps):
+        cmd = "echo step-%d" % k
+        if payload:
+            cmd = "head -c %d /dev/zero | tr '\\\\0' x; echo" % payload
+        lines.append(json.dumps({"tool_calls": [{"name": "bash", "arguments": {"command": cmd}}]}))
+    lines.append(json.dumps({"content": "done after %d steps" % steps}))
+    return "\n".join(lines) + "\n"
+
+
+def rss_of_session(sid):
+    """RSS in kB of each process in session sid."""
+    out = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[3]) != sid:  # field 6 (session), after pid/comm
+                continue
+            with open("/proc/%s/status" % pid) as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        out[pid] = int(line.split()[1])
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
+def one_run(steps, mode, bindir, payload=0, max_output=30000):
+    work = tempfile.mkdtemp(prefix="ah-bench.")
+    try:
+        with open(os.path.join(work, "script"), "w") as f:
+            f.write(script(steps, payload))
+        port = os.path.join(work, "port")
+        srv = subprocess.Popen([sys.executable, os.path.join(SRC, "tests", "model-server.py"),
+                                "--script", os.path.join(work, "script"), "--port-file", port,
+                                "--log", os.path.join(work, "req.jsonl"),
+                                "--sent-log", os.path.join(work, "sent.jsonl"), "--idle", "600"])
+        while not os.path.exists(port):
+            time.sleep(0.01)
+        os.mkdir(os.path.join(work, "w"))
+        env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"],
+                   AGENT_BASE_URL="http://127.0.0.1:%s/v1" % open(port).read().strip(),
+                   AGENT_MODEL="bench", AGENT_MAX_OUTPUT=str(max_output))
+        args = [os.path.join(bindir, "agent-run"), "-q", "-y", "--max-steps", str(steps + 5),
+                "-C", os.path.join(work, "w")]
+        if mode == "step":
+            args.append("--step")
+        args.append("run the steps")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.time()
+        p = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
+        peak_one = peak_all = 0
+        done = threading.Event()
+
+        def sample():
+            nonlocal peak_one, peak_all
+            while not done.is_set():
+                r = rss_of_session(p.pid)
+                if r:
+                    peak_one = max(peak_one, max(r.values()))
+                    peak_all = max(peak_all, sum(r.values()))
+                time.sleep(0.005)
+        th = threading.Thread(target=sample)
+        th.start()
+        rc = p.wait()
+        wall = time.time() - t0
+        done.set()
+        th.join()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        srv.terminate()
+        srv.wait()
+        if rc != 0:
+            raise SystemExit("bench: agent-run exited %d (%s, %d steps)" % (rc, mode, steps))
+        arrived = {}
+        with open(os.path.join(work, "req.jsonl")) as f:
+            for line in f:
+                r = json.loads(line)
+                arrived[r["n"]] = r["time"]
+        sent = {}
+        with open(os.path.join(work, "sent.jsonl")) as f:
+            for line in f:
+                r = json.loads(line)
+                sent[r["n"]] = r["sent"]
+        over = [(arrived[k + 1] - sent[k]) * 1000 for k in range(1, steps) if k + 1 in arrived]
+        tsize = os.path.getsize(os.path.join(work, "w", ".agent", "transcript.jsonl"))
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return {"over": over, "first": (arrived[1] - t0) * 1000, "wall": wall, "cpu": cpu,
+                "peak_one": peak_one / 1024, "peak_all": peak_all / 1024, "transcript": tsize}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", default="20,100,400")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--modes", default="ring,step")
+    ap.add_argument("--big", type=float, default=0, help="also a session growing to MB")
+    ap.add_argument("--bin", default=os.path.join(SRC, "build", "bin"))
+    a = ap.parse_args()
+    print("%-5s %5s %4s | %-22s | %8s | %7s %7s | %9s %9s" % (
+        "mode", "steps", "runs", "per step ms (p10-p90)", "first ms", "wall s", "cpu s",
+        "peak1 MB", "peakAll MB"))
+    cases = [(m, int(n), 0) for m in a.modes.split(",") for n in a.steps.split(",")]
+    if a.big:
+        # each step adds ~100 KB of output: enough steps to reach the size
+        steps = max(2, int(a.big * 1024 / 100))
+        cases += [("ring", steps, 100 * 1024)]
+    for mode, steps, payload in cases:
+        rs = [one_run(steps, mode, a.bin, payload, max_output=max(30000, payload + 1024))
+              for _ in range(a.runs)]
+        over = [x for r in rs for x in r["over"]]
+        if payload:
+            # the overhead near the end: the last tenth of the steps
+            over = [x for r in rs for x in r["over"][-max(1, len(r["over"]) // 10):]]
+        med = lambda k: statistics.median(r[k] for r in rs)
+        label = mode if not payload else "ring*"
+        print("%-5s %5d %4d | %6.2f (%6.2f-%6.2f)   | %8.1f | %7.2f %7.2f | %9.1f %9.1f%s" % (
+            label, steps, a.runs, statistics.median(over), pct(over, 0.1), pct(over, 0.9),
+            med("first"), med("wall"), med("cpu"), med("peak_one"), med("peak_all"),
+            "   (transcript %.1f MB; overhead of the last tenth of the steps)" % (
+                max(r["transcript"] for r in rs) / 1e6) if payload else ""))
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
