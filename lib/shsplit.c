@@ -90,6 +90,28 @@ backquote(struct sp *p)
 	return 0;
 }
 
+/* $(...) or `...` at p->i, in a word or inside double quotes: the
+ * command in it is split as a list of its own, and the word gets a "$"
+ * for its unknown value.  Returns 1 when there was one, 0 when not, -1
+ * on error; $(( arithmetic is beyond us: complex. */
+static int
+substitution(struct sp *p, struct buf *w, int *dynamic)
+{
+	if (p->s[p->i] == '`') {
+		*dynamic = 1;
+		return backquote(p) < 0 || push(w, '$', p) < 0 ? -1 : 1;
+	}
+	if (p->s[p->i] != '$' || p->i + 1 >= p->n || p->s[p->i + 1] != '(')
+		return 0;
+	*dynamic = 1;
+	if (p->i + 2 < p->n && p->s[p->i + 2] == '(') {
+		p->complex = 1;
+		return -1;
+	}
+	p->i += 2;
+	return nested(p, ')') < 0 || push(w, '$', p) < 0 ? -1 : 1;
+}
+
 /* Reads one word (quotes removed, expansions kept as text) into w.
  * *dynamic is set when the word holds an expansion ($x, $(...), `...`),
  * whose value only the shell knows. */
@@ -97,6 +119,7 @@ static int
 word(struct sp *p, struct buf *w, int *dynamic)
 {
 	char c;
+	int k;
 
 	while (p->i < p->n) {
 		c = p->s[p->i];
@@ -126,21 +149,8 @@ word(struct sp *p, struct buf *w, int *dynamic)
 					p->i++;
 					if (push(w, p->s[p->i++], p) < 0)
 						return -1;
-				} else if (c == '$' && p->i + 1 < p->n &&
-					   p->s[p->i + 1] == '(') {
-					*dynamic = 1;
-					if (p->i + 2 < p->n && p->s[p->i + 2] == '(') {
-						p->complex = 1; /* $(( arithmetic */
-						return -1;
-					}
-					p->i += 2;
-					if (nested(p, ')') < 0)
-						return -1;
-					if (push(w, '$', p) < 0)
-						return -1;
-				} else if (c == '`') {
-					*dynamic = 1;
-					if (backquote(p) < 0 || push(w, '$', p) < 0)
+				} else if ((k = substitution(p, w, dynamic)) != 0) {
+					if (k < 0)
 						return -1;
 				} else {
 					if (c == '$')
@@ -155,20 +165,8 @@ word(struct sp *p, struct buf *w, int *dynamic)
 				return -1;
 			}
 			p->i++;
-		} else if (c == '$' && p->i + 1 < p->n && p->s[p->i + 1] == '(') {
-			*dynamic = 1;
-			if (p->i + 2 < p->n && p->s[p->i + 2] == '(') {
-				p->complex = 1;
-				return -1;
-			}
-			p->i += 2;
-			if (nested(p, ')') < 0)
-				return -1;
-			if (push(w, '$', p) < 0)
-				return -1;
-		} else if (c == '`') {
-			*dynamic = 1;
-			if (backquote(p) < 0 || push(w, '$', p) < 0)
+		} else if ((k = substitution(p, w, dynamic)) != 0) {
+			if (k < 0)
 				return -1;
 		} else {
 			if (c == '$' || c == '*' || c == '?' || c == '[' ||
