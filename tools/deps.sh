@@ -13,11 +13,14 @@ need libcjson-dev cjson/cJSON.h
 need libjq-dev jq.h
 need libonig-dev oniguruma.h
 need libcurl4-openssl-dev curl/curl.h
-# Tools the test suite uses: prove (perl), jq, shellcheck, mandoc (man lint).
+# Tools the test suite uses: prove (perl), jq, shellcheck, mandoc (man
+# lint), pgrep (procps), script (util-linux, for the terminal tests).
 command -v prove >/dev/null 2>&1 || missing="$missing perl"
 command -v jq >/dev/null 2>&1 || missing="$missing jq"
 command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
 command -v mandoc >/dev/null 2>&1 || missing="$missing mandoc"
+command -v pgrep >/dev/null 2>&1 || missing="$missing procps"
+command -v script >/dev/null 2>&1 || missing="$missing util-linux"
 
 [ -z "$missing" ] && exit 0
 
