@@ -36,7 +36,7 @@ def script(steps, payload=0):
     for k in range(1, steps):
         cmd = "echo step-%d" % k
         if payload:
-            cmd = "head -c %d /dev/zero | tr '\\\\0' x; echo" % payload
+            cmd = "head -c %d /dev/zero | tr '\\0' x; echo" % payload
         lines.append(json.dumps({"tool_calls": [{"name": "bash", "arguments": {"command": cmd}}]}))
     lines.append(json.dumps({"content": "done after %d steps" % steps}))
     return "\n".join(lines) + "\n"

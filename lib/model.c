@@ -68,6 +68,10 @@ model_new(const struct model_opts *o, struct ah_error *err)
 		goto fail;
 	}
 	h = curl_slist_append(NULL, "Content-Type: application/json");
+	/* Bodies over 1 MB would otherwise wait up to a second for a
+	 * "100 Continue" that most servers never send. */
+	if (h)
+		h = curl_slist_append(h, "Expect:");
 	if (h && o->api_key && *o->api_key) {
 		if (strlen(o->api_key) > sizeof auth - 32) {
 			ah_fail(err, AH_EFORMAT, "the API key is too long");

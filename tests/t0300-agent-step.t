@@ -280,6 +280,15 @@ test_expect_success 'usage errors exit 2' '
 	test_contains err "cannot open '\''missing'\''"
 '
 
+test_expect_success 'a large request is sent at once, without Expect: 100-continue' '
+	echo "{\"content\": \"big\"}" >script &&
+	start_model script &&
+	jq -nc "{role: \"user\", content: (\"x\" * 2000000)}" >t.jsonl &&
+	agent-step <t.jsonl >out &&
+	jq -e ".content == \"big\"" out &&
+	test "$(jq -r ".headers.expect // \"none\"" requests.jsonl)" = none
+'
+
 test_expect_success 'a write error on stdout: exit 3' '
 	echo "{\"content\": \"x\"}" >script &&
 	start_model script &&
