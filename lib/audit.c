@@ -72,6 +72,7 @@ word_start(const char *s, size_t i)
 void
 redact(char *s, const char *const *secrets)
 {
+	static unsigned char starts[256];
 	size_t i = 0, k, j;
 
 	/* exact values first: the key we were given */
@@ -84,7 +85,18 @@ redact(char *s, const char *const *secrets)
 		while ((p = strstr(s, secrets[k])))
 			cut(s, (size_t)(p - s), n);
 	}
+	/* Most bytes start nothing: look at the others only. */
+	if (!starts['B']) {
+		for (k = 0; k < sizeof tokens / sizeof *tokens; k++)
+			starts[(unsigned char)tokens[k].prefix[0]] = 1;
+		starts['B'] = starts['b'] = starts['A'] = starts['a'] = 1;
+		starts['X'] = starts['x'] = 1;
+	}
 	while (s[i]) {
+		if (!starts[(unsigned char)s[i]]) {
+			i++;
+			continue;
+		}
 		for (k = 0; k < sizeof tokens / sizeof *tokens; k++) {
 			size_t pl = strlen(tokens[k].prefix);
 
