@@ -36,17 +36,6 @@ static const char usage[] =
 	"Exit status: 0 done, 2 usage, 3 the log or a stream failed,\n"
 	"5 a line is not a JSON object.\n";
 
-static int
-blank(const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
-			return 0;
-	return 1;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -156,7 +145,7 @@ main(int argc, char **argv)
 			break;
 		}
 		n = in.line.len;
-		if (!blank(in.line.data, n)) {
+		if (!jsonl_blank(in.line.data, n)) {
 			msg = memchr(in.line.data, '\0', n) ? NULL
 			      : json_parse(in.line.data, n, &off);
 			if (!cJSON_IsObject(msg)) {
@@ -188,7 +177,7 @@ main(int argc, char **argv)
 		}
 		/* the transcript gets the line before the next stage can
 		 * fail: a closed pipe downstream never loses it */
-		if (tfd >= 0 && !blank(in.line.data, in.line.len)) {
+		if (tfd >= 0 && !jsonl_blank(in.line.data, in.line.len)) {
 			in.line.data[in.line.len] = '\n';
 			c = audit_append(tfd, in.line.data, in.line.len + 1, sync,
 					 &err);

@@ -150,6 +150,10 @@ int jsonl_read_line(struct jsonl_reader *r, struct ah_error *err);
  * buffered, or the descriptor has data or end of input to give. */
 int jsonl_ready(struct jsonl_reader *r);
 
+/* Nonzero when s[0..n) is only spaces, tabs and carriage returns: a line
+ * the readers skip. */
+int jsonl_blank(const char *s, size_t n);
+
 /* Reads the next line that is not blank and parses it; it must be one JSON
  * object.  Invalid UTF-8 in it is replaced by U+FFFD.  Returns 1 and sets
  * *out, 0 at end of input, -1 on error (the message names the line). */
@@ -438,6 +442,9 @@ struct proc_result {
 	char *output;       /* bounded, valid UTF-8; the caller frees */
 	size_t len;
 };
+
+/* Seconds on the monotonic clock, for deadlines. */
+double mono_now(void);
 
 /* Makes this process the reaper of its orphaned descendants, so that
  * proc_run can find and kill children that left the process group. */

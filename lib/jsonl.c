@@ -134,8 +134,8 @@ out:
 	return v;
 }
 
-static int
-blank(const char *s, size_t n)
+int
+jsonl_blank(const char *s, size_t n)
 {
 	size_t i;
 
@@ -157,7 +157,7 @@ jsonl_read_object(struct jsonl_reader *r, cJSON **out, struct ah_error *err)
 		rc = jsonl_read_line(r, err);
 		if (rc <= 0)
 			return rc;
-	} while (blank(r->line.data, r->line.len));
+	} while (jsonl_blank(r->line.data, r->line.len));
 	if (memchr(r->line.data, '\0', r->line.len))
 		return ah_fail(err, AH_EFORMAT,
 			       "%s: line %lu: not valid JSON (a NUL byte)",

@@ -260,15 +260,6 @@ policy_compile(struct policy *p, struct ah_error *err)
 		       "%s", p->source, er.msg);
 }
 
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* In a child: runs the rules on input, one line per rule result: "1",
  * "0" or "E message". */
 static void
@@ -339,10 +330,10 @@ policy_eval(struct policy *p, const cJSON *input, double timeout,
 		evaluate_child(p, in, fds[1]);
 	}
 	close(fds[1]);
-	deadline = now() + timeout;
+	deadline = mono_now() + timeout;
 	while (k < p->n) {
 		struct pollfd pf = { .fd = fds[0], .events = POLLIN };
-		double left = deadline - now();
+		double left = deadline - mono_now();
 		ssize_t n;
 		char *nl;
 

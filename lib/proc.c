@@ -21,8 +21,8 @@ proc_become_subreaper(void)
 	return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 }
 
-static double
-now(void)
+double
+mono_now(void)
 {
 	struct timespec ts;
 
@@ -143,10 +143,10 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 	setpgid(pid, pid); /* also here: no race with a kill below */
 	close(pipefd[1]);
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	deadline = now() + o->timeout;
+	deadline = mono_now() + o->timeout;
 
 	for (;;) {
-		double t = now(), until;
+		double t = mono_now(), until;
 		int ms;
 
 		if (o->interrupted && *o->interrupted && !r->interrupted) {
@@ -209,7 +209,7 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 		if (pidfd >= 0 && !exited && pfd[nfds - 1].revents &&
 		    waitpid(pid, &status, WNOHANG) == pid) {
 			exited = 1;
-			grace_end = now() + o->grace;
+			grace_end = mono_now() + o->grace;
 		}
 	}
 	r->status = status;

@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # tests/lib.sh: a small TAP test library in the style of git's test-lib.
 # Sourced by each tests/tNNNN-*.t script, which runs under prove.
 #
