@@ -210,6 +210,16 @@ test_expect_success 'examples/plan-only.sh: a plan, and nothing else done' '
 	printf "Current todos:\n[ ] m - Move to meson\n" >expect && test_cmp expect plan
 '
 
+test_expect_success 'a second agent-run in the same directory is refused' '
+	echo "{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"touch busy; sleep 38.5\"}}], \"repeat\": true}" >script &&
+	start_model script && mkdir w &&
+	{ agent-run -y -C w "first" >/dev/null 2>&1 & pid=$!; } &&
+	i=0; while [ ! -e w/busy ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done &&
+	test_must_fail 1 agent-run -y -C w "second" 2>err &&
+	test_contains err "agent-run: another agent-run is working in" &&
+	kill -TERM $pid; wait $pid; pkill -f "sleep 38.5"; true
+'
+
 test_expect_success 'usage errors exit 2' '
 	test_must_fail 2 agent-run --bogus 2>err &&
 	test_contains err "agent-run: unknown option '\''--bogus'\''" &&
