@@ -132,8 +132,7 @@ step(struct run *r, struct chat *chat, int *stop)
 	chat->dirty = 0;
 	r->called = 1;
 	if (r->dry_run) {
-		if (fwrite(body, 1, len, stdout) != len || putchar('\n') == EOF ||
-		    fflush(stdout) == EOF)
+		if (cli_put_line(body, len, 1))
 			rc = ES_IO;
 		free(body);
 		return rc;
@@ -184,7 +183,7 @@ step(struct run *r, struct chat *chat, int *stop)
 			 reply.ncalls == 1 ? "" : "s");
 	}
 	if (jsonl_write(stdout, msg, &err) < 0) {
-		cli_warn("cannot write stdout: %s", strerror(errno ? errno : EIO));
+		cli_stdout_failed(errno);
 		cJSON_Delete(msg);
 		rc = ES_IO;
 		goto out;

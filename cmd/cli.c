@@ -38,6 +38,33 @@ cli_usage_error(const char *fmt, ...)
 	return ES_USAGE;
 }
 
+static int stdout_failed;
+
+void
+cli_stdout_failed(int errnum)
+{
+	if (!stdout_failed)
+		cli_warn("cannot write stdout: %s",
+			 errnum ? strerror(errnum) : "write error");
+	stdout_failed = 1;
+}
+
+int
+cli_put_line(const char *s, size_t n, int newline)
+{
+	int e;
+
+	errno = 0;
+	if ((n && fwrite(s, 1, n, stdout) != n) ||
+	    (newline && putchar('\n') == EOF) || fflush(stdout) == EOF) {
+		e = errno ? errno : EIO;
+		cli_stdout_failed(e);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
 int
 cli_finish(int status)
 {
@@ -47,9 +74,8 @@ cli_finish(int status)
 	bad = fflush(stdout) == EOF || ferror(stdout);
 	if (fclose(stdout) == EOF)
 		bad = 1;
-	if (bad) {
-		cli_warn("cannot write stdout: %s",
-			 errno ? strerror(errno) : "write error");
+	if (bad || stdout_failed) {
+		cli_stdout_failed(errno);
 		return ES_IO;
 	}
 	return status;

@@ -43,6 +43,14 @@ int cli_bad_option(char **argv, int c);
 int cli_number(const char *what, const char *s, double min, double max,
 	       double *out);
 
+/* Says "cannot write stdout: why" on stderr, once per process: later
+ * failures, and cli_finish, stay quiet.  The exit status becomes ES_IO. */
+void cli_stdout_failed(int errnum);
+
+/* Writes s[0..n) (and a newline) to stdout and flushes.  0, or -1 with the
+ * failure reported and errno that of the write. */
+int cli_put_line(const char *s, size_t n, int newline);
+
 /* Flushes and closes stdout: a full disk or a closed pipe is reported and
  * turns status into ES_IO.  Call it last, as `return cli_finish(status);`. */
 int cli_finish(int status);

@@ -190,11 +190,7 @@ main(int argc, char **argv)
 		}
 		if (gone)
 			continue;
-		if ((in.line.len && fwrite(in.line.data, 1, in.line.len, stdout)
-				    != in.line.len) ||
-		    (!in.partial && putchar('\n') == EOF) || fflush(stdout) == EOF) {
-			cli_warn("cannot write stdout: %s",
-				 strerror(errno ? errno : EIO));
+		if (cli_put_line(in.line.data, in.line.len, !in.partial)) {
 			rc = ES_IO;
 			/* With --tee the transcript is the record: the reader
 			 * downstream is gone, but what still comes in (the

@@ -338,17 +338,6 @@ out:
 	return rc;
 }
 
-static int
-write_line(const char *s, size_t n, int nl)
-{
-	if ((n && fwrite(s, 1, n, stdout) != n) || (nl && putchar('\n') == EOF) ||
-	    fflush(stdout) == EOF) {
-		cli_warn("cannot write stdout: %s", strerror(errno ? errno : EIO));
-		return ES_IO;
-	}
-	return ES_OK;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -461,9 +450,10 @@ main(int argc, char **argv)
 		    !cJSON_IsArray(tc) || !tc->child) {
 			/* not ours: the same bytes go on */
 			cJSON_Delete(msg);
-			rc = write_line(in.line.data, in.line.len, !in.partial);
-			if (rc)
+			if (cli_put_line(in.line.data, in.line.len, !in.partial)) {
+				rc = ES_IO;
 				break;
+			}
 			continue;
 		}
 		cJSON_ArrayForEach(call, tc)
@@ -482,10 +472,12 @@ main(int argc, char **argv)
 			rc = ES_IO;
 			break;
 		}
-		rc = write_line(s, strlen(s), 1);
+		c = cli_put_line(s, strlen(s), 1);
 		free(s);
-		if (rc)
+		if (c) {
+			rc = ES_IO;
 			break;
+		}
 	}
 	jsonl_reader_free(&in);
 	policy_free(&pm.pol);

@@ -172,9 +172,7 @@ answer_pending(const struct tool_ctx *ctx, struct calls *calls, int yes)
 		rc = jsonl_write(stdout, msg, &err);
 		cJSON_Delete(msg);
 		if (rc < 0) {
-			cli_warn("cannot write stdout: %s",
-				 strchr(err.msg, ':') ? strchr(err.msg, ':') + 2
-						      : err.msg);
+			cli_stdout_failed(errno);
 			return ES_IO;
 		}
 	}

@@ -165,7 +165,8 @@ int jsonl_read_object(struct jsonl_reader *r, cJSON **out,
  * offset of the error in *erroff (when not NULL). */
 cJSON *json_parse(const char *s, size_t n, size_t *erroff);
 
-/* Writes obj as one compact line and flushes.  0, or -1 on a write error. */
+/* Writes obj as one compact line and flushes.  0, or -1 on a write error,
+ * with errno that of the failed write. */
 int jsonl_write(FILE *fp, const cJSON *obj, struct ah_error *err);
 
 /* Nonzero when the object has two members with the same key, at any depth;

@@ -181,13 +181,17 @@ int
 jsonl_write(FILE *fp, const cJSON *obj, struct ah_error *err)
 {
 	char *s = cJSON_PrintUnformatted(obj);
-	int rc = 0;
+	int rc = 0, e;
 
 	if (!s)
 		return ah_fail(err, AH_ENOMEM, "cannot encode JSON: %s",
 			       strerror(ENOMEM));
-	if (fputs(s, fp) == EOF || putc('\n', fp) == EOF || fflush(fp) == EOF)
-		rc = ah_fail_errno(err, errno ? errno : EIO, "cannot write");
+	errno = 0;
+	if (fputs(s, fp) == EOF || putc('\n', fp) == EOF || fflush(fp) == EOF) {
+		e = errno ? errno : EIO;
+		rc = ah_fail_errno(err, e, "cannot write");
+		errno = e;
+	}
 	free(s);
 	return rc;
 }

@@ -36,6 +36,21 @@ for p in $progs agent-run; do
 	"
 done
 
+test_expect_success 'a full stdout: exit 3 and one message with the reason, every program' '
+	echo "{\"role\":\"user\",\"content\":\"x\"}" >user &&
+	call_msg list_dir "{}" >call &&
+	for cmd in "hook-perm" "hook-audit --log log" "agent-step -m m --dry-run" \
+		"tool-exec" "todo-write --show" "tool-exec --schema"; do
+		in=user
+		case $cmd in tool-exec) in=call ;; esac
+		status=0
+		$cmd <$in >/dev/full 2>err || status=$?
+		test $status -eq 3 || { echo "$cmd: exit $status"; return 1; }
+		test "$(grep -c "cannot write stdout: No space left on device" err)" -eq 1 ||
+			{ echo "$cmd:"; cat err; return 1; }
+	done
+'
+
 if command -v shellcheck >/dev/null 2>&1; then
 	test_expect_success 'shell scripts are shellcheck-clean' '
 		cd "$SRC_DIR" &&
