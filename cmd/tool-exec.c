@@ -29,6 +29,13 @@ static const char usage[] =
 	"                        $AGENT_MAX_OUTPUT)\n"
 	"      --shell PATH      bash runs PATH -c COMMAND ($AGENT_SHELL, else\n"
 	"                        /bin/bash, else /bin/sh)\n"
+	"      --sandbox MODE    confine bash: workspace-write (the default;\n"
+	"                        $AGENT_SANDBOX), read-only or off\n"
+	"      --allow-network   let sandboxed commands open inet sockets\n"
+	"                        ($AGENT_SANDBOX_NETWORK=1)\n"
+	"      --protect PATH    keep PATH read-only in the sandbox, besides\n"
+	"                        .agent, todo.json, .git/hooks, .git/config\n"
+	"                        and $AGENT_POLICY\n"
 	"      --batch           act only at end of input, not as lines arrive\n"
 	"      --interrupted     run nothing: answer each pending call as\n"
 	"                        interrupted, side effects unknown (a repair)\n"
@@ -193,7 +200,8 @@ int
 main(int argc, char **argv)
 {
 	enum { O_TIMEOUT = 256, O_MAXTIMEOUT, O_GRACE, O_MAXOUTPUT, O_SHELL,
-	       O_BATCH, O_SCHEMA, O_INTERRUPTED };
+	       O_BATCH, O_SCHEMA, O_INTERRUPTED, O_SANDBOX, O_NETWORK,
+	       O_PROTECT };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "yes", no_argument, NULL, 'y' },
@@ -202,6 +210,9 @@ main(int argc, char **argv)
 		{ "grace", required_argument, NULL, O_GRACE },
 		{ "max-output", required_argument, NULL, O_MAXOUTPUT },
 		{ "shell", required_argument, NULL, O_SHELL },
+		{ "sandbox", required_argument, NULL, O_SANDBOX },
+		{ "allow-network", no_argument, NULL, O_NETWORK },
+		{ "protect", required_argument, NULL, O_PROTECT },
 		{ "batch", no_argument, NULL, O_BATCH },
 		{ "schema", no_argument, NULL, O_SCHEMA },
 		{ "interrupted", no_argument, NULL, O_INTERRUPTED },
@@ -211,13 +222,17 @@ main(int argc, char **argv)
 	};
 	struct tool_ctx ctx = { 0 };
 	struct ah_error err = { 0 };
+	struct sandbox sandbox;
 	struct jsonl_reader in;
 	struct calls calls;
 	struct sigaction sa;
 	const char *dir = getenv("AGENT_WORKDIR");
+	const char *mode = getenv("AGENT_SANDBOX"), *net, *pol;
+	const char **protect = NULL;
 	double maxout = 30000;
 	cJSON *msg;
-	int c, yes = 0, batch = 0, rc = ES_OK;
+	int c, yes = 0, batch = 0, rc = ES_OK, network = 0, nprotect = 0;
+	int sbmode;
 
 	ctx.timeout = 120;
 	ctx.max_timeout = 600;
@@ -228,6 +243,13 @@ main(int argc, char **argv)
 	if (getenv_number("AGENT_BASH_TIMEOUT", 0.001, 1e6, &ctx.timeout) ||
 	    getenv_number("AGENT_MAX_OUTPUT", 64, 1e9, &maxout))
 		return ES_USAGE;
+	net = getenv("AGENT_SANDBOX_NETWORK");
+	network = net && *net && strcmp(net, "0");
+	protect = calloc((size_t)argc, sizeof *protect);
+	if (!protect) {
+		cli_warn("out of memory");
+		return ES_IO;
+	}
 	while ((c = getopt_long(argc, argv, ":C:yvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'C':
@@ -257,6 +279,15 @@ main(int argc, char **argv)
 		case O_SHELL:
 			ctx.shell = optarg;
 			break;
+		case O_SANDBOX:
+			mode = optarg;
+			break;
+		case O_NETWORK:
+			network = 1;
+			break;
+		case O_PROTECT:
+			protect[nprotect++] = optarg;
+			break;
 		case O_BATCH:
 			batch = 1;
 			break;
@@ -278,6 +309,13 @@ main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("unexpected argument '%s'", argv[optind]);
+	if (!mode || !*mode)
+		mode = "workspace-write";
+	sbmode = sandbox_mode_parse(mode);
+	if (sbmode < 0)
+		return cli_usage_error("unknown sandbox mode '%s' (use "
+				       "workspace-write, read-only or off)",
+				       mode);
 	ctx.max_output = (size_t)maxout;
 	if (ctx.timeout > ctx.max_timeout)
 		ctx.timeout = ctx.max_timeout;
@@ -292,6 +330,35 @@ main(int argc, char **argv)
 		return ES_IO;
 	}
 	ctx.todo_path = todo_default_path();
+	if (sandbox_init(&sandbox, sbmode, ctx.root.path, ctx.todo_path,
+			 &err) < 0) {
+		fprintf(stderr, "%s: cannot set up the sandbox: %s; "
+			"--sandbox off runs commands unconfined\n", progname,
+			err.msg);
+		sandbox_free(&sandbox);
+		root_close(&ctx.root);
+		free(protect);
+		return ES_IO;
+	}
+	for (c = 0; c < nprotect; c++)
+		if (sandbox_protect(&sandbox, protect[c], &err) < 0) {
+			cli_report(&err);
+			sandbox_free(&sandbox);
+			root_close(&ctx.root);
+			free(protect);
+			return ES_IO;
+		}
+	free(protect);
+	/* The policy hook-perm reads, when it is not in .agent. */
+	pol = getenv("AGENT_POLICY");
+	if (pol && *pol && sandbox_protect(&sandbox, pol, &err) < 0) {
+		cli_report(&err);
+		sandbox_free(&sandbox);
+		root_close(&ctx.root);
+		return ES_IO;
+	}
+	sandbox.network = network;
+	ctx.sandbox = &sandbox;
 
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal; /* no SA_RESTART: a blocked read returns */
@@ -304,6 +371,7 @@ main(int argc, char **argv)
 	calls_init(&calls);
 	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
 		cli_warn("out of memory");
+		sandbox_free(&sandbox);
 		root_close(&ctx.root);
 		return ES_IO;
 	}
@@ -349,6 +417,7 @@ main(int argc, char **argv)
 	}
 	calls_free(&calls);
 	jsonl_reader_free(&in);
+	sandbox_free(&sandbox);
 	root_close(&ctx.root);
 	return cli_finish(rc);
 }

@@ -420,6 +420,64 @@ int root_realpath(const struct root *rt, int fd, char **rel);
 /* mkdir -p of rel beneath the root.  -1 with errno set on failure. */
 int root_mkdirs(const struct root *rt, const char *rel);
 
+/* --- sandbox.c: confining the commands the model runs ------------------ */
+
+enum sandbox_mode {
+	SANDBOX_OFF = 0,         /* no confinement */
+	SANDBOX_READ_ONLY,       /* writes only to the private tmpdir */
+	SANDBOX_WORKSPACE_WRITE, /* and to the workspace, but for what is
+				    protected */
+};
+
+struct sandbox {
+	enum sandbox_mode mode;
+	int network;      /* nonzero: inet sockets allowed */
+	char *workspace;  /* absolute, resolved */
+	char *tmpdir;     /* the private temporary directory, or NULL until
+			     sandbox_prepare made it */
+	char **protect;   /* absolute paths kept read-only */
+	size_t nprotect;
+	int abi;          /* the kernel's Landlock ABI version, 0 if none */
+};
+
+/* SANDBOX_* for a name ("workspace-write", "read-only", "off"), or -1. */
+int sandbox_mode_parse(const char *name);
+const char *sandbox_mode_name(enum sandbox_mode mode);
+
+/* Sets up *sb for the workspace (an absolute, resolved path), with the
+ * paths kept read-only by default: .agent, todo_path, .git/hooks and
+ * .git/config.  Fails when the mode needs Landlock and the kernel has none:
+ * a sandbox that cannot be had is an error, never a silent "off". */
+int sandbox_init(struct sandbox *sb, enum sandbox_mode mode,
+		 const char *workspace, const char *todo_path,
+		 struct ah_error *err);
+
+/* Adds a path (relative to the workspace, or absolute) to keep read-only. */
+int sandbox_protect(struct sandbox *sb, const char *path,
+		    struct ah_error *err);
+
+/* Creates the private temporary directory if it is not there yet.  Called
+ * before each command, in the parent. */
+int sandbox_prepare(struct sandbox *sb, struct ah_error *err);
+
+/* Removes the temporary directory and frees *sb. */
+void sandbox_free(struct sandbox *sb);
+
+/* Confines the calling process, for good: a mount namespace that keeps the
+ * protected paths read-only, all capabilities dropped, no_new_privs,
+ * Landlock write roots, and a seccomp filter (no inet sockets unless
+ * sb->network, no io_uring).  Meant for a child between fork and exec;
+ * sets TMPDIR.  On failure the process is in an unknown state and must
+ * not run the command. */
+int sandbox_enter(const struct sandbox *sb, struct ah_error *err);
+
+/* May the file tools write the entry name of the open directory dirfd?
+ * Returns 0 if so, 1 with the reason in msg if the sandbox forbids it
+ * (read-only mode, or a protected path or one beneath it), -1 with errno
+ * set if a check failed. */
+int sandbox_may_write(const struct sandbox *sb, int dirfd, const char *name,
+		      char *msg, size_t size);
+
 /* --- proc.c: running a command for the model ------------------------- */
 
 struct proc_opts {
@@ -432,6 +490,7 @@ struct proc_opts {
 				 exits (background children) */
 	size_t max_output;    /* bytes kept, head and tail */
 	volatile sig_atomic_t *interrupted; /* nonzero: stop (a signal) */
+	const struct sandbox *sandbox; /* entered by the child, or NULL */
 };
 
 struct proc_result {
@@ -469,6 +528,8 @@ struct tool_ctx {
 	double grace;          /* bash: seconds to wait for background output */
 	size_t max_output;     /* bytes of a result, head and tail kept */
 	volatile sig_atomic_t *interrupted;
+	struct sandbox *sandbox; /* bash runs in it, the file tools obey its
+				    write rules; NULL for none */
 };
 
 enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };

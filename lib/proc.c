@@ -86,9 +86,11 @@ kill_all(pid_t pgid)
 }
 
 static void
-child(const struct proc_opts *o, int out)
+child(const struct proc_opts *o, int out, int errfd)
 {
+	struct ah_error err = { 0 };
 	sigset_t none;
+	size_t n;
 	int i, devnull;
 
 	setpgid(0, 0);
@@ -106,6 +108,14 @@ child(const struct proc_opts *o, int out)
 			strerror(errno));
 		_exit(126);
 	}
+	if (o->sandbox && sandbox_enter(o->sandbox, &err) < 0) {
+		/* Fail closed: the reason goes to the parent, the command
+		 * does not run. */
+		n = strlen(err.msg);
+		if (write(errfd, err.msg, n) != (ssize_t)n)
+			_exit(125);
+		_exit(126);
+	}
 	execl(o->shell, o->shell, "-c", o->command, (char *)NULL);
 	dprintf(2, "cannot run '%s': %s\n", o->shell, strerror(errno));
 	_exit(127);
@@ -118,7 +128,8 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 	struct pollfd pfd[2];
 	double deadline, grace_end = 0, kill_at = 0;
 	char chunk[65536];
-	int pipefd[2], pidfd = -1, status = 0, exited = 0, nfds, rc = -1;
+	int pipefd[2], errpipe[2], pidfd = -1, status = 0, exited = 0, nfds;
+	int rc = -1;
 	int termed = 0;
 	struct capture cap;
 	ssize_t n;
@@ -131,17 +142,26 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 		ah_fail_errno(err, errno, "cannot create a pipe");
 		goto out;
 	}
+	if (pipe2(errpipe, O_CLOEXEC) < 0) {
+		ah_fail_errno(err, errno, "cannot create a pipe");
+		close(pipefd[0]);
+		close(pipefd[1]);
+		goto out;
+	}
 	pid = fork();
 	if (pid < 0) {
 		ah_fail_errno(err, errno, "cannot fork");
 		close(pipefd[0]);
 		close(pipefd[1]);
+		close(errpipe[0]);
+		close(errpipe[1]);
 		goto out;
 	}
 	if (pid == 0)
-		child(o, pipefd[1]);
+		child(o, pipefd[1], errpipe[1]);
 	setpgid(pid, pid); /* also here: no race with a kill below */
 	close(pipefd[1]);
+	close(errpipe[1]);
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	deadline = mono_now() + o->timeout;
 
@@ -222,6 +242,16 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 		while ((n = read(pipefd[0], chunk, sizeof chunk)) > 0)
 			capture_add(&cap, chunk, (size_t)n);
 		close(pipefd[0]);
+	}
+	/* The child wrote why it could not confine itself. */
+	fcntl(errpipe[0], F_SETFL, O_NONBLOCK);
+	n = read(errpipe[0], chunk, sizeof chunk - 1);
+	close(errpipe[0]);
+	if (n > 0) {
+		chunk[n] = '\0';
+		ah_fail(err, AH_EIO, "cannot set up the sandbox: %s; the "
+			"command was not run", chunk);
+		goto out;
 	}
 	r->total = cap.total;
 	r->output = capture_text(&cap, &r->len);

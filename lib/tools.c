@@ -182,6 +182,13 @@ tool_bash(const struct tool_ctx *ctx, const cJSON *args, char **res)
 	o.grace = ctx->grace;
 	o.max_output = ctx->max_output;
 	o.interrupted = ctx->interrupted;
+	if (ctx->sandbox && ctx->sandbox->mode != SANDBOX_OFF) {
+		if (sandbox_prepare(ctx->sandbox, &err) < 0)
+			return answer(res, TOOL_ERROR, "Error: bash: cannot set "
+				      "up the sandbox: %s; the command was not "
+				      "run", err.msg);
+		o.sandbox = ctx->sandbox;
+	}
 	if (proc_run(&o, &r, &err) < 0)
 		return answer(res, TOOL_ERROR, "Error: bash: %s", err.msg);
 	rc = buf_append(&b, r.output, r.len);
@@ -428,6 +435,60 @@ out:
 
 /* --- writing files */
 
+/* Asks the sandbox whether name may be written in the open directory
+ * dfd: TOOL_OK, TOOL_ERROR with the reason in *res, or -1. */
+static int
+allowed(const struct tool_ctx *ctx, const char *tool, const char *path,
+	int dfd, const char *name, char **res)
+{
+	char msg[512];
+	int r;
+
+	if (!ctx->sandbox)
+		return TOOL_OK;
+	r = sandbox_may_write(ctx->sandbox, dfd, name, msg, sizeof msg);
+	if (r < 0)
+		return path_error(res, tool, path, errno);
+	return r ? answer(res, TOOL_ERROR, "Error: %s: '%s': %s.", tool,
+			  path, msg) : TOOL_OK;
+}
+
+/* Before anything is created: the deepest directory of rel that exists,
+ * and the name below it, must be writable in the sandbox. */
+static int
+guard(const struct tool_ctx *ctx, const char *tool, const char *path,
+      const char *rel, char **res)
+{
+	char *d, *slash;
+	const char *name;
+	int fd, rc;
+
+	if (!ctx->sandbox || ctx->sandbox->mode == SANDBOX_OFF)
+		return TOOL_OK;
+	d = strdup(rel);
+	if (!d)
+		return -1;
+	for (;;) {
+		slash = strrchr(d, '/');
+		if (slash)
+			*slash = '\0';
+		name = slash ? slash + 1 : d;
+		fd = root_openat(&ctx->root, slash ? d : ".",
+				 O_PATH | O_DIRECTORY, 0);
+		if (fd >= 0) {
+			rc = allowed(ctx, tool, path, fd, name, res);
+			close(fd);
+			break;
+		}
+		if (errno != ENOENT || !slash) {
+			rc = path_error(res, tool, path, errno);
+			break;
+		}
+	}
+	free(d);
+	return rc;
+}
+
 /* Writes data at rel (relative to the root), atomically. */
 static int
 store(const struct tool_ctx *ctx, const char *tool, const char *path,
@@ -440,6 +501,9 @@ store(const struct tool_ctx *ctx, const char *tool, const char *path,
 
 	if (!dir)
 		return -1;
+	rc = guard(ctx, tool, path, rel, res);
+	if (rc != TOOL_OK)
+		goto out;
 	slash = strrchr(dir, '/');
 	if (slash) {
 		*slash = '\0';
@@ -461,6 +525,11 @@ store(const struct tool_ctx *ctx, const char *tool, const char *path,
 		close(dfd);
 		rc = answer(res, TOOL_ERROR, "Error: %s: '%s' is a directory.",
 			    tool, path);
+		goto out;
+	}
+	rc = allowed(ctx, tool, path, dfd, name, res);
+	if (rc != TOOL_OK) {
+		close(dfd);
 		goto out;
 	}
 	rc = file_replace_at(dfd, name, path, data, len, &err);

@@ -220,6 +220,29 @@ test_expect_success 'a second agent-run in the same directory is refused' '
 	kill -TERM $pid; wait $pid; pkill -f "sleep 38.5"; true
 '
 
+if [ -n "${AH_VALGRIND:-}" ]; then
+	test_skip 'the sandbox: commands cannot touch the session' 'not under valgrind'
+else
+test_expect_success 'the sandbox: commands cannot touch the session, --sandbox off can' '
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "echo {} >>.agent/transcript.jsonl; echo x >../outside; echo x >>\"$AGENT_POLICY\"; echo here >inside"}}]}
+	{"content": "Tried."}
+	EOF
+	start_model script && mkdir w && echo "{}" >rules.json &&
+	agent-run -y -C w --policy rules.json "try" >answer 2>progress &&
+	valid w/.agent/transcript.jsonl && ! test -e outside &&
+	test "$(cat rules.json)" = "{}" && test "$(cat w/inside)" = here &&
+	jq -s -r "map(select(.role == \"tool\"))[0].content" w/.agent/transcript.jsonl >result &&
+	test_contains result ".agent/transcript.jsonl: Read-only file system" &&
+	test_contains result "../outside: Permission denied" &&
+	stop_models && start_model script && mkdir v &&
+	agent-run -y -C v --sandbox off "try" >answer 2>progress &&
+	test -e outside &&
+	test_must_fail 2 agent-run --sandbox wide task 2>err &&
+	test_contains err "unknown mode '\''wide'\''"
+'
+fi
+
 test_expect_success 'usage errors exit 2' '
 	test_must_fail 2 agent-run --bogus 2>err &&
 	test_contains err "agent-run: unknown option '\''--bogus'\''" &&

@@ -21,6 +21,11 @@ command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
 command -v mandoc >/dev/null 2>&1 || missing="$missing mandoc"
 command -v pgrep >/dev/null 2>&1 || missing="$missing procps"
 command -v script >/dev/null 2>&1 || missing="$missing util-linux"
+# The sandbox's escape tests try these against a server on 127.0.0.1.
+command -v curl >/dev/null 2>&1 || missing="$missing curl"
+command -v wget >/dev/null 2>&1 || missing="$missing wget"
+command -v nc >/dev/null 2>&1 || missing="$missing netcat-openbsd"
+command -v git >/dev/null 2>&1 || missing="$missing git"
 
 [ -z "$missing" ] && exit 0
 
