@@ -25,6 +25,9 @@ CLIOBJ  = $(BUILD)/cmd/cli.o
 UNITSRC = $(wildcard tests/unit/*.c)
 UNITS   = $(UNITSRC:tests/unit/%.c=$(BUILD)/tests/%)
 BINS    = $(PROGS:%=$(BUILD)/bin/%) $(BUILD)/bin/agent-run
+# Fuzz targets: tests/fuzz/NAME.c, its kept inputs in tests/corpus/NAME.
+FUZZERS = $(filter-out replay,$(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/*.c)))
+REPLAYS = $(FUZZERS:%=$(BUILD)/fuzz/replay-%)
 MAN1    = $(wildcard man/*.1)
 MAN5    = $(wildcard man/*.5)
 MAN7    = $(wildcard man/*.7)
@@ -35,9 +38,9 @@ SANFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all
 
 .PHONY: all bench demo deps check check-plain check-san check-valgrind test-units \
-	test-shell install uninstall clean lint
+	test-shell test-corpus fuzz install uninstall clean lint
 
-all: $(BINS) $(UNITS)
+all: $(BINS) $(UNITS) $(REPLAYS)
 
 # The demo: agent-run on a copy of examples/blog against a scripted model
 # (or a real one: set AGENT_BASE_URL and AGENT_MODEL).
@@ -85,6 +88,43 @@ $(BUILD)/bin/agent-run: cmd/agent-run
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/lib/libharness.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Each fuzz target, driven by tests/fuzz/replay.c instead of libFuzzer, so
+# that the corpus is replayed by every build, the sanitizer one included.
+$(BUILD)/fuzz/%.o: tests/fuzz/%.c | $(BUILD)/.deps
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/fuzz -c -o $@ $<
+
+$(BUILD)/fuzz/replay-%: $(BUILD)/fuzz/%.o $(BUILD)/fuzz/replay.o \
+		$(BUILD)/lib/libharness.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+test-corpus: $(REPLAYS)
+	@for f in $(FUZZERS); do \
+		$(BUILD)/fuzz/replay-$$f tests/corpus/$$f || exit 1; done
+
+# libFuzzer (clang) on each target for FUZZTIME seconds.  New inputs go to
+# build/fuzz/corpus; crashes are kept in tests/corpus/NAME (crash-*), where
+# test-corpus replays them from then on.  FUZZERS=name picks one.
+FUZZCC   ?= clang
+FUZZTIME ?= 60
+FUZZFLAGS = -O1 -g -std=c11 -D_GNU_SOURCE -Ilib -Itests/fuzz \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+fuzz: | build/.deps
+	@mkdir -p build/fuzz/libfuzzer
+	@for f in $(FUZZERS); do \
+		$(FUZZCC) $(FUZZFLAGS) -o build/fuzz/libfuzzer/$$f tests/fuzz/$$f.c \
+			$(LIBSRC) $(LDLIBS) || exit 1; \
+		mkdir -p build/fuzz/corpus/$$f tests/corpus/$$f; \
+		echo "fuzz: $$f for $(FUZZTIME) s"; \
+		build/fuzz/libfuzzer/$$f -max_total_time=$(FUZZTIME) \
+			-max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+			-artifact_prefix=tests/corpus/$$f/ build/fuzz/corpus/$$f \
+			tests/corpus/$$f 2>build/fuzz/$$f.log; rc=$$?; \
+		grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+.*DONE)" \
+			build/fuzz/$$f.log; \
+		[ $$rc = 0 ] || { tail -40 build/fuzz/$$f.log; exit 1; }; \
+	done
+
 # The tests run the programs of $(BUILD)/bin first in PATH (tests/lib.sh).
 test-units: $(UNITS)
 	prove $(PROVEFLAGS) $(UNITS)
@@ -93,14 +133,14 @@ test-shell: $(BINS)
 	AH_BIN=$(abspath $(BUILD)/bin) prove $(PROVEFLAGS) tests/*.t
 
 check-plain: all
-	$(MAKE) --no-print-directory test-units test-shell
+	$(MAKE) --no-print-directory test-units test-corpus test-shell
 
 check-san:
 	$(MAKE) --no-print-directory BUILD=build/san CFLAGS="$(SANFLAGS)" \
 		LDFLAGS="-fsanitize=address,undefined" all
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=99 \
-	$(MAKE) --no-print-directory BUILD=build/san test-units test-shell
+	$(MAKE) --no-print-directory BUILD=build/san test-units test-corpus test-shell
 
 check: check-plain check-san
 

@@ -36,6 +36,14 @@ static const char usage[] =
 	"Exit status: 0 done, 2 usage, 3 the log or a stream failed,\n"
 	"5 a line is not a JSON object.\n";
 
+/* A crash left a torn last line, and the next append cut it: say so. */
+static void
+torn(const char *file, size_t cut)
+{
+	cli_warn("'%s': cut a torn last line (%zu bytes) that a crashed "
+		 "writer left", file, cut);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -58,7 +66,7 @@ main(int argc, char **argv)
 	struct jsonl_reader in;
 	unsigned long long seq = 0;
 	int c, fd, tfd = -1, sync = 0, gone = 0, rc = ES_OK;
-	size_t off, n;
+	size_t off, n, cut;
 	cJSON *msg;
 
 	while ((c = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
@@ -115,14 +123,14 @@ main(int argc, char **argv)
 	}
 	/* The log may hold what the model saw: readable by its owner only. */
 	errno = 0;
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		cli_warn("cannot open the audit log '%s': %s", path,
 			 strerror(errno));
 		return ES_IO;
 	}
 	if (tee) {
-		tfd = open(tee, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		tfd = open(tee, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 		if (tfd < 0) {
 			cli_warn("cannot open '%s': %s", tee, strerror(errno));
 			close(fd);
@@ -167,8 +175,10 @@ main(int argc, char **argv)
 			 * nothing passes unaudited */
 			n = strlen(rec);
 			rec[n] = '\n';
-			c = audit_append(fd, rec, n + 1, sync, &err);
+			c = audit_append(fd, rec, n + 1, sync, &cut, &err);
 			free(rec);
+			if (cut)
+				torn(path, cut);
 			if (c < 0) {
 				cli_warn("audit log '%s': %s", path, err.msg);
 				rc = ES_IO;
@@ -180,8 +190,10 @@ main(int argc, char **argv)
 		if (tfd >= 0 && !jsonl_blank(in.line.data, in.line.len)) {
 			in.line.data[in.line.len] = '\n';
 			c = audit_append(tfd, in.line.data, in.line.len + 1, sync,
-					 &err);
+					 &cut, &err);
 			in.line.data[in.line.len] = '\0';
+			if (cut)
+				torn(tee, cut);
 			if (c < 0) {
 				cli_warn("'%s': %s", tee, err.msg);
 				rc = ES_IO;

@@ -149,8 +149,12 @@ redact_json(cJSON *v, const char *const *secrets)
 
 	if (cJSON_IsString(v) && v->valuestring)
 		redact(v->valuestring, secrets);
-	for (c = v ? v->child : NULL; c; c = c->next)
+	for (c = v ? v->child : NULL; c; c = c->next) {
+		/* A key is text the model wrote too (found by fuzzing). */
+		if (c->string && !(c->type & cJSON_StringIsConst))
+			redact(c->string, secrets);
 		redact_json(c, secrets);
+	}
 }
 
 static void
@@ -233,7 +237,7 @@ audit_record(const cJSON *msg, size_t bytes, const char *session,
 }
 
 int
-audit_append(int fd, const char *rec, size_t len, int sync,
+audit_append(int fd, const char *rec, size_t len, int sync, size_t *cut,
 	     struct ah_error *err)
 {
 	const char *p = rec;
@@ -246,6 +250,10 @@ audit_append(int fd, const char *rec, size_t len, int sync,
 	while (flock(fd, LOCK_EX) < 0)
 		if (errno != EINTR)
 			return ah_fail_errno(err, errno, "cannot lock");
+	/* Under the lock no one else is writing: a line without its end is
+	 * what a writer killed in the middle left. */
+	if (jsonl_repair_tail(fd, cut, err) < 0)
+		goto out;
 	while (left) {
 		n = write(fd, p, left);
 		if (n < 0 && errno == EINTR)

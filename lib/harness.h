@@ -165,6 +165,12 @@ int jsonl_read_object(struct jsonl_reader *r, cJSON **out,
  * offset of the error in *erroff (when not NULL). */
 cJSON *json_parse(const char *s, size_t n, size_t *erroff);
 
+/* A file of lines whose last line was torn (a crash in the middle of a
+ * write: no newline at the end) is cut back to its last complete line.
+ * *cut receives the bytes removed (0 when the file was whole).  fd must
+ * be open for reading and writing. */
+int jsonl_repair_tail(int fd, size_t *cut, struct ah_error *err);
+
 /* Writes obj as one compact line and flushes.  0, or -1 on a write error,
  * with errno that of the failed write. */
 int jsonl_write(FILE *fp, const cJSON *obj, struct ah_error *err);
@@ -352,6 +358,7 @@ void policy_free(struct policy *p);
  * AIza, hf_, ...), and the credential after "Bearer", "Authorization:",
  * "x-api-key:". */
 void redact(char *s, const char *const *secrets);
+/* redact on every string of v, object keys included. */
 void redact_json(cJSON *v, const char *const *secrets);
 
 /* One audit record for a message, as a line without its newline: time,
@@ -360,10 +367,12 @@ void redact_json(cJSON *v, const char *const *secrets);
 char *audit_record(const cJSON *msg, size_t bytes, const char *session,
 		   unsigned long long seq, const char *const *secrets);
 
-/* Appends a record (with its newline) to the log open with O_APPEND, in
- * one piece under an exclusive lock; fdatasync when sync is set. */
+/* Appends a record (with its newline) to the log open with O_RDWR and
+ * O_APPEND, in one piece under an exclusive lock; fdatasync when sync is
+ * set.  A torn last line that a crashed writer left is cut first (see
+ * jsonl_repair_tail); *cut receives its length. */
 int audit_append(int fd, const char *rec, size_t len, int sync,
-		 struct ah_error *err);
+		 size_t *cut, struct ah_error *err);
 
 /* --- file.c: whole files, atomically ----------------------------------- */
 

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -215,5 +216,45 @@ json_has_duplicate_keys(const cJSON *obj, const char **key)
 		    json_has_duplicate_keys(a, key))
 			return 1;
 	}
+	return 0;
+}
+
+int
+jsonl_repair_tail(int fd, size_t *cut, struct ah_error *err)
+{
+	char block[65536];
+	struct stat st;
+	off_t end, pos;
+	ssize_t n, i;
+
+	*cut = 0;
+	if (fstat(fd, &st) < 0)
+		return ah_fail_errno(err, errno, "cannot stat");
+	end = st.st_size;
+	if (!S_ISREG(st.st_mode) || end == 0)
+		return 0;
+	/* Backwards, a block at a time, to the last newline. */
+	for (pos = end; pos > 0; pos -= n) {
+		n = pos < (off_t)sizeof block ? (ssize_t)pos
+					      : (ssize_t)sizeof block;
+		if (pread(fd, block, (size_t)n, pos - n) != n)
+			return ah_fail_errno(err, errno ? errno : EIO,
+					     "cannot read");
+		for (i = n; i > 0; i--)
+			if (block[i - 1] == '\n')
+				break;
+		if (i > 0) {
+			pos = pos - n + i;
+			break;
+		}
+	}
+	if (pos < 0)
+		pos = 0;
+	if (pos == end)
+		return 0;
+	if (ftruncate(fd, pos) < 0)
+		return ah_fail_errno(err, errno, "cannot cut the torn last "
+				     "line");
+	*cut = (size_t)(end - pos);
 	return 0;
 }

@@ -1,0 +1,32 @@
+/* fuzz target: the shell command splitter of hook-perm. */
+#include <string.h>
+
+#include "fuzz.h"
+#include "harness.h"
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *cmd = malloc(size + 1);
+	cJSON *s;
+	const cJSON *c, *argv, *a;
+
+	if (!cmd)
+		return 0;
+	memcpy(cmd, data, size);
+	cmd[size] = '\0';
+	s = shell_split(cmd);
+	CHECK(s != NULL);
+	CHECK(cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(s, "complex")));
+	CHECK(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(s, "redirects")));
+	c = cJSON_GetObjectItemCaseSensitive(s, "commands");
+	CHECK(cJSON_IsArray(c));
+	cJSON_ArrayForEach(argv, c) {
+		CHECK(cJSON_IsArray(argv));
+		cJSON_ArrayForEach(a, argv)
+			CHECK(cJSON_IsString(a));
+	}
+	cJSON_Delete(s);
+	free(cmd);
+	return 0;
+}
