@@ -161,7 +161,8 @@ int jsonl_read_object(struct jsonl_reader *r, cJSON **out,
 		      struct ah_error *err);
 
 /* Parses s[0..n) as exactly one JSON value (white space around it allowed),
- * after repairing invalid UTF-8.  NULL on a syntax error, with the byte
+ * after repairing invalid UTF-8 and lone surrogate escapes (both become
+ * U+FFFD).  NULL on a syntax error, with the byte
  * offset of the error in *erroff (when not NULL). */
 cJSON *json_parse(const char *s, size_t n, size_t *erroff);
 

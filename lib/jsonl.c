@@ -99,6 +99,72 @@ jsonl_ready(struct jsonl_reader *r)
 	return poll(&p, 1, 0) > 0;
 }
 
+static long
+hex4(const char *p, size_t n, size_t j)
+{
+	long v = 0;
+	size_t k;
+
+	if (j + 4 > n)
+		return -1;
+	for (k = j; k < j + 4; k++) {
+		int c = (unsigned char)p[k], d;
+
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+			d = (c | 0x20) - 'a' + 10;
+		else
+			return -1;
+		v = v * 16 + d;
+	}
+	return v;
+}
+
+/* The \u escapes in strings of p that are lone UTF-16 surrogates, which
+ * cJSON refuses and the JSON grammar allows; with fix, each becomes
+ * \ufffd, of the same length.  Returns how many there are. */
+static size_t
+lone_surrogates(char *p, size_t n, int fix)
+{
+	size_t i, count = 0;
+	int in = 0;
+	long c, d;
+
+	for (i = 0; i < n; i++) {
+		if (!in) {
+			in = p[i] == '"';
+			continue;
+		}
+		if (p[i] == '"') {
+			in = 0;
+			continue;
+		}
+		if (p[i] != '\\' || i + 1 >= n)
+			continue;
+		if (p[i + 1] != 'u' || (c = hex4(p, n, i + 2)) < 0) {
+			i++;
+			continue;
+		}
+		if (c >= 0xD800 && c <= 0xDBFF) {
+			d = i + 7 < n && p[i + 6] == '\\' && p[i + 7] == 'u'
+				    ? hex4(p, n, i + 8) : -1;
+			if (d >= 0xDC00 && d <= 0xDFFF) {
+				i += 11;
+				continue;
+			}
+		} else if (c < 0xDC00 || c > 0xDFFF) {
+			i += 5;
+			continue;
+		}
+		count++;
+		if (fix)
+			memcpy(p + i + 2, "fffd", 4);
+		i += 5;
+	}
+	return count;
+}
+
 cJSON *
 json_parse(const char *s, size_t n, size_t *erroff)
 {
@@ -115,6 +181,18 @@ json_parse(const char *s, size_t n, size_t *erroff)
 		p = fixed;
 	}
 	v = cJSON_ParseWithLengthOpts(p, n, &end, 0);
+	if (!v && lone_surrogates((char *)p, n, 0)) {
+		/* Repaired as invalid UTF-8 bytes are: U+FFFD. */
+		if (!fixed) {
+			fixed = malloc(n ? n : 1);
+			if (!fixed)
+				return NULL;
+			memcpy(fixed, s, n);
+			p = fixed;
+		}
+		lone_surrogates(fixed, n, 1);
+		v = cJSON_ParseWithLengthOpts(p, n, &end, 0);
+	}
 	if (!v) {
 		if (erroff)
 			*erroff = end ? (size_t)(end - p) : 0;

@@ -11,6 +11,7 @@ POST .../chat/completions with the next entry of a script (JSON Lines):
   {"status": 429, "headers": {"retry-after": "1"},
    "error": {"message": "...", "type": "...", "code": "..."}}
   {"raw": "body text", "status": 200}         a body sent as it is
+  {"raw": "...", "latin1": true}              its characters sent as bytes
   {"delay": 0.5, ...}                         wait first (seconds)
   {"hang": true}                              accept, never answer
   {"repeat": true, ...}                       this entry answers every
@@ -22,6 +23,8 @@ Streaming requests ("stream": true) get the answer as server-sent events:
   "interleave": true  the calls' argument pieces interleaved
   "cut": K            the stream stops after K events, no [DONE]
   "sse_error": {...}  an error event instead of the answer
+  "drip": S           each event sent on its own, S seconds apart
+  "reset": K          after K events the connection is reset (TCP RST)
 
 Every request is logged to --log as one JSON line: n, connection number,
 method, path, headers, body (parsed), and the time it arrived.  With
@@ -209,7 +212,10 @@ def serve(conn, cid, args):
         model = (req or {}).get("model", "scripted") if isinstance(req, dict) \
             else "scripted"
         if "raw" in entry:
-            conn.sendall(response(status, entry["raw"], extra=extra))
+            raw = entry["raw"]
+            if entry.get("latin1"):  # each character one byte: any bytes
+                raw = raw.encode("latin-1")
+            conn.sendall(response(status, raw, extra=extra))
             continue
         if status != 200:
             conn.sendall(response(status, json.dumps(
@@ -235,6 +241,21 @@ def serve(conn, cid, args):
                     "Transfer-Encoding: chunked\r\n" +
                     "".join("%s: %s\r\n" % kv for kv in extra.items()) +
                     "\r\n")
+            if entry.get("drip") is not None or entry.get("reset") is not None:
+                conn.sendall(head.encode())
+                for k, e in enumerate(events):
+                    if entry.get("reset") is not None and k == int(entry["reset"]):
+                        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                        b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                        conn.close()
+                        return
+                    piece = ("data: %s\n\n" % json.dumps(e)).encode()
+                    conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    time.sleep(float(entry.get("drip") or 0))
+                piece = b"data: [DONE]\n\n"
+                conn.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(piece), piece))
+                log_sent(args, n)
+                continue
             conn.sendall(head.encode() + body)
             log_sent(args, n)
             if cut is not None:

@@ -151,6 +151,27 @@ test_json(void)
 	v = json_parse("{\"a\":[{\"b\":1},{\"b\":2}]}", 23, NULL);
 	ok(!json_has_duplicate_keys(v, NULL), "same key in two objects is fine");
 	cJSON_Delete(v);
+	{
+		static const struct { const char *in, *want; } sur[] = {
+			{ "\"a\\ud800b\"", "a\xef\xbf\xbd" "b" },
+			{ "\"\\udc00\"", "\xef\xbf\xbd" },
+			{ "\"x\\ud83d\"", "x\xef\xbf\xbd" },
+			{ "\"\\ud83d\\ude00\"", "\xf0\x9f\x98\x80" },
+			{ "\"\\ud800\\ud800\"", "\xef\xbf\xbd\xef\xbf\xbd" },
+			{ "\"\\\\ud800\"", "\\ud800" }, /* an escaped backslash */
+		};
+		size_t i;
+
+		for (i = 0; i < sizeof sur / sizeof *sur; i++) {
+			v = json_parse(sur[i].in, strlen(sur[i].in), NULL);
+			ok(cJSON_IsString(v) &&
+			   !strcmp(v->valuestring, sur[i].want),
+			   "lone surrogates become U+FFFD: %s", sur[i].in);
+			cJSON_Delete(v);
+		}
+		v = json_parse("{\"\\ud800\": 1, x}", 17, &off);
+		ok(!v, "a lone surrogate does not make bad JSON good");
+	}
 }
 
 static void
