@@ -15,6 +15,9 @@ LDLIBS  ?=
 override LDLIBS += -ljq -lonig -lcurl -lcjson -lm
 override LDFLAGS += -Wl,--as-needed
 
+# prove shows the failing tests and their logs (TAP comments).
+PROVEFLAGS ?= --failures --comments
+
 # Where objects and programs go; the sanitizer build sets another one.
 BUILD   ?= build
 

@@ -43,7 +43,7 @@ def script(steps, payload=0):
 
 
 def rss_of_session(sid):
-    """RSS in kB of each process in session sid."""
+    """RSS and PSS in kB of each process in session sid."""
     out = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -53,10 +53,17 @@ def rss_of_session(sid):
                 fields = f.read().rsplit(")", 1)[1].split()
             if int(fields[3]) != sid:  # field 6 (session), after pid/comm
                 continue
+            rss = pss = 0
             with open("/proc/%s/status" % pid) as f:
                 for line in f:
                     if line.startswith("VmRSS:"):
-                        out[pid] = int(line.split()[1])
+                        rss = int(line.split()[1])
+            # PSS: pages shared by several processes counted once overall
+            with open("/proc/%s/smaps_rollup" % pid) as f:
+                for line in f:
+                    if line.startswith("Pss:"):
+                        pss = int(line.split()[1])
+            out[pid] = (rss, pss)
         except (OSError, IndexError, ValueError):
             pass
     return out
@@ -86,16 +93,17 @@ def one_run(steps, mode, bindir, payload=0, max_output=30000):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.time()
         p = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
-        peak_one = peak_all = 0
+        peak_one = peak_all = peak_pss = 0
         done = threading.Event()
 
         def sample():
-            nonlocal peak_one, peak_all
+            nonlocal peak_one, peak_all, peak_pss
             while not done.is_set():
                 r = rss_of_session(p.pid)
                 if r:
-                    peak_one = max(peak_one, max(r.values()))
-                    peak_all = max(peak_all, sum(r.values()))
+                    peak_one = max(peak_one, max(v[0] for v in r.values()))
+                    peak_all = max(peak_all, sum(v[0] for v in r.values()))
+                    peak_pss = max(peak_pss, sum(v[1] for v in r.values()))
                 time.sleep(0.005)
         th = threading.Thread(target=sample)
         th.start()
@@ -108,21 +116,26 @@ def one_run(steps, mode, bindir, payload=0, max_output=30000):
         srv.wait()
         if rc != 0:
             raise SystemExit("bench: agent-run exited %d (%s, %d steps)" % (rc, mode, steps))
-        arrived = {}
+        arrived, started = {}, {}
         with open(os.path.join(work, "req.jsonl")) as f:
             for line in f:
                 r = json.loads(line)
                 arrived[r["n"]] = r["time"]
+                started[r["n"]] = r["start"]
         sent = {}
         with open(os.path.join(work, "sent.jsonl")) as f:
             for line in f:
                 r = json.loads(line)
                 sent[r["n"]] = r["sent"]
         over = [(arrived[k + 1] - sent[k]) * 1000 for k in range(1, steps) if k + 1 in arrived]
+        # to the first byte of the next request: without its transfer
+        first_byte = [(started[k + 1] - sent[k]) * 1000 for k in range(1, steps)
+                      if k + 1 in started]
         tsize = os.path.getsize(os.path.join(work, "w", ".agent", "transcript.jsonl"))
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        return {"over": over, "first": (arrived[1] - t0) * 1000, "wall": wall, "cpu": cpu,
-                "peak_one": peak_one / 1024, "peak_all": peak_all / 1024, "transcript": tsize}
+        return {"over": over, "first_byte": first_byte, "first": (arrived[1] - t0) * 1000,
+                "wall": wall, "cpu": cpu, "peak_one": peak_one / 1024,
+                "peak_all": peak_all / 1024, "peak_pss": peak_pss / 1024, "transcript": tsize}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -140,9 +153,9 @@ def main():
     ap.add_argument("--big", type=float, default=0, help="also a session growing to MB")
     ap.add_argument("--bin", default=os.path.join(SRC, "build", "bin"))
     a = ap.parse_args()
-    print("%-5s %5s %4s | %-22s | %8s | %7s %7s | %9s %9s" % (
-        "mode", "steps", "runs", "per step ms (p10-p90)", "first ms", "wall s", "cpu s",
-        "peak1 MB", "peakAll MB"))
+    print("%-5s %5s %4s | %-22s %8s | %8s | %7s %7s | %8s %8s %8s" % (
+        "mode", "steps", "runs", "per step ms (p10-p90)", "1st byte", "first ms", "wall s",
+        "cpu s", "rss1 MB", "rssAll MB", "pssAll MB"))
     cases = [(m, int(n), 0) for m in a.modes.split(",") for n in a.steps.split(",")]
     if a.big:
         # each step adds ~100 KB of output: enough steps to reach the size
@@ -152,14 +165,18 @@ def main():
         rs = [one_run(steps, mode, a.bin, payload, max_output=max(30000, payload + 1024))
               for _ in range(a.runs)]
         over = [x for r in rs for x in r["over"]]
+        fb = [x for r in rs for x in r["first_byte"]]
         if payload:
             # the overhead near the end: the last tenth of the steps
-            over = [x for r in rs for x in r["over"][-max(1, len(r["over"]) // 10):]]
+            tenth = lambda xs: xs[-max(1, len(xs) // 10):]
+            over = [x for r in rs for x in tenth(r["over"])]
+            fb = [x for r in rs for x in tenth(r["first_byte"])]
         med = lambda k: statistics.median(r[k] for r in rs)
         label = mode if not payload else "ring*"
-        print("%-5s %5d %4d | %6.2f (%6.2f-%6.2f)   | %8.1f | %7.2f %7.2f | %9.1f %9.1f%s" % (
+        print("%-5s %5d %4d | %6.2f (%6.2f-%6.2f)   %8.2f | %8.1f | %7.2f %7.2f | %8.1f %8.1f %8.1f%s" % (
             label, steps, a.runs, statistics.median(over), pct(over, 0.1), pct(over, 0.9),
-            med("first"), med("wall"), med("cpu"), med("peak_one"), med("peak_all"),
+            statistics.median(fb), med("first"), med("wall"), med("cpu"), med("peak_one"),
+            med("peak_all"), med("peak_pss"),
             "   (transcript %.1f MB; overhead of the last tenth of the steps)" % (
                 max(r["transcript"] for r in rs) / 1e6) if payload else ""))
         sys.stdout.flush()

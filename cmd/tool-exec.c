@@ -228,7 +228,7 @@ main(int argc, char **argv)
 	struct sigaction sa;
 	const char *dir = getenv("AGENT_WORKDIR");
 	const char *mode = getenv("AGENT_SANDBOX"), *net, *pol;
-	const char **protect = NULL;
+	const char *protect[64];
 	double maxout = 30000;
 	cJSON *msg;
 	int c, yes = 0, batch = 0, rc = ES_OK, network = 0, nprotect = 0;
@@ -245,11 +245,6 @@ main(int argc, char **argv)
 		return ES_USAGE;
 	net = getenv("AGENT_SANDBOX_NETWORK");
 	network = net && *net && strcmp(net, "0");
-	protect = calloc((size_t)argc, sizeof *protect);
-	if (!protect) {
-		cli_warn("out of memory");
-		return ES_IO;
-	}
 	while ((c = getopt_long(argc, argv, ":C:yvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'C':
@@ -286,6 +281,11 @@ main(int argc, char **argv)
 			network = 1;
 			break;
 		case O_PROTECT:
+			if (nprotect == (int)(sizeof protect / sizeof *protect))
+				return cli_usage_error("too many --protect (at "
+						       "most %zu)",
+						       sizeof protect /
+						       sizeof *protect);
 			protect[nprotect++] = optarg;
 			break;
 		case O_BATCH:
@@ -337,7 +337,6 @@ main(int argc, char **argv)
 			err.msg);
 		sandbox_free(&sandbox);
 		root_close(&ctx.root);
-		free(protect);
 		return ES_IO;
 	}
 	for (c = 0; c < nprotect; c++)
@@ -345,10 +344,8 @@ main(int argc, char **argv)
 			cli_report(&err);
 			sandbox_free(&sandbox);
 			root_close(&ctx.root);
-			free(protect);
 			return ES_IO;
 		}
-	free(protect);
 	/* The policy hook-perm reads, when it is not in .agent. */
 	pol = getenv("AGENT_POLICY");
 	if (pol && *pol && sandbox_protect(&sandbox, pol, &err) < 0) {

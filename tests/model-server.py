@@ -27,7 +27,8 @@ Streaming requests ("stream": true) get the answer as server-sent events:
   "reset": K          after K events the connection is reset (TCP RST)
 
 Every request is logged to --log as one JSON line: n, connection number,
-method, path, headers, body (parsed), and the time it arrived.  With
+method, path, headers, body (parsed), the time its first line came
+("start") and the time its whole body was in ("time").  With
 --sent-log, each answer adds a line {"n", "sent"} there: the time it left.  The port is
 written to --port-file once the server listens.  It exits on SIGTERM, or
 after --idle seconds without a request.
@@ -169,6 +170,7 @@ def serve(conn, cid, args):
         line = f.readline()
         if not line:
             return
+        start = time.time()  # the request line: the harness began sending
         try:
             method, path, _ = line.decode().split(" ", 2)
         except ValueError:
@@ -194,7 +196,8 @@ def serve(conn, cid, args):
             with lock, open(args.log, "a") as log:
                 log.write(json.dumps({"n": n, "conn": cid, "method": method,
                                       "path": path, "headers": headers,
-                                      "body": req, "time": arrived}) + "\n")
+                                      "body": req, "time": arrived,
+                                      "start": start}) + "\n")
         if method != "POST" or not path.endswith("/chat/completions"):
             conn.sendall(response(404, json.dumps({"error": {
                 "message": "no such route: %s %s" % (method, path),
