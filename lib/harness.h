@@ -325,6 +325,8 @@ struct policy {
 	int n;
 	char *source;       /* the file, or "built-in" */
 	void *jq;           /* the compiled rules (jq_state *) */
+	int worker;         /* pid of the process that evaluates, 0 if none */
+	int to_worker, from_worker; /* its pipes */
 };
 
 struct verdict {

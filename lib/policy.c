@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,6 +77,8 @@ decision_of(const char *s)
 	return -1;
 }
 
+static void stop_worker(struct policy *p);
+
 void
 policy_free(struct policy *p)
 {
@@ -87,6 +90,7 @@ policy_free(struct policy *p)
 		free(p->rules[i].reason);
 	}
 	free(p->rules);
+	stop_worker(p);
 	if (p->jq)
 		jq_teardown((jq_state **)&p->jq);
 	free(p->source);
@@ -260,18 +264,22 @@ policy_compile(struct policy *p, struct ah_error *err)
 		       "%s", p->source, er.msg);
 }
 
-/* In a child: runs the rules on input, one line per rule result: "1",
- * "0" or "E message". */
-static void
-evaluate_child(struct policy *p, const char *input, int out)
+/* Runs the rules on input, writing one line per rule result ("1", "0" or
+ * "E message"), then "D" when done. */
+static int
+evaluate(struct policy *p, const char *input, int out)
 {
 	struct buf b = BUF_INIT(0);
 	jv v = jv_parse(input), r;
-	int k = 0;
+	int k = 0, rc = 0;
 
 	jq_start(p->jq, v, 0);
-	while (k < p->n && jv_is_valid(r = jq_next(p->jq))) {
-		buf_reset(&b);
+	while (k < p->n) {
+		r = jq_next(p->jq);
+		if (!jv_is_valid(r)) {
+			jv_free(r);
+			break;
+		}
 		if (jv_get_kind(r) == JV_KIND_TRUE)
 			buf_printf(&b, "1\n");
 		else if (jv_get_kind(r) == JV_KIND_OBJECT) {
@@ -285,11 +293,123 @@ evaluate_child(struct policy *p, const char *input, int out)
 		} else
 			buf_printf(&b, "0\n");
 		jv_free(r);
-		if (b.data && write(out, b.data, b.len) < 0)
-			_exit(1);
 		k++;
+		/* each result as it comes: on a timeout, the parent knows
+		 * which rule never ended */
+		if (b.data && write(out, b.data, b.len) != (ssize_t)b.len)
+			rc = -1;
+		buf_reset(&b);
 	}
-	_exit(0);
+	if (write(out, "D\n", 2) != 2)
+		rc = -1;
+	buf_free(&b);
+	return rc;
+}
+
+/* The worker: forked once from the compiled program, it evaluates one
+ * input line after another, so that no evaluation pays for a fork or for
+ * compiling.  A rule that never ends, or crashes libjq, takes the worker
+ * with it, not us: the next evaluation forks a new one. */
+static void
+worker_main(struct policy *p, int in, int out)
+{
+	struct buf line = BUF_INIT(0);
+	char chunk[65536], *nl;
+	size_t done = 0;
+	ssize_t n;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		_exit(0);
+	for (;;) {
+		while (!line.data || !(nl = memchr(line.data + done, '\n',
+						   line.len - done))) {
+			done = line.len;
+			n = read(in, chunk, sizeof chunk);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0 || buf_append(&line, chunk, (size_t)n) < 0)
+				_exit(0);
+		}
+		*nl = '\0';
+		if (evaluate(p, line.data, out) < 0)
+			_exit(1);
+		n = line.data + line.len - (nl + 1);
+		memmove(line.data, nl + 1, (size_t)n);
+		line.len = (size_t)n;
+		done = 0;
+	}
+}
+
+static void
+stop_worker(struct policy *p)
+{
+	if (!p->worker)
+		return;
+	kill(p->worker, SIGKILL);
+	close(p->to_worker);
+	close(p->from_worker);
+	while (waitpid(p->worker, NULL, 0) < 0 && errno == EINTR)
+		;
+	p->worker = 0;
+}
+
+static int
+start_worker(struct policy *p, struct ah_error *err)
+{
+	int in[2], out[2];
+	pid_t pid;
+
+	if (pipe2(in, O_CLOEXEC) < 0)
+		return ah_fail_errno(err, errno, "cannot evaluate the rules");
+	if (pipe2(out, O_CLOEXEC) < 0) {
+		close(in[0]);
+		close(in[1]);
+		return ah_fail_errno(err, errno, "cannot evaluate the rules");
+	}
+	pid = fork();
+	if (pid < 0) {
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
+		return ah_fail_errno(err, errno, "cannot fork");
+	}
+	if (pid == 0) {
+		close(in[1]);
+		close(out[0]);
+		worker_main(p, in[0], out[1]);
+	}
+	close(in[0]);
+	close(out[1]);
+	p->worker = pid;
+	p->to_worker = in[1];
+	p->from_worker = out[0];
+	return 0;
+}
+
+/* Sends the input line to the worker, forking one first if none runs. */
+static int
+send_input(struct policy *p, const char *in, size_t len,
+	   struct ah_error *err)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	if (!p->worker && start_worker(p, err) < 0)
+		return -1;
+	while (off < len) {
+		n = write(p->to_worker, in + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			stop_worker(p);
+			return ah_fail_errno(err, errno, "cannot evaluate the "
+					     "rules");
+		}
+		off += (size_t)n;
+	}
+	return 0;
 }
 
 int
@@ -298,10 +418,9 @@ policy_eval(struct policy *p, const cJSON *input, double timeout,
 {
 	char *in = NULL, buf[4096], line[512];
 	struct buf got = BUF_INIT(1u << 20);
-	int fds[2], k = 0, best = -1, rc = -1;
+	int k = 0, best = -1, rc = -1, attempt, finished = 0;
 	double deadline;
-	size_t ln = 0;
-	pid_t pid;
+	size_t ln = 0, len;
 
 	memset(v, 0, sizeof *v);
 	v->decision = p->deflt;
@@ -311,77 +430,81 @@ policy_eval(struct policy *p, const cJSON *input, double timeout,
 	if (!p->n)
 		return 0;
 	in = cJSON_PrintUnformatted(input);
-	if (!in || pipe2(fds, O_CLOEXEC) < 0) {
-		free(in);
-		return ah_fail_errno(err, in ? errno : ENOMEM, "cannot evaluate "
-				     "the rules");
+	if (!in)
+		return ah_fail(err, AH_ENOMEM, "cannot evaluate the rules: %s",
+			       strerror(ENOMEM));
+	len = strlen(in);
+	in[len] = '\n'; /* a line; the text has no newline of its own */
+	/* A worker that died since the last call is replaced, once. */
+	for (attempt = 0; attempt < 2; attempt++) {
+		if (send_input(p, in, len + 1, err) == 0)
+			break;
+		if (attempt)
+			goto out;
 	}
-	/* A child runs the rules: a rule that never ends, or crashes libjq,
-	 * takes the child with it, not us. */
-	pid = fork();
-	if (pid < 0) {
-		ah_fail_errno(err, errno, "cannot fork");
-		close(fds[0]);
-		close(fds[1]);
-		goto out;
-	}
-	if (pid == 0) {
-		close(fds[0]);
-		evaluate_child(p, in, fds[1]);
-	}
-	close(fds[1]);
 	deadline = mono_now() + timeout;
-	while (k < p->n) {
-		struct pollfd pf = { .fd = fds[0], .events = POLLIN };
+	while (!finished) {
+		struct pollfd pf = { .fd = p->from_worker, .events = POLLIN };
 		double left = deadline - mono_now();
 		ssize_t n;
 		char *nl;
 
 		if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) == 0) {
-			kill(pid, SIGKILL);
+			stop_worker(p);
 			v->decision = DECIDE_DENY;
-			snprintf(v->rule, sizeof v->rule, "%s", p->rules[k].name);
+			snprintf(v->rule, sizeof v->rule, "%s",
+				 p->rules[k < p->n ? k : p->n - 1].name);
 			snprintf(v->reason, sizeof v->reason, "rule '%s' took "
-				 "longer than %g s", p->rules[k].name, timeout);
+				 "longer than %g s", v->rule, timeout);
 			rc = 0;
-			goto reap;
+			goto out;
 		}
-		n = read(fds[0], buf, sizeof buf);
+		n = read(p->from_worker, buf, sizeof buf);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n <= 0 || buf_append(&got, buf, (size_t)n) < 0) {
+			stop_worker(p);
 			break;
-		if (buf_append(&got, buf, (size_t)n) < 0)
-			break;
+		}
 		while (got.data && (nl = memchr(got.data + ln, '\n', got.len - ln))) {
 			size_t l = (size_t)(nl - (got.data + ln));
 
 			snprintf(line, sizeof line, "%.*s", (int)l, got.data + ln);
 			ln += l + 1;
-			if (line[0] == 'E') {
-				v->decision = DECIDE_DENY;
-				snprintf(v->rule, sizeof v->rule, "%s",
-					 p->rules[k].name);
-				snprintf(v->reason, sizeof v->reason, "rule '%.100s' "
-					 "failed: %.300s", p->rules[k].name, line + 2);
-				rc = 0;
-				kill(pid, SIGKILL);
-				goto reap;
+			if (line[0] == 'D') {
+				finished = 1;
+				break;
 			}
-			if (line[0] == '1' &&
-			    (best < 0 || p->rules[k].decision >
-					 p->rules[best].decision))
+			if (k >= p->n)
+				continue;
+			if (line[0] == 'E') {
+				/* the first failure decides; the worker goes
+				 * on to its "D", read with the rest */
+				if (best != -2) {
+					v->decision = DECIDE_DENY;
+					snprintf(v->rule, sizeof v->rule, "%s",
+						 p->rules[k].name);
+					snprintf(v->reason, sizeof v->reason,
+						 "rule '%.100s' failed: %.300s",
+						 p->rules[k].name, line + 2);
+				}
+				best = -2;
+			} else if (line[0] == '1' && best != -2 &&
+				   (best < 0 || p->rules[k].decision >
+						p->rules[best].decision))
 				best = k;
 			k++;
 		}
 	}
+	rc = 0;
+	if (best == -2)
+		goto out;
 	if (k < p->n) {
 		v->decision = DECIDE_DENY;
 		snprintf(v->rule, sizeof v->rule, "%s", p->rules[k].name);
 		snprintf(v->reason, sizeof v->reason, "rule '%s' could not be "
 			 "evaluated", p->rules[k].name);
-		rc = 0;
-		goto reap;
+		goto out;
 	}
 	if (best >= 0) {
 		const char *t = strstr(p->rules[best].reason, "{tool}");
@@ -398,12 +521,7 @@ policy_eval(struct policy *p, const cJSON *input, double timeout,
 				 p->rules[best].reason[0] ? p->rules[best].reason
 				 : p->rules[best].name);
 	}
-	rc = 0;
-reap:
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
 out:
-	close(fds[0]);
 	buf_free(&got);
 	free(in);
 	return rc;

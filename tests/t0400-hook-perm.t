@@ -134,6 +134,17 @@ test_expect_success 'a rule that fails at run time denies, naming it' '
 	grep -q "^deny bad: rule '\''bad'\'' failed: " got
 '
 
+test_expect_success 'after a rule that never ended or failed, the next calls are decided as before' '
+	echo "{\"default\": \"ask\", \"rules\": [{\"name\": \"forever\", \"if\": \".args.command == \\\"loop\\\" and (def f: f; f)\", \"decision\": \"deny\"}, {\"name\": \"fails\", \"if\": \"if .args.command == \\\"fail\\\" then error(\\\"boom\\\") else false end\", \"decision\": \"deny\"}, {\"name\": \"echo\", \"if\": \".args.command | startswith(\\\"echo\\\")\", \"decision\": \"allow\"}]}" >p.json &&
+	for c in "echo 1" loop "echo 2" fail "echo 3"; do
+		call_msg bash "$(bash_args "$c")" none
+	done >in &&
+	hook-perm --policy p.json --rule-timeout 0.3 <in >out 2>err &&
+	jq -r ".tool_calls[0].permission | \"\(.decision) \(.rule)\"" out >got &&
+	printf "%s\n" "allow echo" "deny forever" "allow echo" "deny fails" "allow echo" >expect &&
+	test_cmp expect got
+'
+
 test_expect_success 'a rule that never ends is denied within the bound' '
 	echo "{\"default\": \"allow\", \"rules\": [{\"name\": \"fine\", \"if\": \"false\", \"decision\": \"deny\"}, {\"name\": \"forever\", \"if\": \"def f: f; f\", \"decision\": \"allow\"}]}" >p.json &&
 	start=$(date +%s) &&
