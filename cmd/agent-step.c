@@ -106,7 +106,8 @@ step(struct run *r, struct chat *chat, int *stop)
 {
 	struct ah_error err = { 0 };
 	struct reply reply;
-	char rid[128], *body;
+	const char *body;
+	char rid[128];
 	cJSON *msg;
 	size_t len;
 	int rc = ES_OK;
@@ -134,7 +135,6 @@ step(struct run *r, struct chat *chat, int *stop)
 	if (r->dry_run) {
 		if (cli_put_line(body, len, 1))
 			rc = ES_IO;
-		free(body);
 		return rc;
 	}
 	reply_init(&reply, r->mo.max_answer);
@@ -198,7 +198,6 @@ step(struct run *r, struct chat *chat, int *stop)
 	cJSON_Delete(msg);
 out:
 	reply_free(&reply);
-	free(body);
 	return rc;
 }
 

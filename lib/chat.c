@@ -11,6 +11,7 @@ chat_init(struct chat *c)
 
 	memset(c, 0, sizeof *c);
 	c->msgs = b;
+	c->req = b;
 	calls_init(&c->calls);
 }
 
@@ -18,6 +19,7 @@ void
 chat_free(struct chat *c)
 {
 	buf_free(&c->msgs);
+	buf_free(&c->req);
 	calls_free(&c->calls);
 }
 
@@ -176,24 +178,25 @@ chat_ready(const struct chat *c)
 	return c->count && !c->last_assistant && !calls_pending(&c->calls);
 }
 
-char *
-chat_request(const struct chat *c, const cJSON *head, size_t *len)
+const char *
+chat_request(struct chat *c, const cJSON *head, size_t *len)
 {
-	struct buf b = BUF_INIT(0);
+	struct buf *b = &c->req;
 	char *h = cJSON_PrintUnformatted(head);
 
 	if (!h)
 		return NULL;
 	/* head is an object with at least "model": splice the messages in
 	 * right after its brace, without re-encoding them. */
-	if (buf_append(&b, "{\"messages\":[", 13) < 0 ||
-	    buf_append(&b, c->msgs.data ? c->msgs.data : "", c->msgs.len) < 0 ||
-	    buf_append(&b, "],", 2) < 0 ||
-	    buf_append(&b, h + 1, strlen(h + 1)) < 0) {
+	buf_reset(b);
+	if (buf_append(b, "{\"messages\":[", 13) < 0 ||
+	    buf_append(b, c->msgs.data ? c->msgs.data : "", c->msgs.len) < 0 ||
+	    buf_append(b, "],", 2) < 0 ||
+	    buf_append(b, h + 1, strlen(h + 1)) < 0) {
 		free(h);
-		buf_free(&b);
 		return NULL;
 	}
 	free(h);
-	return buf_detach(&b, len);
+	*len = b->len;
+	return b->data;
 }

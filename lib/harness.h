@@ -210,6 +210,7 @@ struct chat {
 	int count;
 	int last_assistant;   /* the last message is the assistant's */
 	int dirty;            /* set by chat_add; the caller clears it */
+	struct buf req;       /* the last request body */
 	struct calls calls;   /* the calls of the last assistant message */
 	unsigned long calls_line;
 };
@@ -225,8 +226,10 @@ int chat_add(struct chat *c, const cJSON *msg, unsigned long line,
  * not the assistant's, and no call waits for a result. */
 int chat_ready(const struct chat *c);
 /* The request body: head (an object with "model" and the other fields)
- * with "messages" spliced in.  NULL when out of memory. */
-char *chat_request(const struct chat *c, const cJSON *head, size_t *len);
+ * with "messages" spliced in.  It is kept in c, valid until the next call
+ * (a 10 MB body is built in the same memory every step, without faulting
+ * in new pages); NULL when out of memory. */
+const char *chat_request(struct chat *c, const cJSON *head, size_t *len);
 
 /* --- reply.c: the model's answer ------------------------------------- */
 

@@ -15,7 +15,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct chat chat;
 	const char *key;
 	cJSON *msg, *head;
-	char *body;
+	const char *body;
 	size_t len;
 	int fd = memfd_create("fuzz", MFD_CLOEXEC), rc;
 
@@ -44,7 +44,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(req != NULL);
 		cJSON_Delete(req);
 	}
-	free(body);
 	cJSON_Delete(head);
 	chat_free(&chat);
 	jsonl_reader_free(&r);
