@@ -54,6 +54,23 @@ else
 fi
 export PATH
 
+# The sandbox is on by default; where this machine cannot have it (no
+# Landlock, no mount namespace), the tests of everything else run without
+# it, and the sandbox's own tests skip (AH_NO_SANDBOX).
+if [ -z "${AGENT_SANDBOX:-}" ]; then
+	mkdir -p "$SCRATCH/probe/.agent"
+	probe=$(cd "$SCRATCH/probe" && printf '%s\n' '{"role":"assistant","content":null,"tool_calls":[{"id":"p","type":"function","function":{"name":"bash","arguments":"{\"command\":\"true\"}"}}]}' |
+		tool-exec --yes 2>&1)
+	case $probe in
+	*'"content":"(no output)"'*) ;;
+	*)
+		echo "# no sandbox on this machine, tests run with AGENT_SANDBOX=off: $probe"
+		AGENT_SANDBOX=off AH_NO_SANDBOX=1
+		export AGENT_SANDBOX AH_NO_SANDBOX ;;
+	esac
+	rm -rf "$SCRATCH/probe"
+fi
+
 mkdir "$SCRATCH/work"
 cd "$SCRATCH/work" || exit 1
 HOME=$SCRATCH/work

@@ -27,9 +27,8 @@ if [ -n "${AH_VALGRIND:-}" ]; then
 	echo "1..0 # skip valgrind 3.19 does not know the Landlock system calls"
 	exit 0
 fi
-if ! echo '{"role":"user","content":"x"}' |
-	tool-exec --sandbox workspace-write >/dev/null 2>"$SCRATCH/probe"; then
-	echo "1..0 # skip no sandbox here: $(cat "$SCRATCH/probe")"
+if [ -n "${AH_NO_SANDBOX:-}" ]; then
+	echo "1..0 # skip this machine cannot confine commands (see above)"
 	exit 0
 fi
 
