@@ -107,10 +107,13 @@ test_expect_success 'agent-run: killed at random points, --resume finishes with 
 		[ $st = 0 ] && break
 		lines_valid w/.agent/audit.jsonl || return 1
 		! test -e w/todo.json || jq -e ".todos | type == \"array\"" w/todo.json >/dev/null || return 1
-		{ setsid agent-run -y -C w --stop-checks 0 --resume >answer 2>>progress & pid=$!; }
+		# killed before the transcript began: there is nothing to resume
+		again=--resume; test -s w/.agent/transcript.jsonl || again=work
+		{ setsid agent-run -y -C w --stop-checks 0 $again >answer 2>>progress & pid=$!; }
 		r=$((r + 1))
 	done &&
-	{ [ $st = 0 ] || wait $pid || agent-run -y -C w --stop-checks 0 --resume >answer 2>>progress; } &&
+	again=--resume && { test -s w/.agent/transcript.jsonl || again=work; } &&
+	{ [ $st = 0 ] || wait $pid || agent-run -y -C w --stop-checks 0 $again >answer 2>>progress; } &&
 	test "$(cat answer)" = "All done." &&
 	lines_valid w/.agent/transcript.jsonl && valid w/.agent/transcript.jsonl &&
 	lines_valid w/.agent/audit.jsonl &&
