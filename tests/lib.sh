@@ -156,6 +156,20 @@ call_msg() {
 		    reason: "test says \($d)", rule: "test"}} end)]}'
 }
 
+# valid TRANSCRIPT: every line a JSON object, every call answered once,
+# before the next message
+valid() {
+	jq -c 'if type == "object" then . else error("not an object") end' "$1" >/dev/null &&
+	jq -s -e '
+		reduce .[] as $m ({pending: [], ok: true};
+			if $m.role == "tool" then
+				if (.pending | index($m.tool_call_id)) then .pending -= [$m.tool_call_id]
+				else .ok = false end
+			elif (.pending | length) > 0 then .ok = false
+			else .pending = [($m.tool_calls // [])[].id] end)
+		| .ok and (.pending | length) == 0' "$1" >/dev/null
+}
+
 # wait_for FILE LINES [SECONDS]: waits until FILE has LINES lines.
 wait_for() {
 	i=0

@@ -10,17 +10,6 @@ blog() { cp -R "$SRC_DIR/examples/blog" blog; }
 DEMO=$SRC_DIR/examples/demo-session.jsonl
 export DEMO
 
-# valid TRANSCRIPT: every call answered, once, before the next message
-valid() {
-	jq -s -e '
-		reduce .[] as $m ({pending: [], ok: true};
-			if $m.role == "tool" then
-				if (.pending | index($m.tool_call_id)) then .pending -= [$m.tool_call_id]
-				else .ok = false end
-			elif (.pending | length) > 0 then .ok = false
-			else .pending = [($m.tool_calls // [])[].id] end)
-		| .ok and (.pending | length) == 0' "$1" >/dev/null
-}
 
 for mode in ring step; do
 	flag=

@@ -18,17 +18,6 @@ lines_valid() {
 		echo "$1: the last line is torn" >&2; return 1; }
 	jq -c 'if type == "object" then . else error("not an object") end' "$1" >/dev/null
 }
-# valid TRANSCRIPT: every call answered, once, before the next message
-valid() {
-	jq -s -e '
-		reduce .[] as $m ({pending: [], ok: true};
-			if $m.role == "tool" then
-				if (.pending | index($m.tool_call_id)) then .pending -= [$m.tool_call_id]
-				else .ok = false end
-			elif (.pending | length) > 0 then .ok = false
-			else .pending = [($m.tool_calls // [])[].id] end)
-		| .ok and (.pending | length) == 0' "$1" >/dev/null
-}
 
 test_expect_success 'todo-write: killed while storing, todo.json always holds one whole list' '
 	jq -nc "{todos: [range(400) | {id: \"\(.)\", content: (\"step \(.) \" * 20),

@@ -6,18 +6,6 @@
 AGENT_MODEL=scripted
 export AGENT_MODEL
 
-# valid TRANSCRIPT: every line an object, every call answered once
-valid() {
-	jq -c 'if type == "object" then . else error("not an object") end' "$1" >/dev/null &&
-	jq -s -e '
-		reduce .[] as $m ({pending: [], ok: true};
-			if $m.role == "tool" then
-				if (.pending | index($m.tool_call_id)) then .pending -= [$m.tool_call_id]
-				else .ok = false end
-			elif (.pending | length) > 0 then .ok = false
-			else .pending = [($m.tool_calls // [])[].id] end)
-		| .ok and (.pending | length) == 0' "$1" >/dev/null
-}
 # session SCRIPT: agent-run -y on it in ./w, the answer in ./answer
 session() {
 	start_model "$1" && mkdir -p w &&
