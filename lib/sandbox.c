@@ -592,33 +592,47 @@ sandbox_enter(const struct sandbox *sb, struct ah_error *err)
 
 /* --- the file tools */
 
-/* The protected path p, or its parent and last name when it does not
- * exist, against the directory (dev, ino) and the entry name in it. */
+/* What a protected path is on disk, looked up once per check. */
+struct guard {
+	int exists, parent_ok;
+	struct stat st;     /* the path itself (lstat) */
+	struct stat parent; /* its directory */
+	const char *base;   /* its last name */
+};
+
 static int
-hits(const char *p, const struct stat *dir, const char *name,
-     const struct stat *entry)
+look_up(const char *p, struct guard *g)
 {
-	struct stat st;
 	const char *base = strrchr(p, '/');
 	char *parent;
-	int r;
 
-	if (lstat(p, &st) == 0) {
-		if (st.st_dev == dir->st_dev && st.st_ino == dir->st_ino)
-			return 1;
-		if (entry && st.st_dev == entry->st_dev &&
-		    st.st_ino == entry->st_ino)
-			return 1;
-	}
-	if (!base || strcmp(base + 1, name))
-		return 0;
-	parent = base == p ? strdup("/") : strndup(p, (size_t)(base - p));
+	memset(g, 0, sizeof *g);
+	g->exists = lstat(p, &g->st) == 0;
+	g->base = base ? base + 1 : p;
+	parent = !base || base == p ? strdup("/") : strndup(p, (size_t)(base - p));
 	if (!parent)
 		return -1;
-	r = stat(parent, &st) == 0 && st.st_dev == dir->st_dev &&
-	    st.st_ino == dir->st_ino;
+	g->parent_ok = stat(parent, &g->parent) == 0;
 	free(parent);
-	return r;
+	return 0;
+}
+
+static int
+same(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Is the directory dir, or its entry name (entry, when it exists), the
+ * protected path g, or the place where g would be created? */
+static int
+hits(const struct guard *g, const struct stat *dir, const char *name,
+     const struct stat *entry)
+{
+	if (g->exists && (same(&g->st, dir) || (entry && same(&g->st, entry))))
+		return 1;
+	return name && !strcmp(g->base, name) && g->parent_ok &&
+	       same(&g->parent, dir);
 }
 
 int
@@ -626,8 +640,9 @@ sandbox_may_write(const struct sandbox *sb, int dirfd, const char *name,
 		  char *msg, size_t size)
 {
 	struct stat ws, dir, entry, *ep = NULL;
+	struct guard *g;
 	size_t i;
-	int fd, next, depth, r, rc = 0;
+	int fd, next, depth, rc = 0;
 
 	if (sb->mode == SANDBOX_OFF)
 		return 0;
@@ -638,6 +653,15 @@ sandbox_may_write(const struct sandbox *sb, int dirfd, const char *name,
 	}
 	if (stat(sb->workspace, &ws) < 0)
 		return -1;
+	g = calloc(sb->nprotect ? sb->nprotect : 1, sizeof *g);
+	if (!g)
+		return -1;
+	for (i = 0; i < sb->nprotect; i++)
+		if (look_up(sb->protect[i], &g[i]) < 0) {
+			free(g);
+			errno = ENOMEM;
+			return -1;
+		}
 	if (fstatat(dirfd, name, &entry, AT_SYMLINK_NOFOLLOW) == 0)
 		ep = &entry;
 	/* The directory and each of its ancestors up to the workspace. */
@@ -647,28 +671,27 @@ sandbox_may_write(const struct sandbox *sb, int dirfd, const char *name,
 			rc = -1;
 			break;
 		}
-		for (i = 0; i < sb->nprotect; i++) {
-			r = hits(sb->protect[i], &dir, depth ? "" : name,
-				 depth ? NULL : ep);
-			if (r) {
-				if (r > 0)
-					snprintf(msg, size, "'%s' is kept "
-						 "read-only by the sandbox",
-						 sb->protect[i]);
-				rc = r;
+		for (i = 0; i < sb->nprotect; i++)
+			if (hits(&g[i], &dir, depth ? NULL : name,
+				 depth ? NULL : ep)) {
+				snprintf(msg, size, "'%s' is kept read-only by "
+					 "the sandbox", sb->protect[i]);
+				rc = 1;
 				break;
 			}
-		}
-		if (rc || (dir.st_dev == ws.st_dev && dir.st_ino == ws.st_ino))
+		if (rc || same(&dir, &ws))
 			break;
 		next = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (fd != dirfd)
 			close(fd);
-		if (next < 0)
+		if (next < 0) {
+			free(g);
 			return -1;
+		}
 		fd = next;
 	}
 	if (fd != dirfd)
 		close(fd);
+	free(g);
 	return rc;
 }
