@@ -15,7 +15,8 @@ const char *progname = "hook-perm";
 
 static const char usage[] =
 	"usage: hook-perm [-y] [-C DIR] [--policy FILE] [--rule-timeout SEC]\n"
-	"                 < MESSAGES\n"
+	"                 [--connect SOCKET] < MESSAGES\n"
+	"       hook-perm [-C DIR] [--policy FILE] --serve SOCKET [--watch PID]\n"
 	"       hook-perm --print-policy\n"
 	"\n"
 	"Passes messages through and writes a decision into every tool call:\n"
@@ -29,6 +30,13 @@ static const char usage[] =
 	"  -y, --yes             approve every ask (deny stays deny)\n"
 	"      --rule-timeout S  deny a call whose rules run longer (2)\n"
 	"      --print-policy    print the policy in force and exit\n"
+	"      --serve SOCKET    compile the rules once and serve them on SOCKET\n"
+	"                        to --connect clients, in the background; print\n"
+	"                        the server's pid and exit\n"
+	"      --watch PID       the server ends when PID does (the parent)\n"
+	"      --connect SOCKET  have the rules evaluated by that server, which\n"
+	"                        saves compiling them; without one, or with other\n"
+	"                        rules, they are evaluated here as usual\n"
 	"  -h, --help            print this help and exit\n"
 	"\n"
 	"ask prompts on /dev/tty: yes once, no, or always (a rule added to the\n"
@@ -40,15 +48,34 @@ enum { ES_POLICY = 4 };
 
 struct perm {
 	struct policy pol;
-	const char *policy_file; /* NULL: built-in */
+	const char *file;        /* --policy or AGENT_POLICY, else NULL */
+	const char *policy_file; /* the policy in force; NULL: built-in */
+	const char *server;      /* --connect */
+	char project[PATH_MAX + 32];
 	char workdir[PATH_MAX];
 	double timeout;
 	int yes;
 	int always_n;
 };
 
+/* Which policy is in force: --policy, AGENT_POLICY, the project's, or
+ * the built-in one. */
+static void
+resolve(struct perm *pm)
+{
+	pm->policy_file = NULL;
+	if (pm->file && *pm->file)
+		pm->policy_file = pm->file;
+	else {
+		snprintf(pm->project, sizeof pm->project, "%s/.agent/policy.json",
+			 pm->workdir);
+		if (access(pm->project, F_OK) == 0)
+			pm->policy_file = pm->project;
+	}
+}
+
 static int
-load_policy(struct perm *pm, struct ah_error *err)
+read_policy(struct perm *pm, struct policy *p, struct ah_error *err)
 {
 	char *text = NULL;
 	size_t len;
@@ -61,14 +88,122 @@ load_policy(struct perm *pm, struct ah_error *err)
 				       pm->policy_file, strerror(ENOENT));
 		if (rc < 0)
 			return -1;
-		rc = policy_parse(&pm->pol, text, len, pm->policy_file, err);
+		rc = policy_parse(p, text, len, pm->policy_file, err);
 		free(text);
 	} else
-		rc = policy_parse(&pm->pol, policy_builtin(),
+		rc = policy_parse(p, policy_builtin(),
 				  strlen(policy_builtin()), "built-in", err);
 	if (rc < 0)
+		policy_free(p);
+	return rc;
+}
+
+/* With a server, compiling waits until it cannot be used. */
+static int
+load_policy(struct perm *pm, struct ah_error *err)
+{
+	if (read_policy(pm, &pm->pol, err) < 0)
 		return -1;
-	return policy_compile(&pm->pol, err);
+	pm->pol.server = pm->server;
+	return pm->server ? 0 : policy_compile(&pm->pol, err);
+}
+
+/* The server's: a client has other rules than ours; the policy may have
+ * changed (an "always" answer adds a rule), so read it again. */
+static int
+reload(void *ctx, struct policy *p, struct ah_error *err)
+{
+	struct perm *pm = ctx;
+	struct policy fresh;
+
+	resolve(pm);
+	if (read_policy(pm, &fresh, err) < 0)
+		return -1;
+	if (policy_program(&fresh) < 0 || policy_program(p) < 0) {
+		policy_free(&fresh);
+		return ah_fail(err, AH_ENOMEM, "out of memory");
+	}
+	if (fresh.prog_len == p->prog_len &&
+	    !memcmp(fresh.prog, p->prog, p->prog_len)) {
+		policy_free(&fresh);
+		return 0;
+	}
+	if (policy_compile(&fresh, err) < 0) {
+		policy_free(&fresh);
+		return -1;
+	}
+	policy_free(p);
+	*p = fresh;
+	return 0;
+}
+
+static volatile sig_atomic_t stopping;
+
+static void
+on_term(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+/* --serve: the parent prints the server's pid and returns; the server,
+ * its standard streams on /dev/null so that nobody waits for them to
+ * close, compiles the rules (meanwhile the first clients wait in the
+ * backlog) and serves until the watched process ends.  A policy that
+ * does not compile is the clients' to report: the server answers them
+ * NO, and they compile it themselves, and fail, naming the rule. */
+static int
+serve(struct perm *pm, const char *path, pid_t watch)
+{
+	struct ah_error err = { 0 };
+	struct sigaction sa;
+	struct stat st;
+	pid_t pid;
+	int lfd, null;
+
+	lfd = policy_listen(path, &err);
+	if (lfd < 0) {
+		cli_report(&err);
+		return ES_IO;
+	}
+	if (fflush(stdout) == EOF || (pid = fork()) < 0) {
+		cli_warn("cannot start the server: %s", strerror(errno));
+		close(lfd);
+		unlink(path);
+		return ES_IO;
+	}
+	if (pid > 0) {
+		close(lfd);
+		printf("%ld\n", (long)pid);
+		return cli_finish(ES_OK);
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_term;
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		close(null);
+	}
+	if (stat(path, &st) < 0)
+		memset(&st, 0, sizeof st);
+	if (load_policy(pm, &err) < 0)
+		policy_free(&pm->pol);
+	policy_serve(&pm->pol, lfd, path, watch, reload, pm, &stopping, &err);
+	close(lfd);
+	{
+		struct stat now;
+
+		/* the socket goes with us, unless it is another one now */
+		if (stat(path, &now) == 0 && now.st_ino == st.st_ino &&
+		    now.st_dev == st.st_dev)
+			unlink(path);
+	}
+	return ES_OK;
 }
 
 /* Adds "; note" to the reason of a verdict, cutting it to fit. */
@@ -341,21 +476,26 @@ out:
 int
 main(int argc, char **argv)
 {
-	enum { O_POLICY = 256, O_TIMEOUT, O_PRINT };
+	enum { O_POLICY = 256, O_TIMEOUT, O_PRINT, O_SERVE, O_WATCH, O_CONNECT };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "policy", required_argument, NULL, O_POLICY },
 		{ "yes", no_argument, NULL, 'y' },
 		{ "rule-timeout", required_argument, NULL, O_TIMEOUT },
 		{ "print-policy", no_argument, NULL, O_PRINT },
+		{ "serve", required_argument, NULL, O_SERVE },
+		{ "watch", required_argument, NULL, O_WATCH },
+		{ "connect", required_argument, NULL, O_CONNECT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static char project[PATH_MAX + 32];
 	struct perm pm = { 0 };
 	struct ah_error err = { 0 };
 	struct jsonl_reader in;
 	const char *dir = getenv("AGENT_WORKDIR"), *file = getenv("AGENT_POLICY");
+	const char *serve_at = NULL;
+	pid_t watch = getppid();
+	double w;
 	const cJSON *role, *tc;
 	cJSON *msg, *call;
 	int c, print = 0, rc = ES_OK;
@@ -381,6 +521,17 @@ main(int argc, char **argv)
 		case O_PRINT:
 			print = 1;
 			break;
+		case O_SERVE:
+			serve_at = optarg;
+			break;
+		case O_WATCH:
+			if (cli_number("--watch", optarg, 1, 4194304, &w))
+				return ES_USAGE;
+			watch = (pid_t)w;
+			break;
+		case O_CONNECT:
+			pm.server = optarg;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return cli_finish(ES_OK);
@@ -390,19 +541,17 @@ main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("unexpected argument '%s'", argv[optind]);
+	if (serve_at && (pm.server || print || pm.yes))
+		return cli_usage_error("--serve cannot go with %s", pm.server ?
+				       "--connect" : print ? "--print-policy"
+				       : "--yes");
 	if (!realpath(dir && *dir ? dir : ".", pm.workdir)) {
 		cli_warn("cannot resolve '%s': %s", dir && *dir ? dir : ".",
 			 strerror(errno));
 		return ES_IO;
 	}
-	if (file && *file)
-		pm.policy_file = file;
-	else {
-		snprintf(project, sizeof project, "%s/.agent/policy.json",
-			 pm.workdir);
-		if (access(project, F_OK) == 0)
-			pm.policy_file = project;
-	}
+	pm.file = file;
+	resolve(&pm);
 	if (print) {
 		char *text = NULL;
 		size_t len;
@@ -422,6 +571,11 @@ main(int argc, char **argv)
 		fwrite(text, 1, len, stdout);
 		free(text);
 		return cli_finish(ES_OK);
+	}
+	if (serve_at) {
+		rc = serve(&pm, serve_at, watch);
+		policy_free(&pm.pol);
+		return rc;
 	}
 	if (load_policy(&pm, &err) < 0) {
 		cli_report(&err);
@@ -462,7 +616,9 @@ main(int argc, char **argv)
 		if (call) {
 			cli_report(&err);
 			cJSON_Delete(msg);
-			rc = ES_IO;
+			/* a policy that does not compile shows only now when a
+			 * server was to evaluate it */
+			rc = err.code == AH_EFORMAT ? ES_POLICY : ES_IO;
 			break;
 		}
 		s = cJSON_PrintUnformatted(msg);

@@ -328,8 +328,14 @@ struct policy {
 	int n;
 	char *source;       /* the file, or "built-in" */
 	void *jq;           /* the compiled rules (jq_state *) */
-	int worker;         /* pid of the process that evaluates, 0 if none */
-	int to_worker, from_worker; /* its pipes */
+	int worker;         /* pid of the process that evaluates, 0 if none,
+			     * -1 for a server's worker */
+	int to_worker, from_worker; /* its pipes (one socket for a server's) */
+	char *prog;         /* the jq program of all rules */
+	size_t prog_len;
+	const char *server; /* a policy server's socket, tried first */
+	int server_failed;  /* it could not be used: evaluate here */
+	double limit;       /* how long the server's worker may evaluate */
 };
 
 struct verdict {
@@ -355,6 +361,33 @@ int policy_compile(struct policy *p, struct ah_error *err);
 int policy_eval(struct policy *p, const cJSON *input, double timeout,
 		struct verdict *v, struct ah_error *err);
 void policy_free(struct policy *p);
+
+/* The jq program of all rules, into p->prog.  -1: out of memory. */
+int policy_program(struct policy *p);
+/* Evaluates input lines from in, writing results to out, until in ends;
+ * an evaluation longer than limit seconds (0: no limit) kills it.  For
+ * forked children only: it never returns. */
+void policy_worker(struct policy *p, int in, int out, double limit)
+	__attribute__((noreturn));
+
+/* --- policysrv.c: the compiled rules, kept for other processes ------- */
+
+/* Creates the socket at path, for this user only; it must not exist. */
+int policy_listen(const char *path, struct ah_error *err);
+/* Serves on lfd: a client that sends the program of p gets a worker of
+ * its own, forked from the compiled rules.  A client with other rules
+ * makes it call reload, which should read the policy again into p (and
+ * compile it), and then compare once more; still other rules are
+ * refused, so that the server only ever runs rules from the policy file.
+ * Returns when the process starter ends, when path is removed or
+ * replaced, or when *stop becomes non-zero. */
+int policy_serve(struct policy *p, int lfd, const char *path, pid_t starter,
+		 int (*reload)(void *ctx, struct policy *p,
+			       struct ah_error *err),
+		 void *ctx, volatile sig_atomic_t *stop, struct ah_error *err);
+/* Client: connects to p->server and hands it p's program; 0 when the
+ * server has the same rules and a worker waits for p's inputs. */
+int policy_connect(struct policy *p, struct ah_error *err);
 
 /* --- audit.c: the audit log ------------------------------------------ */
 

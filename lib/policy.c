@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,6 +95,7 @@ policy_free(struct policy *p)
 	if (p->jq)
 		jq_teardown((jq_state **)&p->jq);
 	free(p->source);
+	free(p->prog);
 	memset(p, 0, sizeof *p);
 }
 
@@ -208,6 +210,37 @@ program(const struct policy *p, int from, int to, struct buf *b)
 	return 0;
 }
 
+int
+policy_program(struct policy *p)
+{
+	struct buf b = BUF_INIT(0);
+
+	if (p->prog)
+		return 0;
+	if (program(p, 0, p->n, &b) < 0) {
+		buf_free(&b);
+		return -1;
+	}
+	p->prog = b.data;
+	p->prog_len = b.len;
+	return 0;
+}
+
+static jq_state *
+compile_text(const char *text, struct errs *er)
+{
+	jq_state *jq = jq_init();
+
+	if (!jq) {
+		snprintf(er->msg, sizeof er->msg, "cannot start libjq");
+		return NULL;
+	}
+	jq_set_error_cb(jq, on_jq_error, er);
+	if (!jq_compile(jq, text))
+		jq_teardown(&jq);
+	return jq;
+}
+
 static jq_state *
 compile(const struct policy *p, int from, int to, struct errs *er)
 {
@@ -219,17 +252,7 @@ compile(const struct policy *p, int from, int to, struct errs *er)
 		snprintf(er->msg, sizeof er->msg, "out of memory");
 		return NULL;
 	}
-	jq = jq_init();
-	if (!jq) {
-		buf_free(&b);
-		snprintf(er->msg, sizeof er->msg, "cannot start libjq");
-		return NULL;
-	}
-	jq_set_error_cb(jq, on_jq_error, er);
-	if (!jq_compile(jq, b.data)) {
-		jq_teardown(&jq);
-		jq = NULL;
-	}
+	jq = compile_text(b.data, er);
 	buf_free(&b);
 	return jq;
 }
@@ -241,10 +264,12 @@ policy_compile(struct policy *p, struct ah_error *err)
 	jq_state *jq;
 	int i;
 
-	if (!p->n)
+	if (!p->n || p->jq)
 		return 0;
+	if (policy_program(p) < 0)
+		return ah_fail(err, AH_ENOMEM, "out of memory");
 	/* All rules in one program: libjq costs ~15 ms a compile. */
-	jq = compile(p, 0, p->n, &er);
+	jq = compile_text(p->prog, &er);
 	if (jq) {
 		p->jq = jq;
 		return 0;
@@ -309,10 +334,15 @@ evaluate(struct policy *p, const char *input, int out)
 /* The worker: forked once from the compiled program, it evaluates one
  * input line after another, so that no evaluation pays for a fork or for
  * compiling.  A rule that never ends, or crashes libjq, takes the worker
- * with it, not us: the next evaluation forks a new one. */
-static void
-worker_main(struct policy *p, int in, int out)
+ * with it, not us: the next evaluation forks a new one.  With a limit
+ * (seconds, 0 for none), an evaluation that runs longer ends the worker
+ * by SIGALRM: the server's workers have no parent watching the clock. */
+void
+policy_worker(struct policy *p, int in, int out, double limit)
 {
+	struct itimerval on = { { 0, 0 }, { (time_t)limit,
+			(suseconds_t)((limit - (double)(time_t)limit) * 1e6) } };
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
 	struct buf line = BUF_INIT(0);
 	char chunk[65536], *nl;
 	size_t done = 0;
@@ -321,6 +351,7 @@ worker_main(struct policy *p, int in, int out)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() == 1)
 		_exit(0);
+	signal(SIGALRM, SIG_DFL);
 	for (;;) {
 		while (!line.data || !(nl = memchr(line.data + done, '\n',
 						   line.len - done))) {
@@ -332,8 +363,12 @@ worker_main(struct policy *p, int in, int out)
 				_exit(0);
 		}
 		*nl = '\0';
+		if (limit > 0)
+			setitimer(ITIMER_REAL, &on, NULL);
 		if (evaluate(p, line.data, out) < 0)
 			_exit(1);
+		if (limit > 0)
+			setitimer(ITIMER_REAL, &off, NULL);
 		n = line.data + line.len - (nl + 1);
 		memmove(line.data, nl + 1, (size_t)n);
 		line.len = (size_t)n;
@@ -346,6 +381,12 @@ stop_worker(struct policy *p)
 {
 	if (!p->worker)
 		return;
+	if (p->worker < 0) {
+		/* a server's worker: one socket; its own timer ends it */
+		close(p->to_worker);
+		p->worker = 0;
+		return;
+	}
 	kill(p->worker, SIGKILL);
 	close(p->to_worker);
 	close(p->from_worker);
@@ -360,6 +401,14 @@ start_worker(struct policy *p, struct ah_error *err)
 	int in[2], out[2];
 	pid_t pid;
 
+	if (p->server && !p->server_failed) {
+		if (policy_connect(p, err) == 0)
+			return 0;
+		/* no server, or not one with our rules: evaluate here */
+		p->server_failed = 1;
+	}
+	if (policy_compile(p, err) < 0)
+		return -1;
 	if (pipe2(in, O_CLOEXEC) < 0)
 		return ah_fail_errno(err, errno, "cannot evaluate the rules");
 	if (pipe2(out, O_CLOEXEC) < 0) {
@@ -378,7 +427,7 @@ start_worker(struct policy *p, struct ah_error *err)
 	if (pid == 0) {
 		close(in[1]);
 		close(out[0]);
-		worker_main(p, in[0], out[1]);
+		policy_worker(p, in[0], out[1], 0);
 	}
 	close(in[0]);
 	close(out[1]);
@@ -435,6 +484,7 @@ policy_eval(struct policy *p, const cJSON *input, double timeout,
 			       strerror(ENOMEM));
 	len = strlen(in);
 	in[len] = '\n'; /* a line; the text has no newline of its own */
+	p->limit = timeout;
 	/* A worker that died since the last call is replaced, once. */
 	for (attempt = 0; attempt < 2; attempt++) {
 		if (send_input(p, in, len + 1, err) == 0)
