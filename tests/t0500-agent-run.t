@@ -129,6 +129,41 @@ for mode in ring step; do
 	"
 done
 
+# the policy server of --step mode: its socket is under $TMPDIR
+servers() { pgrep -f "[h]ook-perm --serve $PWD/tmp/" || :; }
+
+test_expect_success 'step: one policy server for the session, gone when it ends' '
+	cat >script <<-EOF &&
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "pgrep -f \"[h]ook-perm --serve $PWD/tmp/\" | wc -l"}}]}
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "echo two"}}]}
+	{"content": "Done."}
+	EOF
+	start_model script && mkdir w tmp &&
+	TMPDIR=$PWD/tmp agent-run --step -y -C w "count" >answer 2>progress &&
+	test "$(cat answer)" = Done. &&
+	jq -s -e "map(select(.role == \"tool\"))[0].content == \"1\n\"" w/.agent/transcript.jsonl &&
+	test -z "$(servers)" &&
+	test -z "$(ls tmp)"
+'
+
+test_expect_success 'step: the policy server ends with agent-run, also after kill -9' '
+	echo "{\"delay\": 30, \"content\": \"late\"}" >script &&
+	start_model script && mkdir w tmp &&
+	TMPDIR=$PWD/tmp agent-run --step -y -C w "wait" >answer 2>progress &
+	run=$! &&
+	i=0 &&
+	while [ ! -s requests.jsonl ]; do
+		i=$((i + 1)) && test $i -lt 500 && sleep 0.02 || return 1
+	done &&
+	test -n "$(servers)" &&
+	kill -9 $run &&
+	i=0 &&
+	while [ -n "$(servers)" ]; do
+		i=$((i + 1)) && test $i -lt 150 && sleep 0.02 || return 1
+	done &&
+	pkill -f "agent-step.*--tools $PWD/tmp/" ; :
+'
+
 test_expect_success 'a torn last line is cut back, and the run goes on' '
 	echo "{\"content\": \"After the repair.\"}" >script &&
 	start_model script && mkdir -p w/.agent &&
