@@ -97,11 +97,16 @@ redact(char *s, const char *const *secrets)
 			i++;
 			continue;
 		}
-		for (k = 0; k < sizeof tokens / sizeof *tokens; k++) {
-			size_t pl = strlen(tokens[k].prefix);
+		/* every prefix starts a word; compare the first byte
+		 * before the rest */
+		for (k = 0; word_start(s, i) &&
+			    k < sizeof tokens / sizeof *tokens; k++) {
+			size_t pl;
 
-			if (strncmp(s + i, tokens[k].prefix, pl) ||
-			    !word_start(s, i))
+			if (tokens[k].prefix[0] != s[i])
+				continue;
+			pl = strlen(tokens[k].prefix);
+			if (strncmp(s + i, tokens[k].prefix, pl))
 				continue;
 			for (j = i + pl; s[j] && tokch((unsigned char)s[j],
 						       tokens[k].upper_digits); j++)
@@ -111,10 +116,12 @@ redact(char *s, const char *const *secrets)
 				goto next;
 			}
 		}
-		if (!strncasecmp(s + i, "bearer ", 7) ||
+		if (((s[i] | 0x20) == 'b' || (s[i] | 0x20) == 'a' ||
+		     (s[i] | 0x20) == 'x') &&
+		    (!strncasecmp(s + i, "bearer ", 7) ||
 		    !strncasecmp(s + i, "authorization:", 14) ||
 		    !strncasecmp(s + i, "x-api-key:", 10) ||
-		    !strncasecmp(s + i, "api-key:", 8)) {
+		    !strncasecmp(s + i, "api-key:", 8))) {
 			j = i + (s[i] == 'b' || s[i] == 'B' ? 7 :
 				 (size_t)(strchr(s + i, ':') - (s + i)) + 1);
 			while (s[j] == ' ')
