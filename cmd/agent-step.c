@@ -38,14 +38,16 @@ static const char usage[] =
 	"      --max-calls N      stop, exit 9, rather than call the model an\n"
 	"                         N+1th time\n"
 	"      --dry-run          print the request body instead of sending it\n"
+	"      --answer           call nothing: print the text of the answer\n"
+	"                         the transcript ends with (exit 1 if none)\n"
 	"  -q, --quiet            no streamed text, no retry notes on stderr\n"
 	"  -v, --verbose          a line per call on stderr: request id, tokens\n"
 	"  -h, --help             print this help and exit\n"
 	"\n"
-	"Exit status: 0 answered, 2 usage, 3 I/O error, 5 bad transcript,\n"
-	"6 refused by the API, 7 unreachable or failing after retries,\n"
-	"8 the answer cannot be used (cut by length, filtered, not Chat\n"
-	"Completions), 9 --max-calls reached, 130 or 143 interrupted.\n";
+	"Exit status: 0 answered, 1 --answer found none, 2 usage, 3 I/O error,\n"
+	"5 bad transcript, 6 refused by the API, 7 unreachable or failing\n"
+	"after retries, 8 the answer cannot be used (cut by length, filtered,\n"
+	"not Chat Completions), 9 --max-calls reached, 130 or 143 interrupted.\n";
 
 struct run {
 	struct model *model;
@@ -239,6 +241,60 @@ read_key(const char *file)
 	return data;
 }
 
+/* --answer: the text of the answer the transcript on stdin ends with.
+ * Only its last message is parsed. */
+static int
+print_answer(void)
+{
+	struct ah_error err = { 0 };
+	struct jsonl_reader in;
+	struct buf last = BUF_INIT(0), text = BUF_INIT(0);
+	unsigned long lineno = 0;
+	cJSON *msg = NULL;
+	int c, rc = ES_OK;
+
+	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
+		cli_warn("out of memory");
+		return ES_IO;
+	}
+	while ((c = jsonl_read_line(&in, &err)) > 0) {
+		if (jsonl_blank(in.line.data, in.line.len))
+			continue;
+		buf_reset(&last);
+		if (buf_append(&last, in.line.data, in.line.len) < 0) {
+			ah_fail(&err, AH_ENOMEM, "cannot read stdin: %s",
+				strerror(ENOMEM));
+			c = -1;
+			break;
+		}
+		lineno = in.lineno;
+	}
+	if (c < 0) {
+		cli_report(&err);
+		rc = err.code == AH_ETOOBIG ? ES_BADINPUT : ES_IO;
+	} else if (!lineno) {
+		cli_warn("stdin: no messages, so no answer");
+		rc = ES_REJECTED;
+	} else if (!cJSON_IsObject(msg = json_parse(last.data, last.len,
+						     NULL))) {
+		cli_warn("stdin: line %lu: not a JSON object", lineno);
+		rc = ES_BADINPUT;
+	} else if ((c = chat_answer_text(msg, &text)) < 0) {
+		cli_warn("out of memory");
+		rc = ES_IO;
+	} else if (!c) {
+		cli_warn("stdin: line %lu: the last message is not an answer "
+			 "(the assistant's, without tool calls)", lineno);
+		rc = ES_REJECTED;
+	} else if (text.len && cli_put_line(text.data, text.len, 1))
+		rc = ES_IO;
+	cJSON_Delete(msg);
+	buf_free(&last);
+	buf_free(&text);
+	jsonl_reader_free(&in);
+	return cli_finish(rc);
+}
+
 static const char *
 env(const char *a, const char *b)
 {
@@ -254,7 +310,7 @@ main(int argc, char **argv)
 {
 	enum { O_BASE = 256, O_KEYFILE, O_TOOLS, O_TEMP, O_MAXTOK, O_PARAM,
 	       O_STREAM, O_TIMEOUT, O_RETRIES, O_UNTIL, O_DRY, O_HISTORY,
-	       O_MAXCALLS };
+	       O_MAXCALLS, O_ANSWER };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "base-url", required_argument, NULL, O_BASE },
@@ -270,6 +326,7 @@ main(int argc, char **argv)
 		{ "dry-run", no_argument, NULL, O_DRY },
 		{ "history", required_argument, NULL, O_HISTORY },
 		{ "max-calls", required_argument, NULL, O_MAXCALLS },
+		{ "answer", no_argument, NULL, O_ANSWER },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -287,7 +344,7 @@ main(int argc, char **argv)
 	double temp = -1, maxtok = -1, retries = 2;
 	cJSON *msg, *t;
 	size_t tlen;
-	int c, stream = 0, stop = 0, rc = ES_OK, nparams = 0;
+	int c, stream = 0, stop = 0, rc = ES_OK, nparams = 0, answer = 0;
 	const char *params[64];
 
 	r.mo.base_url = env("AGENT_BASE_URL", "OPENAI_BASE_URL");
@@ -346,6 +403,9 @@ main(int argc, char **argv)
 		case O_HISTORY:
 			history = optarg;
 			break;
+		case O_ANSWER:
+			answer = 1;
+			break;
 		case O_MAXCALLS:
 			if (cli_number("--max-calls", optarg, 0, 1e9, &maxcalls))
 				return ES_USAGE;
@@ -365,6 +425,10 @@ main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("unexpected argument '%s'", argv[optind]);
+	if (answer) {
+		free(key);
+		return print_answer();
+	}
 	if (!model)
 		return cli_usage_error("no model: give --model or set AGENT_MODEL");
 	if (!key && env("AGENT_API_KEY", "OPENAI_API_KEY"))

@@ -17,7 +17,7 @@ const char *progname = "hook-audit";
 
 static const char usage[] =
 	"usage: hook-audit [--sync] [-C DIR] [--log FILE] [--session ID]\n"
-	"                  [--tee FILE]\n"
+	"                  [--tee FILE] [--message ROLE]\n"
 	"                  < MESSAGES > MESSAGES\n"
 	"\n"
 	"Copies its input to its output byte for byte, and appends one record\n"
@@ -31,6 +31,9 @@ static const char usage[] =
 	"      --sync           fdatasync the log after each record\n"
 	"      --tee FILE       also append each line to FILE (a transcript),\n"
 	"                       after its record and before it goes on\n"
+	"      --message ROLE   the input is the text of one message of ROLE\n"
+	"                       (system, developer, user or assistant), not\n"
+	"                       messages: pass {\"role\":ROLE,\"content\":TEXT}\n"
 	"  -h, --help           print this help and exit\n"
 	"\n"
 	"Exit status: 0 done, 2 usage, 3 the log or a stream failed,\n"
@@ -44,30 +47,105 @@ torn(const char *file, size_t cut)
 		 "writer left", file, cut);
 }
 
+struct pass {
+	int fd, tfd, sync, gone;
+	const char *path, *tee, *session, **secrets;
+	unsigned long long seq;
+};
+
+/* Audits one line s[0..n) (s[n] must be writable), tees it and passes it
+ * on; lineno and newline are those of the line read.  ES_OK to go on,
+ * else the exit status. */
+static int
+pass_line(struct pass *p, char *s, size_t n, unsigned long lineno,
+	  int newline)
+{
+	struct ah_error err = { 0 };
+	size_t off, cut;
+	cJSON *msg;
+	char *rec;
+	int c;
+
+	if (!jsonl_blank(s, n)) {
+		msg = memchr(s, '\0', n) ? NULL : json_parse(s, n, &off);
+		if (!cJSON_IsObject(msg)) {
+			cli_warn("stdin: line %lu: not a JSON object%s", lineno,
+				 msg ? "" : " (not valid JSON)");
+			cJSON_Delete(msg);
+			return ES_BADINPUT;
+		}
+		rec = audit_record(msg, n + newline, p->session, ++p->seq,
+				   p->secrets);
+		cJSON_Delete(msg);
+		if (!rec) {
+			cli_warn("cannot make an audit record: out of memory");
+			return ES_IO;
+		}
+		/* the record is written before the message goes on: nothing
+		 * passes unaudited */
+		off = strlen(rec);
+		rec[off] = '\n';
+		c = audit_append(p->fd, rec, off + 1, p->sync, &cut, &err);
+		free(rec);
+		if (cut)
+			torn(p->path, cut);
+		if (c < 0) {
+			cli_warn("audit log '%s': %s", p->path, err.msg);
+			return ES_IO;
+		}
+		/* the transcript gets the line before the next stage can
+		 * fail: a closed pipe downstream never loses it */
+		if (p->tfd >= 0) {
+			s[n] = '\n';
+			c = audit_append(p->tfd, s, n + 1, p->sync, &cut, &err);
+			s[n] = '\0';
+			if (cut)
+				torn(p->tee, cut);
+			if (c < 0) {
+				cli_warn("'%s': %s", p->tee, err.msg);
+				return ES_IO;
+			}
+		}
+	}
+	if (p->gone)
+		return ES_OK;
+	if (cli_put_line(s, n, newline)) {
+		/* With --tee the transcript is the record: the reader
+		 * downstream is gone, but what still comes in (the results of
+		 * interrupted calls) is kept to the end. */
+		if (p->tfd < 0 || errno != EPIPE)
+			return ES_IO;
+		p->gone = 1;
+		if (!freopen("/dev/null", "w", stdout))
+			return ES_IO;
+	}
+	return ES_OK;
+}
+
 int
 main(int argc, char **argv)
 {
-	enum { OPT_LOG = 256, OPT_SESSION, OPT_SYNC, OPT_TEE };
+	enum { OPT_LOG = 256, OPT_SESSION, OPT_SYNC, OPT_TEE, OPT_MESSAGE };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "log", required_argument, NULL, OPT_LOG },
 		{ "session", required_argument, NULL, OPT_SESSION },
 		{ "sync", no_argument, NULL, OPT_SYNC },
 		{ "tee", required_argument, NULL, OPT_TEE },
+		{ "message", required_argument, NULL, OPT_MESSAGE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dir = getenv("AGENT_WORKDIR"), *log = getenv("AGENT_AUDIT_LOG");
 	const char *session = getenv("AGENT_SESSION"), *tee = NULL;
+	const char *role = NULL;
 	const char *secrets[] = { getenv("AGENT_API_KEY"),
 				  getenv("OPENAI_API_KEY"), NULL };
-	char path[PATH_MAX + 32], sid[64], *rec;
+	char path[PATH_MAX + 32], sid[64];
 	struct ah_error err = { 0 };
 	struct jsonl_reader in;
-	unsigned long long seq = 0;
-	int c, fd, tfd = -1, sync = 0, gone = 0, rc = ES_OK;
-	size_t off, n, cut;
-	cJSON *msg;
+	struct pass p = { .tfd = -1 };
+	int c, fd, tfd = -1, sync = 0, rc = ES_OK;
 
 	while ((c = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -86,6 +164,9 @@ main(int argc, char **argv)
 		case OPT_TEE:
 			tee = optarg;
 			break;
+		case OPT_MESSAGE:
+			role = optarg;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return cli_finish(ES_OK);
@@ -95,6 +176,9 @@ main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("unexpected argument '%s'", argv[optind]);
+	if (role && !chat_text_role(role))
+		return cli_usage_error("--message: unknown role '%s' (use system, "
+				       "developer, user or assistant)", role);
 	if (!secrets[0] || !*secrets[0]) {
 		secrets[0] = secrets[1];
 		secrets[1] = NULL;
@@ -138,82 +222,52 @@ main(int argc, char **argv)
 		}
 	}
 	signal(SIGPIPE, SIG_IGN);
+	p.fd = fd;
+	p.tfd = tfd;
+	p.sync = sync;
+	p.path = path;
+	p.tee = tee;
+	p.session = session;
+	p.secrets = secrets;
 	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
 		cli_warn("out of memory");
 		close(fd);
 		return ES_IO;
 	}
-	for (;;) {
-		c = jsonl_read_line(&in, &err);
-		if (c <= 0) {
-			if (c < 0) {
-				cli_report(&err);
-				rc = err.code == AH_ETOOBIG ? ES_BADINPUT : ES_IO;
-			}
-			break;
-		}
-		n = in.line.len;
-		if (!jsonl_blank(in.line.data, n)) {
-			msg = memchr(in.line.data, '\0', n) ? NULL
-			      : json_parse(in.line.data, n, &off);
-			if (!cJSON_IsObject(msg)) {
-				cli_warn("stdin: line %lu: not a JSON object%s",
-					 in.lineno, msg ? "" : " (not valid JSON)");
-				cJSON_Delete(msg);
-				rc = ES_BADINPUT;
-				break;
-			}
-			rec = audit_record(msg, n + !in.partial, session, ++seq,
-					   secrets);
-			cJSON_Delete(msg);
-			if (!rec) {
-				cli_warn("cannot make an audit record: out of memory");
-				rc = ES_IO;
-				break;
-			}
-			/* the record is written before the message goes on:
-			 * nothing passes unaudited */
-			n = strlen(rec);
-			rec[n] = '\n';
-			c = audit_append(fd, rec, n + 1, sync, &cut, &err);
-			free(rec);
-			if (cut)
-				torn(path, cut);
-			if (c < 0) {
-				cli_warn("audit log '%s': %s", path, err.msg);
-				rc = ES_IO;
-				break;
-			}
-		}
-		/* the transcript gets the line before the next stage can
-		 * fail: a closed pipe downstream never loses it */
-		if (tfd >= 0 && !jsonl_blank(in.line.data, in.line.len)) {
-			in.line.data[in.line.len] = '\n';
-			c = audit_append(tfd, in.line.data, in.line.len + 1, sync,
-					 &cut, &err);
-			in.line.data[in.line.len] = '\0';
-			if (cut)
-				torn(tee, cut);
-			if (c < 0) {
-				cli_warn("'%s': %s", tee, err.msg);
-				rc = ES_IO;
-				break;
-			}
-		}
-		if (gone)
-			continue;
-		if (cli_put_line(in.line.data, in.line.len, !in.partial)) {
+	if (role) {
+		/* one message made of the text on stdin */
+		char *text, *line;
+		size_t len;
+
+		if (fd_read(STDIN_FILENO, "stdin", JSONL_MAX_LINE, &text, &len,
+			    &err) < 0) {
+			cli_report(&err);
+			rc = err.code == AH_ETOOBIG ? ES_BADINPUT : ES_IO;
+		} else if (!(line = chat_text_message(role, text, len, &len,
+						      &err))) {
+			cli_report(&err);
 			rc = ES_IO;
-			/* With --tee the transcript is the record: the reader
-			 * downstream is gone, but what still comes in (the
-			 * results of interrupted calls) is kept to the end. */
-			if (tfd < 0 || errno != EPIPE)
+		} else {
+			rc = pass_line(&p, line, len, 1, 1);
+			free(line);
+		}
+		free(text);
+	} else
+		for (;;) {
+			c = jsonl_read_line(&in, &err);
+			if (c <= 0) {
+				if (c < 0) {
+					cli_report(&err);
+					rc = err.code == AH_ETOOBIG ? ES_BADINPUT
+								     : ES_IO;
+				}
 				break;
-			gone = 1;
-			if (!freopen("/dev/null", "w", stdout))
+			}
+			rc = pass_line(&p, in.line.data, in.line.len, in.lineno,
+				       !in.partial);
+			if (rc != ES_OK)
 				break;
 		}
-	}
 	jsonl_reader_free(&in);
 	if (tfd >= 0)
 		close(tfd);

@@ -200,3 +200,73 @@ chat_request(struct chat *c, const cJSON *head, size_t *len)
 	*len = b->len;
 	return b->data;
 }
+
+int
+chat_text_role(const char *role)
+{
+	static const char *const roles[] = { "system", "developer", "user",
+					     "assistant" };
+	size_t i;
+
+	for (i = 0; i < sizeof roles / sizeof roles[0]; i++)
+		if (!strcmp(role, roles[i]))
+			return 1;
+	return 0;
+}
+
+char *
+chat_text_message(const char *role, const char *text, size_t n,
+		  size_t *outlen, struct ah_error *err)
+{
+	cJSON *o;
+	char *clean, *line = NULL;
+
+	if (!chat_text_role(role)) {
+		ah_fail(err, AH_EFORMAT,
+			"cannot make a '%s' message of text: the role must be "
+			"system, developer, user or assistant", role);
+		return NULL;
+	}
+	clean = utf8_sanitize(text, n, UTF8_REPLACE_NUL, NULL);
+	o = cJSON_CreateObject();
+	if (clean && o && cJSON_AddStringToObject(o, "role", role) &&
+	    cJSON_AddStringToObject(o, "content", clean))
+		line = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	free(clean);
+	if (!line) {
+		ah_fail(err, AH_ENOMEM, "cannot make a message: out of memory");
+		return NULL;
+	}
+	if (outlen)
+		*outlen = strlen(line);
+	return line;
+}
+
+int
+chat_answer_text(const cJSON *msg, struct buf *out)
+{
+	const char *role = role_of(msg);
+	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
+	const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
+	const cJSON *part, *type, *text;
+
+	if (!role || strcmp(role, "assistant") ||
+	    (cJSON_IsArray(tc) && tc->child))
+		return 0;
+	if (cJSON_IsString(content))
+		return buf_append(out, content->valuestring,
+				  strlen(content->valuestring)) < 0 ? -1 : 1;
+	if (!cJSON_IsArray(content))
+		return 1;
+	cJSON_ArrayForEach(part, content) {
+		type = cJSON_GetObjectItemCaseSensitive(part, "type");
+		text = cJSON_GetObjectItemCaseSensitive(part, "text");
+		if (cJSON_IsString(type) && !strcmp(type->valuestring, "text") &&
+		    cJSON_IsString(text) &&
+		    buf_append(out, text->valuestring,
+			       strlen(text->valuestring)) < 0)
+			return -1;
+	}
+	return 1;
+}

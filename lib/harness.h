@@ -230,6 +230,20 @@ int chat_ready(const struct chat *c);
  * (a 10 MB body is built in the same memory every step, without faulting
  * in new pages); NULL when out of memory. */
 const char *chat_request(struct chat *c, const cJSON *head, size_t *len);
+/* Nonzero when a message of role can be made of text alone: system,
+ * developer, user or assistant (a tool message needs a call id). */
+int chat_text_role(const char *role);
+/* The message {"role": role, "content": text[0..n)} as one compact JSON
+ * line (NUL-terminated, no newline; the caller frees), with ill-formed
+ * UTF-8 and NUL bytes in text replaced by U+FFFD.  A role chat_text_role
+ * refuses is an AH_EFORMAT error.  NULL on error. */
+char *chat_text_message(const char *role, const char *text, size_t n,
+			size_t *outlen, struct ah_error *err);
+/* When msg is an answer (the assistant's message without tool calls),
+ * appends its text to out: a string content as it is, the "text" of each
+ * text part of an array, nothing for null.  1 for an answer, 0 for any
+ * other message, -1 when out of memory. */
+int chat_answer_text(const cJSON *msg, struct buf *out);
 
 /* --- reply.c: the model's answer ------------------------------------- */
 

@@ -296,4 +296,27 @@ test_expect_success 'a write error on stdout: exit 3' '
 	test_contains err "agent-step: cannot write stdout"
 '
 
+test_expect_success '--answer: the text of the answer a transcript ends with, no model needed' '
+	{ user "do it" && printf "%s\n" "{\"role\":\"assistant\",\"content\":\"first\\nline \\u00e9\"}"; } >t.jsonl &&
+	env -u AGENT_MODEL agent-step --answer <t.jsonl >out &&
+	printf "first\nline \303\251\n" >expect && test_cmp expect out &&
+	echo "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"refusal\",\"refusal\":\"r\"},{\"type\":\"text\",\"text\":\"b\"}]}" |
+		agent-step --answer >out && test "$(cat out)" = ab &&
+	echo "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[]}" | agent-step --answer >out &&
+	test ! -s out
+'
+
+test_expect_success '--answer: exit 1 without an answer, 5 for a bad last line, 3 on a write error' '
+	call_msg bash "{\"command\":\"ls\"}" allow c1 >t.jsonl &&
+	test_must_fail 1 agent-step --answer <t.jsonl >out 2>err && test ! -s out &&
+	test_contains err "agent-step: stdin: line 1: the last message is not an answer (the assistant'\''s, without tool calls)" &&
+	user x | test_must_fail 1 agent-step --answer 2>err &&
+	test_must_fail 1 agent-step --answer </dev/null 2>err &&
+	test_contains err "agent-step: stdin: no messages, so no answer" &&
+	{ echo "{\"role\":\"assistant\",\"content\":\"x\"}" && echo "{torn"; } | test_must_fail 5 agent-step --answer 2>err &&
+	test_contains err "agent-step: stdin: line 2: not a JSON object" &&
+	echo "{\"role\":\"assistant\",\"content\":\"x\"}" | test_must_fail 3 agent-step --answer >/dev/full 2>err &&
+	test_contains err "agent-step: cannot write stdout"
+'
+
 test_done

@@ -107,4 +107,31 @@ test_expect_success '8 concurrent hook-audit processes: every record whole, the 
 	for w in 1 2 3 4 5 6 7 8; do cmp in "out$w" || exit 1; done
 '
 
+test_expect_success '--message ROLE: text becomes one message, recorded and teed' '
+	printf "line 1\n\"quoted\" \\\\ tab\there\n" >text &&
+	hook-audit --message user --log log --tee t.jsonl <text >out &&
+	cmp out t.jsonl && test "$(wc -l <out)" -eq 1 &&
+	jq -j .content out >actual && cmp text actual &&
+	jq -e -s "length == 1 and .[0].role == \"user\" and .[0].message.role == \"user\"" log &&
+	jq -cn --rawfile c text "{role: \"user\", content: \$c}" >expect &&
+	jq -c . out >actual && test_cmp expect actual
+'
+
+test_expect_success '--message: empty text, bad UTF-8 and NUL become U+FFFD, secrets redacted in the log only' '
+	hook-audit --message system --log log </dev/null >out &&
+	test "$(cat out)" = "{\"role\":\"system\",\"content\":\"\"}" &&
+	printf "a\377b\000c sk-proj-Abcdefghijklmnopqrstuvwxyz012345" |
+		hook-audit --message assistant --log log2 >out &&
+	test "$(jq -r .content out)" = "a$(printf "\357\277\275")b$(printf "\357\277\275")c sk-proj-Abcdefghijklmnopqrstuvwxyz012345" &&
+	test "$(jq -r .message.content log2)" = "a$(printf "\357\277\275")b$(printf "\357\277\275")c [REDACTED]"
+'
+
+test_expect_success '--message: a role without text alone is bad usage; a full log fails' '
+	test_must_fail 2 hook-audit --message tool --log log </dev/null 2>err &&
+	test_contains err "hook-audit: --message: unknown role '\''tool'\'' (use system, developer, user or assistant)" &&
+	test ! -e log &&
+	echo x | test_must_fail 3 hook-audit --message user --log /dev/full >out 2>err &&
+	test ! -s out
+'
+
 test_done

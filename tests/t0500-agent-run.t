@@ -11,6 +11,30 @@ DEMO=$SRC_DIR/examples/demo-session.jsonl
 export DEMO
 
 
+# A session with a jq on PATH that records being run and fails: the
+# driver must not need it (15 ms a start).  The task, the system prompt
+# and the answer must come through exact, quotes and backslashes too.
+no_jq_session() {
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "echo one"}}]}
+	{"content": "the answer: \"quoted\"\nline 2 \\ \u00e9"}
+	EOF
+	start_model script && mkdir w fake &&
+	printf '#!/bin/sh\necho "$*" >>"%s/jq-ran"\nexit 99\n' "$PWD" >fake/jq &&
+	chmod +x fake/jq &&
+	task='a task: '\''single'\'' "double" \ back
+line 2' &&
+	PATH=$PWD/fake:$PATH agent-run "$@" -y -C w "$task" >answer 2>progress &&
+	test ! -e jq-ran &&
+	printf 'the answer: "quoted"\nline 2 \\ \303\251\n' >expect &&
+	test_cmp expect answer &&
+	test "$(jq -r -s '.[1] | select(.role == "user") | .content' w/.agent/transcript.jsonl)" = "$task" &&
+	sed "s|@WORKDIR@|$(cd w && pwd -P)|g" "$SRC_DIR/share/system-prompt.txt" >expect &&
+	jq -j -s '.[0] | select(.role == "system") | .content' w/.agent/transcript.jsonl >actual &&
+	printf '\n' >>actual && test_cmp expect actual &&
+	test "$(wc -l <w/.agent/audit.jsonl)" -eq "$(wc -l <w/.agent/transcript.jsonl)"
+}
+
 for mode in ring step; do
 	flag=
 	[ $mode = step ] && flag=--step
@@ -29,6 +53,10 @@ for mode in ring step; do
 		jq -e -s 'map(.tools[]?) | map(select(.name == \"write_file\"))[0].reason | endswith(\"approved by --yes\")' blog/.agent/audit.jsonl &&
 		test_contains progress 'tool-exec: allow bash python3 -m unittest' &&
 		test_contains progress '[>] fix-case - Make the search ignore case'
+	"
+
+	test_expect_success "$mode: the driver runs no jq program, from the task to the answer" "
+		no_jq_session $flag
 	"
 
 	test_expect_success "$mode: the stop check fires once when todos are left" "
