@@ -275,21 +275,74 @@ jsonl_write(FILE *fp, const cJSON *obj, struct ah_error *err)
 	return rc;
 }
 
+struct keyref {
+	const char *key;
+	size_t pos;
+};
+
+static int
+keyref_cmp(const void *a, const void *b)
+{
+	const struct keyref *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	if (c)
+		return c;
+	return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* The position of the first member of obj whose key a later member
+ * repeats; n (the number of members) when no key repeats.  Sorting makes
+ * it O(n log n): a model's call with 100k keys must not take minutes.
+ * Without memory for the sort, it compares every pair. */
+static size_t
+first_repeated(const cJSON *obj, size_t n)
+{
+	struct keyref *refs = n > 16 ? malloc(n * sizeof *refs) : NULL;
+	const cJSON *a, *b;
+	size_t i, j, first = n;
+
+	if (!refs) {
+		for (a = obj->child, i = 0; a; a = a->next, i++)
+			for (b = a->next; a->string && b; b = b->next)
+				if (b->string && !strcmp(a->string, b->string))
+					return i;
+		return n;
+	}
+	for (a = obj->child, i = j = 0; a; a = a->next, i++)
+		if (a->string)
+			refs[j++] = (struct keyref){ a->string, i };
+	qsort(refs, j, sizeof *refs, keyref_cmp);
+	/* a run of equal keys starts at its first position */
+	for (i = 0; i + 1 < j; i++)
+		if (!strcmp(refs[i].key, refs[i + 1].key)) {
+			if (refs[i].pos < first)
+				first = refs[i].pos;
+			while (i + 1 < j && !strcmp(refs[i].key, refs[i + 1].key))
+				i++;
+		}
+	free(refs);
+	return first;
+}
+
 int
 json_has_duplicate_keys(const cJSON *obj, const char **key)
 {
-	const cJSON *a, *b;
+	const cJSON *a;
+	size_t i, n = 0, dup;
 
 	if (!obj)
 		return 0;
-	for (a = obj->child; a; a = a->next) {
-		if (cJSON_IsObject(obj) && a->string)
-			for (b = a->next; b; b = b->next)
-				if (b->string && !strcmp(a->string, b->string)) {
-					if (key)
-						*key = a->string;
-					return 1;
-				}
+	for (a = obj->child; a; a = a->next)
+		n++;
+	dup = cJSON_IsObject(obj) ? first_repeated(obj, n) : n;
+	/* the first member repeated, or one inside the members before it */
+	for (a = obj->child, i = 0; a; a = a->next, i++) {
+		if (i == dup) {
+			if (key)
+				*key = a->string;
+			return 1;
+		}
 		if ((cJSON_IsObject(a) || cJSON_IsArray(a)) &&
 		    json_has_duplicate_keys(a, key))
 			return 1;

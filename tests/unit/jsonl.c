@@ -191,6 +191,102 @@ test_buf(void)
 	buf_free(&b);
 }
 
+/* The pairwise search json_has_duplicate_keys replaced, as the reference. */
+static int
+naive_dup(const cJSON *obj, const char **key)
+{
+	const cJSON *a, *b;
+
+	for (a = obj ? obj->child : NULL; a; a = a->next) {
+		if (cJSON_IsObject(obj) && a->string)
+			for (b = a->next; b; b = b->next)
+				if (b->string && !strcmp(a->string, b->string)) {
+					*key = a->string;
+					return 1;
+				}
+		if ((cJSON_IsObject(a) || cJSON_IsArray(a)) && naive_dup(a, key))
+			return 1;
+	}
+	return 0;
+}
+
+static cJSON *
+random_value(unsigned *seed, int depth)
+{
+	static const char *const keys[] = { "a", "b", "c", "d", "e", "f", "g",
+		"h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t",
+		"u", "v", "w", "x", "y", "z", "aa", "ab", "ac", "ad" };
+	int kind = depth > 1 ? 0 : rand_r(seed) % 3, n, i;
+	cJSON *v;
+
+	if (kind == 0)
+		return cJSON_CreateNumber(rand_r(seed) % 10);
+	v = kind == 1 ? cJSON_CreateObject() : cJSON_CreateArray();
+	n = rand_r(seed) % (depth ? 24 : 40);
+	for (i = 0; i < n; i++) {
+		cJSON *m = random_value(seed, depth + 1);
+
+		if (kind == 2)
+			cJSON_AddItemToArray(v, m);
+		else /* cJSON_AddItemToObject does not check for repeats */
+			cJSON_AddItemToObject(v, keys[rand_r(seed) % 30], m);
+	}
+	return v;
+}
+
+static void
+test_duplicates(void)
+{
+	unsigned seed = 7;
+	int i, same = 1, found = 0;
+	cJSON *v;
+	char *text;
+	size_t len;
+
+	/* against the pairwise search: the same answer, the same key */
+	for (i = 0; i < 3000 && same; i++) {
+		const char *k1 = NULL, *k2 = NULL;
+		int d1, d2;
+
+		v = random_value(&seed, 0);
+		d1 = json_has_duplicate_keys(v, &k1);
+		d2 = naive_dup(v, &k2);
+		same = d1 == d2 && k1 == k2;
+		found += d1;
+		cJSON_Delete(v);
+	}
+	ok(same && found > 300 && found < 2900,
+	   "random objects: as the pairwise search, %d of %d with repeats",
+	   found, i);
+	/* 200k distinct keys, then one repeated at the end: pairwise, 2e10
+	 * comparisons; the alarm ends a search that slow (a hang guard, far
+	 * above the milliseconds this takes even under valgrind) */
+	alarm(20);
+	{
+		struct buf b = BUF_INIT(0);
+
+		buf_putc(&b, '{');
+		for (i = 0; i < 200000; i++)
+			buf_printf(&b, "\"k%d\":%d,", i, i);
+		buf_printf(&b, "\"k%d\":0}", 199999);
+		text = buf_detach(&b, &len);
+		v = json_parse(text, len, NULL);
+		{
+			const char *key = NULL;
+
+			ok(v && json_has_duplicate_keys(v, &key) &&
+			   !strcmp(key, "k199999"),
+			   "200k keys: the repeat of the last found");
+		}
+		cJSON_DeleteItemFromArray(v, 200000);
+		ok(v && !json_has_duplicate_keys(v, NULL),
+		   "200k distinct keys: no repeat");
+		cJSON_Delete(v);
+		free(text);
+	}
+	alarm(0);
+}
+
 int
 main(void)
 {
@@ -199,6 +295,7 @@ main(void)
 	test_limits();
 	test_writer();
 	test_json();
+	test_duplicates();
 	test_buf();
 	return tap_done();
 }
