@@ -61,7 +61,7 @@ pass_line(struct pass *p, char *s, size_t n, unsigned long lineno,
 	  int newline)
 {
 	struct ah_error err = { 0 };
-	size_t off, cut;
+	size_t off, len, cut;
 	cJSON *msg;
 	char *rec;
 	int c;
@@ -83,9 +83,9 @@ pass_line(struct pass *p, char *s, size_t n, unsigned long lineno,
 		}
 		/* the record is written before the message goes on: nothing
 		 * passes unaudited */
-		off = strlen(rec);
-		rec[off] = '\n';
-		c = audit_append(p->fd, rec, off + 1, p->sync, &cut, &err);
+		len = strlen(rec);
+		rec[len] = '\n';
+		c = audit_append(p->fd, rec, len + 1, p->sync, &cut, &err);
 		free(rec);
 		if (cut)
 			torn(p->path, cut);
@@ -145,7 +145,7 @@ main(int argc, char **argv)
 	struct ah_error err = { 0 };
 	struct jsonl_reader in;
 	struct pass p = { .tfd = -1 };
-	int c, fd, tfd = -1, sync = 0, rc = ES_OK;
+	int c, rc = ES_OK;
 
 	while ((c = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -159,7 +159,7 @@ main(int argc, char **argv)
 			session = optarg;
 			break;
 		case OPT_SYNC:
-			sync = 1;
+			p.sync = 1;
 			break;
 		case OPT_TEE:
 			tee = optarg;
@@ -207,31 +207,28 @@ main(int argc, char **argv)
 	}
 	/* The log may hold what the model saw: readable by its owner only. */
 	errno = 0;
-	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) {
+	p.fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (p.fd < 0) {
 		cli_warn("cannot open the audit log '%s': %s", path,
 			 strerror(errno));
 		return ES_IO;
 	}
 	if (tee) {
-		tfd = open(tee, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-		if (tfd < 0) {
+		p.tfd = open(tee, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		if (p.tfd < 0) {
 			cli_warn("cannot open '%s': %s", tee, strerror(errno));
-			close(fd);
+			close(p.fd);
 			return ES_IO;
 		}
 	}
 	signal(SIGPIPE, SIG_IGN);
-	p.fd = fd;
-	p.tfd = tfd;
-	p.sync = sync;
 	p.path = path;
 	p.tee = tee;
 	p.session = session;
 	p.secrets = secrets;
 	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
 		cli_warn("out of memory");
-		close(fd);
+		close(p.fd);
 		return ES_IO;
 	}
 	if (role) {
@@ -269,9 +266,9 @@ main(int argc, char **argv)
 				break;
 		}
 	jsonl_reader_free(&in);
-	if (tfd >= 0)
-		close(tfd);
-	if (close(fd) < 0 && rc == ES_OK) {
+	if (p.tfd >= 0)
+		close(p.tfd);
+	if (close(p.fd) < 0 && rc == ES_OK) {
 		cli_warn("audit log '%s': %s", path, strerror(errno));
 		rc = ES_IO;
 	}
