@@ -95,7 +95,8 @@ run_call(const struct tool_ctx *ctx, const cJSON *call, int yes, char **res)
 
 static int interrupted_mode, verbose;
 
-/* The gist of a call for a person watching: the command, or the path. */
+/* The gist of a call for a person watching: the command, the path, or
+ * the number of todos. */
 static void
 progress(const cJSON *call, int rc, const char *res)
 {
@@ -110,11 +111,21 @@ progress(const cJSON *call, int rc, const char *res)
 					: NULL;
 	const cJSON *g = cJSON_GetObjectItemCaseSensitive(args,
 		!strcmp(tool, "bash") ? "command" : "path");
+	const cJSON *todos = cJSON_GetObjectItemCaseSensitive(args, "todos");
 	const char *end = strrchr(res, '[');
 	char gist[81];
 	size_t i;
 
-	snprintf(gist, sizeof gist, "%s", cJSON_IsString(g) ? g->valuestring : "");
+	if (!strcmp(tool, "run_todo_write") && cJSON_IsArray(todos)) {
+		i = (size_t)cJSON_GetArraySize(todos);
+		snprintf(gist, sizeof gist, "%zu item%s", i, i == 1 ? "" : "s");
+	} else {
+		/* cut on a character boundary */
+		snprintf(gist, sizeof gist, "%s",
+			 cJSON_IsString(g) ? g->valuestring : "");
+		i = strlen(gist);
+		gist[utf8_floor(gist, i, i)] = '\0';
+	}
 	for (i = 0; gist[i]; i++)
 		if ((unsigned char)gist[i] < 0x20 || gist[i] == 0x7f)
 			gist[i] = ' ';

@@ -389,4 +389,16 @@ test_expect_success 'usage errors exit 2' '
 	test_contains err "tool-exec: cannot resolve '\''/nonexistent'\''"
 '
 
+test_expect_success '-v: a line per call: decision, tool, gist (cut whole characters), outcome' '
+	call_msg run_todo_write "{\"todos\":[{\"id\":\"a\",\"content\":\"do a\",\"status\":\"in_progress\"},{\"id\":\"b\",\"content\":\"do b\",\"status\":\"pending\"}]}" >in &&
+	tool-exec -v <in >out 2>err &&
+	test_contains err "tool-exec: allow run_todo_write 2 items -> ok" &&
+	test_contains err "[>] a - do a" &&
+	printf "echo %s" "$(printf "\303\251%.0s" $(seq 60))" >cmd &&
+	bash_call cmd | tool-exec -v >out 2>err &&
+	head -n 1 err >line &&
+	printf "tool-exec: allow bash echo %s... -> ok\n" "$(printf "\303\251%.0s" $(seq 37))" >expect &&
+	test_cmp expect line
+'
+
 test_done
