@@ -70,9 +70,16 @@ on_text(void *ctx, const char *text)
 {
 	struct run *r = ctx;
 
+	char *safe;
+
 	if (r->quiet)
 		return;
-	fputs(text, stderr);
+	/* the model's text, not its escape sequences: none reaches the
+	 * terminal to move the cursor or set the clipboard */
+	safe = utf8_for_terminal(text, strlen(text), TERM_KEEP_LINES, NULL);
+	if (safe)
+		fputs(safe, stderr);
+	free(safe);
 	r->streamed_text = 1;
 }
 

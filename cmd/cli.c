@@ -7,16 +7,32 @@
 
 #include "cli.h"
 
+/* Prints "progname: message" on one line of stderr: whatever the message
+ * quotes (a file name, a server's error, a model's text) cannot act on
+ * the terminal or start a line of its own. */
+static void
+vwarn(const char *fmt, va_list ap)
+{
+	char *msg = NULL, *safe = NULL;
+	int n = vasprintf(&msg, fmt, ap);
+
+	if (n >= 0)
+		safe = utf8_for_terminal(msg, (size_t)n, 0, NULL);
+	fprintf(stderr, "%s: %s\n", progname,
+		safe ? safe : "(a message, lost: out of memory)");
+	free(safe);
+	if (n >= 0)
+		free(msg);
+}
+
 void
 cli_warn(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", progname);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vwarn(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void
@@ -30,11 +46,10 @@ cli_usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", progname);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vwarn(fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry '%s --help' for more information.\n", progname);
+	fprintf(stderr, "Try '%s --help' for more information.\n", progname);
 	return ES_USAGE;
 }
 

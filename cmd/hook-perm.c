@@ -215,25 +215,29 @@ note(struct verdict *v, const char *text)
 	snprintf(v->reason + n, sizeof v->reason - n, "; %s", text);
 }
 
-/* Text fit for a terminal: control characters (escape sequences a model
- * could use to hide what it asks) shown as \xNN. */
+/* Text fit for a terminal, at most max bytes of it: control characters
+ * (escape sequences a model could use to hide what it asks) shown as \xnn,
+ * and what reorders or hides text (bidirectional controls, zero-width
+ * characters) as \u{XXXX}. */
 static void
 show(FILE *tty, const char *s, size_t max)
 {
-	size_t i;
+	size_t n = strlen(s), cut = n > max ? utf8_floor(s, n, max) : n, len, i;
+	char *t = utf8_for_terminal(s, cut, TERM_KEEP_LINES | TERM_SHOW_HIDDEN,
+				    &len);
 
-	for (i = 0; s[i] && i < max; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '\n')
-			fputs("\n    ", tty);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(tty, "\\x%02x", c);
-		else
-			fputc(c, tty);
+	if (!t) {
+		fputs("(out of memory)", tty);
+		return;
 	}
-	if (s[i])
+	for (i = 0; i < len; i++)
+		if (t[i] == '\n')
+			fputs("\n    ", tty);
+		else
+			fputc(t[i], tty);
+	if (cut < n)
 		fputs(" [...]", tty);
+	free(t);
 }
 
 /* The member of the arguments that says what a call does. */

@@ -113,7 +113,7 @@ progress(const cJSON *call, int rc, const char *res)
 		!strcmp(tool, "bash") ? "command" : "path");
 	const cJSON *todos = cJSON_GetObjectItemCaseSensitive(args, "todos");
 	const char *end = strrchr(res, '[');
-	char gist[81];
+	char gist[81], *safe_tool, *safe_gist, *safe_res;
 	size_t i;
 
 	if (!strcmp(tool, "run_todo_write") && cJSON_IsArray(todos)) {
@@ -127,21 +127,31 @@ progress(const cJSON *call, int rc, const char *res)
 		gist[utf8_floor(gist, i, i)] = '\0';
 	}
 	for (i = 0; gist[i]; i++)
-		if ((unsigned char)gist[i] < 0x20 || gist[i] == 0x7f)
+		if (gist[i] == '\n' || gist[i] == '\t')
 			gist[i] = ' ';
+	/* what the model wrote reaches the terminal only made safe */
+	safe_tool = utf8_for_terminal(tool, strlen(tool), TERM_SHOW_HIDDEN, NULL);
+	safe_gist = utf8_for_terminal(gist, strlen(gist), TERM_SHOW_HIDDEN, NULL);
+	i = rc == TOOL_ERROR ? utf8_floor(res, strlen(res), 100) : strlen(res);
+	safe_res = utf8_for_terminal(res, i, rc == TOOL_ERROR ? 0 : TERM_KEEP_LINES,
+				     NULL);
 	fprintf(stderr, "%s: %-5s %s %s%s -> ", progname,
-		cJSON_IsString(d) ? d->valuestring : "none", tool, gist,
+		cJSON_IsString(d) ? d->valuestring : "none",
+		safe_tool ? safe_tool : "?", safe_gist ? safe_gist : "",
 		cJSON_IsString(g) && strlen(g->valuestring) > 80 ? "..." : "");
 	if (rc == TOOL_ERROR)
-		fprintf(stderr, "%.100s\n", res);
+		fprintf(stderr, "%s\n", safe_res ? safe_res : "error");
 	else if (!strcmp(tool, "bash") && end && !strncmp(end, "[exit code: ", 12))
 		fprintf(stderr, "%.40s\n", end + 1);
 	else if (rc == TOOL_INTERRUPTED)
 		fprintf(stderr, "interrupted\n");
 	else if (!strcmp(tool, "run_todo_write"))
-		fprintf(stderr, "ok\n%s\n", res);
+		fprintf(stderr, "ok\n%s\n", safe_res ? safe_res : "");
 	else
 		fprintf(stderr, "ok\n");
+	free(safe_tool);
+	free(safe_gist);
+	free(safe_res);
 	cJSON_Delete(args);
 }
 

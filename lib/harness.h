@@ -98,6 +98,21 @@ size_t utf8_floor(const char *s, size_t n, size_t pos);
  * *start receives the offset of the first byte kept. */
 size_t utf8_strip(const char *s, size_t n, size_t *start);
 
+enum {
+	TERM_KEEP_LINES = 1, /* newlines and tabs pass as they are */
+	TERM_SHOW_HIDDEN = 2, /* invisible characters as \u{XXXX} too */
+};
+
+/* A copy of s[0..n) that is safe to write to a terminal: nothing in it
+ * can move the cursor, rewrite a line, set the title or the clipboard.
+ * C0 controls (but newline and tab with TERM_KEEP_LINES) and DEL become
+ * \xnn, C1 controls \u{XXXX}, and each byte that is not well-formed
+ * UTF-8 \xnn.  With TERM_SHOW_HIDDEN, what a reader cannot see becomes
+ * \u{XXXX} too: bidirectional controls (which reorder what is shown),
+ * zero-width and other invisible format characters, line and paragraph
+ * separators, tag characters.  NULL when out of memory. */
+char *utf8_for_terminal(const char *s, size_t n, int flags, size_t *outlen);
+
 /* --- text.c: bounded text for the model ------------------------------ */
 
 /* Keeps the first and the last max/2 bytes of a stream of any length. */

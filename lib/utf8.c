@@ -175,3 +175,51 @@ utf8_strip(const char *str, size_t n, size_t *start)
 	*start = first;
 	return end - first;
 }
+
+/* Characters that show nothing, or change how the text around them is
+ * shown: what a person approving a command must be shown explicitly. */
+static int
+is_hidden(uint32_t c)
+{
+	return c == 0x00AD || c == 0x034F || c == 0x061C || c == 0x115F ||
+	       c == 0x1160 || c == 0x17B4 || c == 0x17B5 || c == 0x180E ||
+	       (c >= 0x200B && c <= 0x200F) || (c >= 0x2028 && c <= 0x202E) ||
+	       (c >= 0x2060 && c <= 0x206F) || c == 0x3164 || c == 0xFEFF ||
+	       c == 0xFFA0 || (c >= 0xFFF9 && c <= 0xFFFB) ||
+	       (c >= 0xE0000 && c <= 0xE007F);
+}
+
+char *
+utf8_for_terminal(const char *str, size_t n, int flags, size_t *outlen)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	struct buf b = BUF_INIT(0);
+	size_t i = 0;
+	uint32_t cp;
+	int k, j, bad = 0;
+
+	while (i < n && !bad) {
+		k = decode(s + i, n - i, &cp);
+		if (k < 0) {
+			for (j = 0; j < -k && !bad; j++)
+				bad = buf_printf(&b, "\\x%02x", s[i + j]) < 0;
+			i += (size_t)-k;
+			continue;
+		}
+		if ((cp < 0x20 && !((flags & TERM_KEEP_LINES) &&
+				    (cp == '\n' || cp == '\t'))) ||
+		    cp == 0x7F)
+			bad = buf_printf(&b, "\\x%02x", (unsigned)cp) < 0;
+		else if ((cp >= 0x80 && cp <= 0x9F) ||
+			 ((flags & TERM_SHOW_HIDDEN) && is_hidden(cp)))
+			bad = buf_printf(&b, "\\u{%04X}", (unsigned)cp) < 0;
+		else
+			bad = buf_append(&b, s + i, (size_t)k) < 0;
+		i += (size_t)k;
+	}
+	if (bad || buf_append(&b, "", 0) < 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_detach(&b, outlen);
+}

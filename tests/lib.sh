@@ -94,7 +94,9 @@ test_expect_success() {
 		sed 's/^/#	/' <<-EOF
 		$2
 		EOF
-		sed 's/^/# > /' "$SCRATCH/.log"
+		# awk ends the last line even when the output did not: the
+		# next "ok" line must start a line of its own for TAP
+		awk '{ print "# > " $0 }' "$SCRATCH/.log"
 	fi
 }
 

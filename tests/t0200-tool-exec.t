@@ -401,4 +401,14 @@ test_expect_success '-v: a line per call: decision, tool, gist (cut whole charac
 	test_cmp expect line
 '
 
+test_expect_success '-v: escape sequences of the model are shown, not sent to the terminal' '
+	printf "echo \033]2;pwned\007 \302\233" >cmd &&
+	bash_call cmd | tool-exec -v --sandbox off >out 2>err &&
+	test_contains err "tool-exec: allow bash echo \\x1b]2;pwned\\x07 \\u{009B} -> exit code: 127]" &&
+	call_msg run_todo_write "{\"todos\":[{\"id\":\"a\",\"content\":\"do \\u001b[2Ja \\u202etxt.exe\",\"status\":\"pending\"}]}" >in &&
+	tool-exec -v <in >out 2>err &&
+	test_contains err "[ ] a - do \\x1b[2Ja $(printf "\342\200\256")txt.exe" &&
+	! grep -q "$(printf "\033")" err
+'
+
 test_done

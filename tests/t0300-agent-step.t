@@ -319,4 +319,25 @@ test_expect_success '--answer: exit 1 without an answer, 5 for a bad last line, 
 	test_contains err "agent-step: cannot write stdout"
 '
 
+test_expect_success 'streaming: the model'\''s escape sequences reach stderr shown, not done; stdout keeps them' '
+	cat >script <<-\EOF &&
+	{"content": "set \u001b]52;c;cm0gLXJmIH4=\u0007clip\u001b[2J\r\nnext \u009b1m", "chunk": 3}
+	EOF
+	start_model script &&
+	user "x" | agent-step --stream >out 2>err &&
+	printf "set \\\\x1b]52;c;cm0gLXJmIH4=\\\\x07clip\\\\x1b[2J\\\\x0d\nnext \\\\u{009B}1m\n" >expect &&
+	test_cmp expect err &&
+	jq -e ".content == \"set \u001b]52;c;cm0gLXJmIH4=\u0007clip\u001b[2J\r\nnext \u009b1m\"" out
+'
+
+test_expect_success 'a server'\''s error text reaches stderr on one line, its controls shown' '
+	cat >script <<-\EOF &&
+	{"status": 400, "error": {"message": "bad\u001b[31m red\nforged: line", "type": "invalid_request_error"}}
+	EOF
+	start_model script &&
+	user x | test_must_fail 6 agent-step >out 2>err &&
+	test "$(wc -l <err)" -eq 1 &&
+	test_contains err "bad\\x1b[31m red\\x0aforged: line"
+'
+
 test_done

@@ -238,6 +238,18 @@ if command -v script >/dev/null 2>&1; then
 		printf "n\n" | script -qec "hook-perm <in >out" /dev/null >tty &&
 		test_contains tty "ls\\x1b[2K\\x0drm -rf x"
 	'
+	test_expect_success 'the prompt shows what reorders or hides text: bidi, zero-width, C1' '
+		call_msg bash "$(bash_args "$(printf "ls \342\200\256txt.hs\342\200\213 \302\233 \363\240\201\201")")" none >in &&
+		printf "n\n" | script -qec "hook-perm <in >out" /dev/null >tty &&
+		test_contains tty "ls \\u{202E}txt.hs\\u{200B} \\u{009B} \\u{E0041}" &&
+		jq -e ".tool_calls[0].permission.decision == \"deny\"" out
+	'
+	test_expect_success 'the prompt cuts a long command between characters' '
+		call_msg bash "$(bash_args "$(printf "echo %s" "$(printf "\303\251%.0s" $(seq 1500))")")" none >in &&
+		printf "n\n" | script -qec "hook-perm <in >out" /dev/null >tty &&
+		test_contains tty " [...]" &&
+		LC_ALL=C.UTF-8 grep -a "echo" tty | iconv -f UTF-8 -t UTF-8 >/dev/null
+	'
 else
 	test_skip 'ask at a terminal' 'script(1) is not installed'
 fi

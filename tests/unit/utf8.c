@@ -20,6 +20,29 @@ sanitize(const char *in, size_t n, int flags, const char *want, size_t wn,
 	free(out);
 }
 
+static void
+term(const char *in, size_t n, int flags, const char *want, size_t wn,
+     const char *what)
+{
+	size_t len;
+	char *out = utf8_for_terminal(in, n, flags, &len);
+	size_t i;
+	int clean = out != NULL;
+
+	is_mem(out, len, want, wn, "for_terminal: %s", what);
+	for (i = 0; out && i < len; i++)
+		if (((unsigned char)out[i] < 0x20 &&
+		     !((flags & TERM_KEEP_LINES) && (out[i] == '\n' || out[i] == '\t'))) ||
+		    out[i] == 0x7f ||
+		    ((unsigned char)out[i] == 0xC2 && i + 1 < len &&
+		     (unsigned char)out[i + 1] >= 0x80 &&
+		     (unsigned char)out[i + 1] <= 0x9F))
+			clean = 0;
+	ok(clean && utf8_valid_prefix(out, len) == len,
+	   "for_terminal: %s: no control left, valid UTF-8", what);
+	free(out);
+}
+
 int
 main(void)
 {
@@ -68,5 +91,29 @@ main(void)
 	ok(start == 0 && len == 1, "strip: a bad byte is not space");
 	len = utf8_strip(S(""), &start);
 	ok(len == 0, "strip: empty");
+	term(S("plain caf\xC3\xA9 \xF0\x9F\x98\x80"), 0,
+	     S("plain caf\xC3\xA9 \xF0\x9F\x98\x80"), "text passes as it is");
+	term(S("ls\033[2K\rrm -rf x\x7f"), 0, S("ls\\x1b[2K\\x0drm -rf x\\x7f"),
+	     "ESC, CR and DEL as \\xnn");
+	term(S("\033]52;c;ZXZpbA==\007"), 0, S("\\x1b]52;c;ZXZpbA==\\x07"),
+	     "an OSC 52 clipboard write is shown, not done");
+	term(S("a\nb\tc"), 0, S("a\\x0ab\\x09c"), "newline and tab escaped");
+	term(S("a\nb\tc"), TERM_KEEP_LINES, S("a\nb\tc"),
+	     "newline and tab kept with TERM_KEEP_LINES");
+	term(S("\xC2\x9B" "2J\xC2\x85"), TERM_KEEP_LINES, S("\\u{009B}2J\\u{0085}"),
+	     "C1 controls (CSI, NEL) as \\u{XXXX}");
+	term(S("a\xFF\xC3"), 0, S("a\\xff\\xc3"), "ill-formed bytes as \\xnn");
+	term(S("\xE1\x80\xC0"), 0, S("\\xe1\\x80\\xc0"),
+	     "each byte of an ill-formed subpart");
+	term(S("rm \xE2\x80\xAE" "fdp.exe"), 0, S("rm \xE2\x80\xAE" "fdp.exe"),
+	     "bidi kept without TERM_SHOW_HIDDEN");
+	term(S("rm \xE2\x80\xAE" "fdp.exe\xE2\x80\x8B\xEF\xBB\xBF\xE2\x81\xA6"),
+	     TERM_SHOW_HIDDEN, S("rm \\u{202E}fdp.exe\\u{200B}\\u{FEFF}\\u{2066}"),
+	     "RLO, zero-width space, BOM, isolate shown with TERM_SHOW_HIDDEN");
+	term(S("\xF3\xA0\x81\x81\xE2\x80\xA8"), TERM_SHOW_HIDDEN,
+	     S("\\u{E0041}\\u{2028}"), "tag characters and line separators shown");
+	term(S(""), 0, S(""), "empty stays empty");
+	term("a\0b", 3, 0, S("a\\x00b"), "NUL as \\x00");
+
 	return tap_done();
 }
