@@ -293,8 +293,21 @@ print_answer(void)
 		cli_warn("stdin: line %lu: the last message is not an answer "
 			 "(the assistant's, without tool calls)", lineno);
 		rc = ES_REJECTED;
-	} else if (text.len && cli_put_line(text.data, text.len, 1))
-		rc = ES_IO;
+	} else if (text.len) {
+		/* on a terminal, the text without its escape sequences, as
+		 * --stream shows it; into a pipe or a file, as it is */
+		int tty = isatty(STDOUT_FILENO);
+		char *safe = tty ? utf8_for_terminal(text.data, text.len,
+						     TERM_KEEP_LINES, &text.len)
+				 : NULL;
+
+		if (tty && !safe) {
+			cli_warn("out of memory");
+			rc = ES_IO;
+		} else if (cli_put_line(safe ? safe : text.data, text.len, 1))
+			rc = ES_IO;
+		free(safe);
+	}
 	cJSON_Delete(msg);
 	buf_free(&last);
 	buf_free(&text);

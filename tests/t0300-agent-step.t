@@ -340,4 +340,17 @@ test_expect_success 'a server'\''s error text reaches stderr on one line, its co
 	test_contains err "bad\\x1b[31m red\\x0aforged: line"
 '
 
+if command -v script >/dev/null 2>&1; then
+	test_expect_success '--answer: on a terminal, escape sequences shown; into a pipe, as sent' '
+		printf "%s\n" "{\"role\":\"assistant\",\"content\":\"done \\u001b]52;c;eA==\\u0007\\n\\tok\"}" >t.jsonl &&
+		script -qec "agent-step --answer <t.jsonl" /dev/null >tty &&
+		test_contains tty "done \\x1b]52;c;eA==\\x07" &&
+		! grep -q "$(printf "\033")" tty &&
+		agent-step --answer <t.jsonl >out &&
+		printf "done \033]52;c;eA==\007\n\tok\n" >expect && test_cmp expect out
+	'
+else
+	test_skip '--answer on a terminal' 'script(1) is not installed'
+fi
+
 test_done
