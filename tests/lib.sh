@@ -172,6 +172,18 @@ valid() {
 		| .ok and (.pending | length) == 0' "$1" >/dev/null
 }
 
+# kill_session SID: SIGKILL to every process of session SID, as a power
+# cut would.  One pkill is not enough: a process forked after it read
+# /proc escapes it, and can then hold the session's lock for good (a
+# stage blocked opening the ring's FIFO).  Passes until none is left
+# (zombies still match, hence the bound).
+kill_session() {
+	for _ in 1 2 3 4 5 6; do
+		pkill -9 -s "$1" || return 0
+		sleep 0.01
+	done
+}
+
 # wait_for FILE LINES [SECONDS]: waits until FILE has LINES lines.
 wait_for() {
 	i=0

@@ -145,7 +145,7 @@ for mode in ring step; do
 		start_model script && mkdir w &&
 		{ setsid agent-run $flag -y -C w 'crash' >answer 2>progress & pid=\$!; } &&
 		i=0; while [ ! -e w/killme ] && [ \$i -lt 500 ]; do sleep 0.02; i=\$((i+1)); done &&
-		sid=\$(ps -o sid= -p \$pid | tr -d ' ') && pkill -9 -s \"\$sid\"; wait \$pid; sleep 0.2 &&
+		sid=\$(ps -o sid= -p \$pid | tr -d ' ') && kill_session \"\$sid\"; wait \$pid; sleep 0.2 &&
 		! pgrep -f 'sleep 37.5' &&
 		! valid w/.agent/transcript.jsonl &&
 		agent-run $flag -y --resume -C w >answer 2>progress &&

@@ -91,7 +91,7 @@ test_expect_success 'agent-run: killed at random points, --resume finishes with 
 	r=0 st=1 && while [ $r -lt $ROUNDS ]; do
 		pause; pause
 		sid=$(ps -o sid= -p $pid 2>/dev/null | tr -d " ")
-		[ -n "$sid" ] && pkill -9 -s "$sid"
+		[ -n "$sid" ] && kill_session "$sid"
 		wait $pid; st=$?
 		[ $st = 0 ] && break
 		lines_valid w/.agent/audit.jsonl || return 1
