@@ -132,9 +132,14 @@ progress(const cJSON *call, int rc, const char *res)
 	/* what the model wrote reaches the terminal only made safe */
 	safe_tool = utf8_for_terminal(tool, strlen(tool), TERM_SHOW_HIDDEN, NULL);
 	safe_gist = utf8_for_terminal(gist, strlen(gist), TERM_SHOW_HIDDEN, NULL);
-	i = rc == TOOL_ERROR ? utf8_floor(res, strlen(res), 100) : strlen(res);
-	safe_res = utf8_for_terminal(res, i, rc == TOOL_ERROR ? 0 : TERM_KEEP_LINES,
-				     NULL);
+	/* the result is shown for an error (its start) and a todo list */
+	safe_res = NULL;
+	if (rc == TOOL_ERROR)
+		safe_res = utf8_for_terminal(res,
+			utf8_floor(res, strlen(res), 100), 0, NULL);
+	else if (!strcmp(tool, "run_todo_write"))
+		safe_res = utf8_for_terminal(res, strlen(res), TERM_KEEP_LINES,
+					     NULL);
 	fprintf(stderr, "%s: %-5s %s %s%s -> ", progname,
 		cJSON_IsString(d) ? d->valuestring : "none",
 		safe_tool ? safe_tool : "?", safe_gist ? safe_gist : "",
