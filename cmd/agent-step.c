@@ -69,7 +69,6 @@ static void
 on_text(void *ctx, const char *text)
 {
 	struct run *r = ctx;
-
 	char *safe;
 
 	if (r->quiet)
