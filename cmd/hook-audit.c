@@ -122,6 +122,53 @@ pass_line(struct pass *p, char *s, size_t n, unsigned long lineno,
 	return ES_OK;
 }
 
+/* --message: the text on stdin made into one message of role. */
+static int
+pass_text(struct pass *p, const char *role)
+{
+	struct ah_error err = { 0 };
+	char *text, *line = NULL;
+	size_t len;
+	int rc;
+
+	if (fd_read(STDIN_FILENO, "stdin", JSONL_MAX_LINE, &text, &len,
+		    &err) < 0) {
+		cli_report(&err);
+		rc = err.code == AH_ETOOBIG ? ES_BADINPUT : ES_IO;
+	} else if (!(line = chat_text_message(role, text, len, &len, &err))) {
+		cli_report(&err);
+		rc = ES_IO;
+	} else
+		rc = pass_line(p, line, len, 1, 1);
+	free(line);
+	free(text);
+	return rc;
+}
+
+/* Each line of stdin, as it arrives. */
+static int
+pass_lines(struct pass *p)
+{
+	struct ah_error err = { 0 };
+	struct jsonl_reader in;
+	int c, rc = ES_OK;
+
+	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
+		cli_warn("out of memory");
+		return ES_IO;
+	}
+	while (rc == ES_OK && (c = jsonl_read_line(&in, &err)) != 0) {
+		if (c < 0) {
+			cli_report(&err);
+			rc = err.code == AH_ETOOBIG ? ES_BADINPUT : ES_IO;
+		} else
+			rc = pass_line(p, in.line.data, in.line.len, in.lineno,
+				       !in.partial);
+	}
+	jsonl_reader_free(&in);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -142,8 +189,6 @@ main(int argc, char **argv)
 	const char *secrets[] = { getenv("AGENT_API_KEY"),
 				  getenv("OPENAI_API_KEY"), NULL };
 	char path[PATH_MAX + 32], sid[64];
-	struct ah_error err = { 0 };
-	struct jsonl_reader in;
 	struct pass p = { .tfd = -1 };
 	int c, rc = ES_OK;
 
@@ -226,46 +271,7 @@ main(int argc, char **argv)
 	p.tee = tee;
 	p.session = session;
 	p.secrets = secrets;
-	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
-		cli_warn("out of memory");
-		close(p.fd);
-		return ES_IO;
-	}
-	if (role) {
-		/* one message made of the text on stdin */
-		char *text, *line;
-		size_t len;
-
-		if (fd_read(STDIN_FILENO, "stdin", JSONL_MAX_LINE, &text, &len,
-			    &err) < 0) {
-			cli_report(&err);
-			rc = err.code == AH_ETOOBIG ? ES_BADINPUT : ES_IO;
-		} else if (!(line = chat_text_message(role, text, len, &len,
-						      &err))) {
-			cli_report(&err);
-			rc = ES_IO;
-		} else {
-			rc = pass_line(&p, line, len, 1, 1);
-			free(line);
-		}
-		free(text);
-	} else
-		for (;;) {
-			c = jsonl_read_line(&in, &err);
-			if (c <= 0) {
-				if (c < 0) {
-					cli_report(&err);
-					rc = err.code == AH_ETOOBIG ? ES_BADINPUT
-								     : ES_IO;
-				}
-				break;
-			}
-			rc = pass_line(&p, in.line.data, in.line.len, in.lineno,
-				       !in.partial);
-			if (rc != ES_OK)
-				break;
-		}
-	jsonl_reader_free(&in);
+	rc = role ? pass_text(&p, role) : pass_lines(&p);
 	if (p.tfd >= 0)
 		close(p.tfd);
 	if (close(p.fd) < 0 && rc == ES_OK) {
