@@ -82,10 +82,53 @@ export HOME
 test_count=0
 test_failures=0
 
+# The chain lint (git's fail_117): before a body runs, it is run once as
+# "(exit 117) && BODY".  With every command chained by && nothing in it
+# runs and the status is 117; a body whose status is then something else
+# has a command that runs whatever came before it (a ";", a missing "&&",
+# "cmd &" on a line of its own), so that a failure there goes unseen.
+# Such a body fails the test.  AH_CHAIN_LINT=0 turns the lint off.
+: "${AH_CHAIN_LINT:=1}"
+
+# test_run_ BODY: BODY, then the cleanups it registered with
+# test_when_finished, last registered first.  A failing cleanup fails
+# the test.
+test_run_() {
+	test_cleanup_=:
+	eval "$1"
+	test_status_=$?
+	eval "$test_cleanup_"
+	return "$test_status_"
+}
+
+# test_when_finished CMD...: CMD runs when the test ends, passed or failed
+# (a kill of the pids the test started, a chmod back, ...).  Call it in
+# the && chain, before what it cleans up after.
+test_when_finished() {
+	test_cleanup_="{ $*
+	} || { [ \"\$test_status_\" -ne 0 ] || test_status_=1; }; $test_cleanup_"
+}
+
 test_expect_success() {
 	test_count=$((test_count + 1))
 	mkdir "$SCRATCH/t$test_count"
-	if (cd "$SCRATCH/t$test_count" && eval "$2") >"$SCRATCH/.log" 2>&1 \
+	if [ "$AH_CHAIN_LINT" = 1 ]; then
+		mkdir "$SCRATCH/lint$test_count"
+		(cd "$SCRATCH/lint$test_count" && eval "(exit 117) && $2") \
+			>/dev/null 2>&1 </dev/null
+		lint_status_=$?
+		rm -rf "$SCRATCH/lint$test_count"
+		if [ "$lint_status_" -ne 117 ]; then
+			test_failures=$((test_failures + 1))
+			echo "not ok $test_count - $1"
+			echo "# broken &&-chain: run after a failing first command, the body's status was $lint_status_, not 117"
+			sed 's/^/#	/' <<-EOF
+			$2
+			EOF
+			return
+		fi
+	fi
+	if (cd "$SCRATCH/t$test_count" && test_run_ "$2") >"$SCRATCH/.log" 2>&1 \
 		</dev/null; then
 		echo "ok $test_count - $1"
 	else
@@ -126,6 +169,52 @@ test_must_fail() {
 		return 1
 	fi
 	return 0
+}
+
+# test_expect_code CODE CMD...: CMD exits with status CODE exactly.
+test_expect_code() {
+	want=$1
+	shift
+	"$@"
+	got=$?
+	[ "$got" -eq "$want" ] && return 0
+	echo "test_expect_code: '$*' exited $got, expected $want" >&2
+	return 1
+}
+
+# test_grep [!] [GREP-OPTIONS] PATTERN FILE: FILE has (with !, has not) a
+# line matching PATTERN; when not, says so and shows FILE.
+test_grep() {
+	neg=
+	[ "$1" = ! ] && { neg=1; shift; }
+	for file_; do :; done
+	if [ -z "$neg" ]; then
+		grep "$@" >/dev/null && return 0
+		echo "test_grep: no line of '$file_' matches; it holds:" >&2
+	else
+		grep "$@" >/dev/null || {
+			[ $? -eq 1 ] && return 0
+			echo "test_grep: grep failed" >&2
+			return 1
+		}
+		echo "test_grep: '$file_' has a line that should not match:" >&2
+	fi
+	cat "$file_" >&2
+	return 1
+}
+
+# test_line_count OP N FILE: the number of lines of FILE compares to N as
+# test(1)'s OP (=, -gt, -le, ...); shows FILE when not.
+test_line_count() {
+	[ $# -eq 3 ] || { echo "test_line_count: want OP N FILE" >&2; return 1; }
+	lines_=$(wc -l <"$3") || return 1
+	op_=$1
+	[ "$op_" = = ] && op_=-eq
+	if ! test "$lines_" "$op_" "$2"; then
+		echo "test_line_count: '$3' has $lines_ lines, wanted $1 $2:" >&2
+		cat "$3" >&2
+		return 1
+	fi
 }
 
 # test_cmp EXPECT ACTUAL: the files are identical; shows a diff otherwise.
@@ -193,6 +282,21 @@ wait_for() {
 			echo "wait_for: $1 has fewer than $2 lines" >&2
 			return 1
 		}
+		sleep 0.02
+	done
+}
+
+# wait_until SECONDS CMD...: runs CMD every 20 ms until it succeeds; fails,
+# saying so, when it has not within SECONDS.
+wait_until() {
+	wu_left_=$(($1 * 50))
+	shift
+	until "$@"; do
+		[ "$wu_left_" -gt 0 ] || {
+			echo "wait_until: '$*' still fails" >&2
+			return 1
+		}
+		wu_left_=$((wu_left_ - 1))
 		sleep 0.02
 	done
 }

@@ -233,7 +233,11 @@ test_expect_success 'run_todo_write: same code and texts as todo-write' '
 	cmp before todo.json &&
 	mkdir w && call_msg run_todo_write "{\"todos\":[]}" | tool-exec -C w >out &&
 	test -f w/todo.json &&
-	AGENT_TODO_FILE=list.json tool-exec -C w <in 2>/dev/null >/dev/null; true
+	call_msg run_todo_write "{\"todos\":[{\"content\":\"y\"}]}" >in &&
+	AGENT_TODO_FILE=list.json tool-exec -C w <in >out &&
+	test "$(content out)" = "$(printf "Current todos:\n[ ] todo-1 - y")" &&
+	jq -e ".todos == [{id: \"todo-1\", content: \"y\", status: \"pending\"}]" w/list.json &&
+	test ! -e list.json
 '
 
 # --- the working directory is a boundary for the file tools
@@ -356,9 +360,8 @@ test_expect_success 'SIGINT mid-call: one result per call, exit 130' '
 	{ tool-exec <fifo >out 2>err & pid=$!; } &&
 	exec 3>fifo && cat in >&3 &&
 	sleep 0.5 && kill -INT $pid &&
-	status=0 && wait $pid || status=$? &&
+	test_expect_code 130 wait $pid &&
 	exec 3>&- &&
-	test $status -eq 130 &&
 	jq -r .tool_call_id out >ids && printf "a\nb\nc\n" >expect && test_cmp expect ids &&
 	jq -rs ".[0].content" out | grep -q "^\[interrupted by signal 2: killed\]" &&
 	jq -rs ".[1].content" out | grep -q "^Error: interrupted by signal 2 before it ran" &&

@@ -130,8 +130,8 @@ test_expect_success 'a policy that does not compile: the client reports it, nami
 '
 
 test_expect_success 'the server ends with the process it watches, or with its socket' '
-	sleep 60 &
-	w=$! &&
+	{ sleep 60 & w=$!; } &&
+	test_when_finished "kill $w 2>/dev/null || :" &&
 	srv=$(hook-perm --serve "$PWD/s" --watch $w) &&
 	kill -0 "$srv" &&
 	kill $w && gone "$srv" 3 &&

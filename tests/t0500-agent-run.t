@@ -122,10 +122,10 @@ for mode in ring step; do
 		EOF
 		start_model script && mkdir w &&
 		{ fg_signals agent-run $flag -y -C w 'long' >answer 2>progress & pid=\$!; } &&
-		i=0; while [ ! -e w/started ] && [ \$i -lt 500 ]; do sleep 0.02; i=\$((i+1)); done &&
+		test_when_finished \"kill -9 \$pid 2>/dev/null || :\" &&
+		wait_until 10 test -e w/started &&
 		kill -INT \$pid &&
-		status=0 && wait \$pid || status=\$? &&
-		test \$status -eq 130 &&
+		test_expect_code 130 wait \$pid &&
 		test_contains progress 'Resume with: agent-run --resume' &&
 		valid w/.agent/transcript.jsonl &&
 		! pgrep -f 'sleep 36.5' &&
@@ -144,8 +144,10 @@ for mode in ring step; do
 		EOF
 		start_model script && mkdir w &&
 		{ setsid agent-run $flag -y -C w 'crash' >answer 2>progress & pid=\$!; } &&
-		i=0; while [ ! -e w/killme ] && [ \$i -lt 500 ]; do sleep 0.02; i=\$((i+1)); done &&
-		sid=\$(ps -o sid= -p \$pid | tr -d ' ') && kill_session \"\$sid\"; wait \$pid; sleep 0.2 &&
+		sid=\$(ps -o sid= -p \$pid | tr -d ' ') &&
+		test_when_finished \"kill_session \$sid\" &&
+		wait_until 10 test -e w/killme &&
+		kill_session \"\$sid\" && { wait \$pid || :; } && sleep 0.2 &&
 		! pgrep -f 'sleep 37.5' &&
 		! valid w/.agent/transcript.jsonl &&
 		agent-run $flag -y --resume -C w >answer 2>progress &&
@@ -159,6 +161,7 @@ done
 
 # the policy server of --step mode: its socket is under $TMPDIR
 servers() { pgrep -f "[h]ook-perm --serve $PWD/tmp/" || :; }
+no_servers() { test -z "$(servers)"; }
 
 test_expect_success 'step: one policy server for the session, gone when it ends' '
 	cat >script <<-EOF &&
@@ -177,19 +180,14 @@ test_expect_success 'step: one policy server for the session, gone when it ends'
 test_expect_success 'step: the policy server ends with agent-run, also after kill -9' '
 	echo "{\"delay\": 30, \"content\": \"late\"}" >script &&
 	start_model script && mkdir w tmp &&
-	TMPDIR=$PWD/tmp agent-run --step -y -C w "wait" >answer 2>progress &
-	run=$! &&
-	i=0 &&
-	while [ ! -s requests.jsonl ]; do
-		i=$((i + 1)) && test $i -lt 500 && sleep 0.02 || return 1
-	done &&
+	{ TMPDIR=$PWD/tmp setsid agent-run --step -y -C w "wait" >answer 2>progress &
+	  run=$!; } &&
+	sid=$(ps -o sid= -p $run | tr -d " ") &&
+	test_when_finished "kill_session $sid" &&
+	wait_until 10 test -s requests.jsonl &&
 	test -n "$(servers)" &&
 	kill -9 $run &&
-	i=0 &&
-	while [ -n "$(servers)" ]; do
-		i=$((i + 1)) && test $i -lt 150 && sleep 0.02 || return 1
-	done &&
-	pkill -f "agent-step.*--tools $PWD/tmp/" ; :
+	wait_until 3 no_servers
 '
 
 test_expect_success 'a torn last line is cut back, and the run goes on' '
@@ -265,11 +263,12 @@ test_expect_success 'examples/plan-only.sh: a plan, and nothing else done' '
 test_expect_success 'a second agent-run in the same directory is refused' '
 	echo "{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"touch busy; sleep 38.5\"}}], \"repeat\": true}" >script &&
 	start_model script && mkdir w &&
-	{ agent-run -y -C w "first" >/dev/null 2>&1 & pid=$!; } &&
-	i=0; while [ ! -e w/busy ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done &&
-	test_must_fail 1 agent-run -y -C w "second" 2>err &&
-	test_contains err "agent-run: another agent-run is working in" &&
-	kill -TERM $pid; wait $pid; pkill -f "sleep 38.5"; true
+	{ setsid agent-run -y -C w "first" >/dev/null 2>&1 & pid=$!; } &&
+	sid=$(ps -o sid= -p $pid | tr -d " ") &&
+	test_when_finished "kill_session $sid" &&
+	wait_until 10 test -e w/busy &&
+	test_must_fail 1 timeout 20 agent-run -y -C w "second" 2>err &&
+	test_contains err "agent-run: another agent-run is working in"
 '
 
 if [ -n "${AH_VALGRIND:-}${AH_NO_SANDBOX:-}" ]; then
