@@ -633,10 +633,15 @@ int tool_call(const struct tool_ctx *ctx, const char *name,
 enum todo_status { TODO_PENDING, TODO_IN_PROGRESS, TODO_COMPLETED };
 
 /* Validates TodoWrite arguments ({"todos": [...]}) by the seed's rules.
+ * text[0..len) is the JSON args was parsed from, or NULL: with it, a
+ * number becomes the text Python's str() gives ("1.0", "0.1", all the
+ * digits of a large integer), and a string holding U+0000 is refused;
+ * without it, an integral number reads as an integer.
  * Returns 0 and sets *out to the normalised {"todos": [...]} to store;
  * 1 when a rule is broken, with the seed's "Error: ..." answer in msg;
  * -1 when memory runs out (msg says so). */
-int todo_validate(const cJSON *args, cJSON **out, char *msg, size_t msgsize);
+int todo_validate(const cJSON *args, const char *text, size_t len,
+		  cJSON **out, char *msg, size_t msgsize);
 
 /* The seed's rendering of a normalised list: "Current todos:" and one
  * "[ ] id - content" line per item, or "No active todos.".  With

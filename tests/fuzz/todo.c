@@ -13,7 +13,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!args)
 		return 0;
-	rc = todo_validate(args, &out, msg, sizeof msg);
+	rc = todo_validate(args, (const char *)data, size, &out, msg,
+			   sizeof msg);
 	CHECK(rc >= -1 && rc <= 1);
 	if (rc == 0) {
 		const cJSON *todos = cJSON_GetObjectItemCaseSensitive(out,
@@ -25,7 +26,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(text != NULL);
 		free(text);
 		/* What was accepted is accepted again, unchanged. */
-		CHECK(todo_validate(out, &again, msg, sizeof msg) == 0);
+		CHECK(todo_validate(out, NULL, 0, &again, msg, sizeof msg) == 0);
 		CHECK(cJSON_Compare(out, again, 1));
 		cJSON_Delete(again);
 	} else if (rc == 1) {
