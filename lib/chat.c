@@ -1,6 +1,11 @@
 /* chat.c: the conversation agent-step sends, kept serialised. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -18,6 +23,13 @@ chat_init(struct chat *c)
 void
 chat_free(struct chat *c)
 {
+	int i;
+
+	for (i = 0; i < c->count; i++) {
+		free(c->m[i].what);
+		free(c->m[i].id);
+	}
+	free(c->m);
 	buf_free(&c->msgs);
 	buf_free(&c->req);
 	calls_free(&c->calls);
@@ -108,15 +120,288 @@ fail:
 	return NULL;
 }
 
+/* --- the context budget */
+
+long
+chat_model_window(const char *model)
+{
+	/* Prefixes, the more specific first; figures from the providers'
+	 * model pages (input tokens). */
+	static const struct { const char *prefix; long window; } known[] = {
+		{ "gpt-4.1", 1047576 }, { "gpt-5", 400000 },
+		{ "gpt-4o", 128000 }, { "gpt-4-turbo", 128000 },
+		{ "gpt-4", 8192 }, { "gpt-3.5-turbo", 16385 },
+		{ "o1", 200000 }, { "o3", 200000 }, { "o4", 200000 },
+		{ "claude", 200000 }, { "gemini", 1048576 },
+		{ "deepseek", 128000 }, { "mistral-large", 128000 },
+		{ "codestral", 256000 }, { "grok", 131072 },
+		{ "qwen", 32768 }, { "llama", 8192 },
+	};
+	const char *slash = model ? strrchr(model, '/') : NULL;
+	size_t i;
+
+	if (!model)
+		return 0;
+	if (slash) /* openai/gpt-4o, as routers name them */
+		model = slash + 1;
+	for (i = 0; i < sizeof known / sizeof *known; i++)
+		if (!strncmp(model, known[i].prefix, strlen(known[i].prefix)))
+			return known[i].window;
+	return 0;
+}
+
+long
+chat_estimate(const struct chat *c)
+{
+	long since;
+	int i;
+
+	for (i = c->count - 1; i >= 0; i--)
+		if (c->m[i].prompt >= 0) {
+			since = (long)c->msgs.len - (long)c->m[i].point;
+			return c->m[i].prompt + since / CHAT_BYTES_PER_TOKEN;
+		}
+	return (long)(c->msgs.len / CHAT_BYTES_PER_TOKEN);
+}
+
+/* The file name a left-out text gets: its message's number and its call
+ * id, made safe for a file name. */
+static void
+output_name(const struct chat *c, int i, char *name, size_t size)
+{
+	const char *id = c->m[i].id;
+	size_t n = (size_t)snprintf(name, size, "%d-", i + 1), k;
+
+	for (k = 0; id[k] && n + 5 < size && k < 64; k++)
+		name[n++] = (id[k] >= 'a' && id[k] <= 'z') ||
+			    (id[k] >= 'A' && id[k] <= 'Z') ||
+			    (id[k] >= '0' && id[k] <= '9') || id[k] == '-' ||
+			    id[k] == '_' ? id[k] : '_';
+	snprintf(name + n, size - n, ".txt");
+}
+
+/* Keeps text in the outputs directory under name: 0 when it is there
+ * (written now, or by an earlier run reading the same transcript). */
+static int
+keep_output(const char *dir, const char *name, const char *text)
+{
+	char path[4096], *old = NULL;
+	size_t len = strlen(text), oldlen;
+	int fd, rc = -1;
+
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >=
+	    sizeof path)
+		return -1;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -1;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
+	if (fd < 0) {
+		struct ah_error err;
+
+		if (errno != EEXIST ||
+		    file_read(path, len + 1, &old, &oldlen, &err) != 1)
+			return -1;
+		rc = oldlen == len && !memcmp(old, text, len) ? 0 : -1;
+		free(old);
+		return rc;
+	}
+	if (write_all(fd, text, len) == 0)
+		rc = 0;
+	if (close(fd) < 0)
+		rc = -1;
+	if (rc < 0)
+		unlink(path);
+	return rc;
+}
+
+/* The stub sent in place of tool result i, as a message. */
+static char *
+stub_message(const struct chat *c, int i, const char *text)
+{
+	char name[128], *line = NULL, *body = NULL;
+	const char *dir = c->budget.outputs;
+	cJSON *o;
+	int n;
+
+	output_name(c, i, name, sizeof name);
+	if (dir && keep_output(dir, name, text) == 0)
+		n = asprintf(&body, "[Output left out of the request to save "
+			     "context: %s gave %zu bytes. The whole text is in "
+			     "%s/%s; read it with read_file if you need it.]",
+			     c->m[i].what, c->m[i].bytes, dir, name);
+	else
+		n = asprintf(&body, "[Output left out of the request to save "
+			     "context: %s gave %zu bytes. The whole text is "
+			     "kept in the session's transcript; run the call "
+			     "again if you need it.]", c->m[i].what,
+			     c->m[i].bytes);
+	if (n < 0)
+		return NULL;
+	o = cJSON_CreateObject();
+	if (o && cJSON_AddStringToObject(o, "role", "tool") &&
+	    cJSON_AddStringToObject(o, "tool_call_id", c->m[i].id) &&
+	    cJSON_AddStringToObject(o, "content", body))
+		line = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	free(body);
+	return line;
+}
+
+/* The text of tool result i, from what is sent. */
+static char *
+result_text(const struct chat *c, int i)
+{
+	cJSON *o = cJSON_ParseWithLength(c->msgs.data + c->m[i].off,
+					 c->m[i].len);
+	const cJSON *content = cJSON_GetObjectItemCaseSensitive(o, "content");
+	char *text = cJSON_IsString(content) ? strdup(content->valuestring)
+					     : NULL;
+
+	cJSON_Delete(o);
+	return text;
+}
+
+/* A request is about to be made (or was, before the answer now added):
+ * when the estimate passes the budget, old tool results are left out.
+ * -1 when out of memory. */
+static int
+budget_point(struct chat *c)
+{
+	const struct chat_budget *b = &c->budget;
+	struct buf out = BUF_INIT(0);
+	char **stub;
+	int i, kept = 0, any = 0, rc = -1;
+
+	if (!b->window || chat_estimate(c) <= (long)(b->window * b->stub_at))
+		return 0;
+	stub = calloc((size_t)c->count + 1, sizeof *stub);
+	if (!stub)
+		return -1;
+	for (i = c->count - 1; i >= 0; i--) {
+		char *text;
+
+		if (!c->m[i].id || kept++ < b->keep || c->m[i].stubbed ||
+		    c->m[i].bytes < b->stub_min)
+			continue;
+		text = result_text(c, i);
+		if (!text)
+			continue; /* content other than text: sent whole */
+		stub[i] = stub_message(c, i, text);
+		free(text);
+		if (!stub[i])
+			goto out;
+		any = 1;
+	}
+	if (!any) {
+		rc = 0;
+		goto out;
+	}
+	for (i = 0; i < c->count; i++) {
+		const char *p = stub[i] ? stub[i] : c->msgs.data + c->m[i].off;
+		size_t n = stub[i] ? strlen(stub[i]) : c->m[i].len;
+
+		if ((i && buf_putc(&out, ',') < 0))
+			goto out;
+		c->m[i].off = out.len;
+		c->m[i].len = n;
+		if (buf_append(&out, p, n) < 0)
+			goto out;
+		if (stub[i]) {
+			c->m[i].stubbed = 1;
+			c->stubs++;
+		}
+	}
+	buf_free(&c->msgs);
+	c->msgs = out;
+	out.data = NULL;
+	c->dirty = 1;
+	rc = 0;
+out:
+	buf_free(&out);
+	for (i = 0; i < c->count; i++)
+		free(stub[i]);
+	free(stub);
+	return rc;
+}
+
+/* What a call was, for a stub: its name and its arguments, cut. */
+static char *
+call_what(const cJSON *call)
+{
+	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+	const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+	char *text = args && !cJSON_IsString(args) ?
+		     cJSON_PrintUnformatted(args) : NULL;
+	const char *a = cJSON_IsString(args) ? args->valuestring :
+			text ? text : "";
+	size_t n = utf8_floor(a, strlen(a), 200);
+	char *what = NULL;
+
+	if (asprintf(&what, "the call %s %.*s%s", cJSON_IsString(name) ?
+		     name->valuestring : "(unnamed)", (int)n, a,
+		     n < strlen(a) ? "..." : "") < 0)
+		what = NULL;
+	free(text);
+	return what;
+}
+
+/* Records message count-1 (just appended at off, n bytes long). */
+static int
+note_message(struct chat *c, const cJSON *msg, const char *role,
+	     const cJSON *call, size_t off, size_t n)
+{
+	struct chat_msg *m;
+	const cJSON *u, *pt, *content;
+
+	if ((size_t)c->count >= c->capm) {
+		size_t cap = c->capm ? 2 * c->capm : 64;
+		void *p = realloc(c->m, cap * sizeof *c->m);
+
+		if (!p)
+			return -1;
+		c->m = p;
+		c->capm = cap;
+	}
+	m = &c->m[c->count];
+	memset(m, 0, sizeof *m);
+	m->off = off;
+	m->len = n;
+	m->prompt = -1;
+	if (!strcmp(role, "assistant")) {
+		u = cJSON_GetObjectItemCaseSensitive(msg, "usage");
+		pt = cJSON_GetObjectItemCaseSensitive(u, "prompt_tokens");
+		if (cJSON_IsNumber(pt) && pt->valuedouble >= 0 &&
+		    pt->valuedouble < 1e12) {
+			m->prompt = (long)pt->valuedouble;
+			m->point = off ? off - 1 : 0;
+		}
+	} else if (!strcmp(role, "tool") && call) {
+		content = cJSON_GetObjectItemCaseSensitive(msg, "content");
+		m->bytes = cJSON_IsString(content) ?
+			   strlen(content->valuestring) : 0;
+		m->id = strdup(call_id(call));
+		m->what = call_what(call);
+		if (!m->id || !m->what) {
+			free(m->id);
+			free(m->what);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int
 chat_add(struct chat *c, const cJSON *msg, unsigned long line,
 	 struct ah_error *err)
 {
 	const char *role = role_of(msg);
-	const cJSON *id;
+	const cJSON *id, *call = NULL;
 	char *s;
 	cJSON *o;
-	int bad = 0, i, rc;
+	size_t off;
+	int bad = 0, i = 0, rc;
 
 	if (!role || (strcmp(role, "system") && strcmp(role, "developer") &&
 		      strcmp(role, "user") && strcmp(role, "assistant") &&
@@ -145,6 +430,10 @@ chat_add(struct chat *c, const cJSON *msg, unsigned long line,
 			       call_id(cJSON_GetArrayItem(c->calls.list, i)),
 			       c->calls_line);
 	}
+	if (!strcmp(role, "tool"))
+		call = cJSON_GetArrayItem(c->calls.list, i);
+	else if (!strcmp(role, "assistant") && budget_point(c) < 0)
+		return ah_fail(err, AH_ENOMEM, "out of memory");
 	if (calls_feed(&c->calls, msg) < 0)
 		return ah_fail(err, AH_ENOMEM, "out of memory");
 	if (!strcmp(role, "assistant"))
@@ -161,8 +450,10 @@ chat_add(struct chat *c, const cJSON *msg, unsigned long line,
 	cJSON_Delete(o);
 	if (!s)
 		return ah_fail(err, AH_ENOMEM, "out of memory");
-	rc = (c->count && buf_putc(&c->msgs, ',') < 0) ||
-	     buf_append(&c->msgs, s, strlen(s)) < 0;
+	rc = (c->count && buf_putc(&c->msgs, ',') < 0);
+	off = c->msgs.len;
+	rc = rc || buf_append(&c->msgs, s, strlen(s)) < 0 ||
+	     note_message(c, msg, role, call, off, strlen(s)) < 0;
 	free(s);
 	if (rc)
 		return ah_fail(err, AH_ENOMEM, "out of memory");
@@ -182,8 +473,11 @@ const char *
 chat_request(struct chat *c, const cJSON *head, size_t *len)
 {
 	struct buf *b = &c->req;
-	char *h = cJSON_PrintUnformatted(head);
+	char *h;
 
+	if (budget_point(c) < 0)
+		return NULL;
+	h = cJSON_PrintUnformatted(head);
 	if (!h)
 		return NULL;
 	/* head is an object with at least "model": splice the messages in

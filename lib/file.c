@@ -71,7 +71,7 @@ file_read(const char *path, size_t max, char **data, size_t *len,
 	return rc;
 }
 
-static int
+int
 write_all(int fd, const char *p, size_t len)
 {
 	ssize_t n;

@@ -220,9 +220,39 @@ const char *call_id(const cJSON *call);
 /* The messages so far, each checked and stripped to the fields the API
  * defines, kept serialised: a request is one concatenation, whatever the
  * length of the history. */
+/* One message of a chat, as it is sent. */
+struct chat_msg {
+	size_t off, len;   /* where it is in chat.msgs (without the comma) */
+	size_t bytes;      /* a tool result: the bytes of its text; else 0 */
+	long prompt;       /* an answer: its usage.prompt_tokens, or -1 */
+	size_t point;      /* an answer: the bytes of messages it answered */
+	char *what;        /* a tool result: its call, name and arguments */
+	char *id;          /* a tool result: its tool_call_id */
+	int stubbed;       /* a tool result sent as a stub */
+};
+
+/* The context budget (see agent-step(1), CONTEXT).  With a window, the
+ * text of old tool results above stub_min bytes is left out of what is
+ * sent, a stub in its place, whenever the estimate passes stub_at of the
+ * window: all such results at once but the last keep, so that the
+ * request changes at few points and its prefix stays the same between
+ * them (prompt caches keep hitting).  The decision depends only on the
+ * messages, so a transcript read again gives the same requests. */
+struct chat_budget {
+	long window;          /* tokens; 0: no budget, nothing is left out */
+	double stub_at;       /* share of the window */
+	size_t stub_min;      /* bytes */
+	int keep;             /* the newest tool results always sent whole */
+	const char *outputs;  /* where left-out texts are written, or NULL */
+};
+
 struct chat {
 	struct buf msgs;      /* the messages, JSON, separated by commas */
 	int count;
+	struct chat_msg *m;   /* count of them */
+	size_t capm;
+	struct chat_budget budget;
+	int stubs;            /* tool results left out so far */
 	int last_assistant;   /* the last message is the assistant's */
 	int dirty;            /* set by chat_add; the caller clears it */
 	struct buf req;       /* the last request body */
@@ -240,6 +270,14 @@ int chat_add(struct chat *c, const cJSON *msg, unsigned long line,
 /* Nonzero when the model is to be called: there are messages, the last is
  * not the assistant's, and no call waits for a result. */
 int chat_ready(const struct chat *c);
+/* The tokens the next request is estimated to take: the server's
+ * usage.prompt_tokens for the last answer, plus the bytes added since
+ * (less those left out since) at CHAT_BYTES_PER_TOKEN; without usage,
+ * the bytes of the messages at that rate. */
+#define CHAT_BYTES_PER_TOKEN 3
+long chat_estimate(const struct chat *c);
+/* The window of a well-known model name (a prefix table), else 0. */
+long chat_model_window(const char *model);
 /* The request body: head (an object with "model" and the other fields)
  * with "messages" spliced in.  It is kept in c, valid until the next call
  * (a 10 MB body is built in the same memory every step, without faulting
@@ -444,6 +482,9 @@ int audit_append(int fd, const char *rec, size_t len, int sync,
 
 /* --- file.c: whole files, atomically ----------------------------------- */
 
+/* Writes all of p[0..len) to fd, again after a short write or EINTR.
+ * 0, or -1 with errno set. */
+int write_all(int fd, const char *p, size_t len);
 /* Reads the whole file at path, at most max bytes (a larger file is an
  * AH_ETOOBIG error).  Returns 1 and sets *data and *len (NUL-terminated,
  * the caller frees), 0 when the file does not exist, -1 on error. */
