@@ -40,6 +40,14 @@ static const char usage[] =
 	"      --dry-run          print the request body instead of sending it\n"
 	"      --answer           call nothing: print the text of the answer\n"
 	"                         the transcript ends with (exit 1 if none)\n"
+	"      --context-window N the model's window in tokens, or auto (a\n"
+	"                         table of known models, else 32768); with it,\n"
+	"                         old tool output is left out past half of it\n"
+	"                         ($AGENT_CONTEXT_WINDOW)\n"
+	"      --outputs DIR      keep the text of left-out output in DIR\n"
+	"                         ($AGENT_OUTPUTS)\n"
+	"      --compact-at SHARE exit 10 rather than send more than SHARE of\n"
+	"                         the window (0.8)\n"
 	"  -q, --quiet            no streamed text, no retry notes on stderr\n"
 	"  -v, --verbose          a line per call on stderr: request id, tokens\n"
 	"  -h, --help             print this help and exit\n"
@@ -47,7 +55,8 @@ static const char usage[] =
 	"Exit status: 0 answered, 1 --answer found none, 2 usage, 3 I/O error,\n"
 	"5 bad transcript, 6 refused by the API, 7 unreachable or failing\n"
 	"after retries, 8 the answer cannot be used (cut by length, filtered,\n"
-	"not Chat Completions), 9 --max-calls reached, 130 or 143 interrupted.\n";
+	"not Chat Completions), 9 --max-calls reached, 10 the context is full\n"
+	"(compact it with agent-compact), 130 or 143 interrupted.\n";
 
 struct run {
 	struct model *model;
@@ -55,6 +64,8 @@ struct run {
 	cJSON *head;
 	int dry_run, until_done, quiet, verbose, called, streamed_text;
 	long calls, max_calls;
+	long window;        /* tokens, 0: no budget */
+	double compact_at;  /* share of the window */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -138,6 +149,13 @@ step(struct run *r, struct chat *chat, int *stop)
 		cli_warn("cannot build the request: out of memory");
 		return ES_IO;
 	}
+	if (r->window && chat_estimate(chat) > r->compact_at * r->window) {
+		cli_warn("the context is full: about %ld of the window's %ld "
+			 "tokens; compact it (agent-compact) and go on",
+			 chat_estimate(chat), r->window);
+		*stop = 1;
+		return ES_FULL;
+	}
 	chat->dirty = 0;
 	r->called = 1;
 	if (r->dry_run) {
@@ -184,11 +202,16 @@ step(struct run *r, struct chat *chat, int *stop)
 		const cJSON *ct = cJSON_GetObjectItemCaseSensitive(u,
 								   "completion_tokens");
 
-		cli_warn("request %s: %d prompt + %d completion tokens, %d tool "
-			 "call%s", rid[0] ? rid : "(no id)",
+		char share[48] = "";
+
+		if (r->window && cJSON_IsNumber(pt))
+			snprintf(share, sizeof share, " (%.0f%% of the window)",
+				 100.0 * pt->valuedouble / (double)r->window);
+		cli_warn("request %s: %d prompt + %d completion tokens%s, %d "
+			 "tool call%s", rid[0] ? rid : "(no id)",
 			 cJSON_IsNumber(pt) ? pt->valueint : 0,
-			 cJSON_IsNumber(ct) ? ct->valueint : 0, reply.ncalls,
-			 reply.ncalls == 1 ? "" : "s");
+			 cJSON_IsNumber(ct) ? ct->valueint : 0, share,
+			 reply.ncalls, reply.ncalls == 1 ? "" : "s");
 	}
 	if (jsonl_write(stdout, msg, &err) < 0) {
 		cli_stdout_failed(errno);
@@ -329,7 +352,7 @@ main(int argc, char **argv)
 {
 	enum { O_BASE = 256, O_KEYFILE, O_TOOLS, O_TEMP, O_MAXTOK, O_PARAM,
 	       O_STREAM, O_TIMEOUT, O_RETRIES, O_UNTIL, O_DRY, O_HISTORY,
-	       O_MAXCALLS, O_ANSWER };
+	       O_MAXCALLS, O_ANSWER, O_WINDOW, O_OUTPUTS, O_COMPACTAT };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "base-url", required_argument, NULL, O_BASE },
@@ -346,6 +369,9 @@ main(int argc, char **argv)
 		{ "history", required_argument, NULL, O_HISTORY },
 		{ "max-calls", required_argument, NULL, O_MAXCALLS },
 		{ "answer", no_argument, NULL, O_ANSWER },
+		{ "context-window", required_argument, NULL, O_WINDOW },
+		{ "outputs", required_argument, NULL, O_OUTPUTS },
+		{ "compact-at", required_argument, NULL, O_COMPACTAT },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -357,7 +383,9 @@ main(int argc, char **argv)
 	struct chat chat;
 	const char *model = env("AGENT_MODEL", NULL), *tools = NULL;
 	const char *history = NULL;
-	double maxcalls = -1;
+	const char *window = env("AGENT_CONTEXT_WINDOW", NULL);
+	const char *outputs = env("AGENT_OUTPUTS", NULL);
+	double maxcalls = -1, compact_at = 0.8, w = 0;
 	struct sigaction sa;
 	char *key = NULL, *tooltext = NULL;
 	double temp = -1, maxtok = -1, retries = 2;
@@ -425,6 +453,17 @@ main(int argc, char **argv)
 		case O_ANSWER:
 			answer = 1;
 			break;
+		case O_WINDOW:
+			window = optarg;
+			break;
+		case O_OUTPUTS:
+			outputs = optarg;
+			break;
+		case O_COMPACTAT:
+			if (cli_number("--compact-at", optarg, 0.1, 1,
+				       &compact_at))
+				return ES_USAGE;
+			break;
 		case O_MAXCALLS:
 			if (cli_number("--max-calls", optarg, 0, 1e9, &maxcalls))
 				return ES_USAGE;
@@ -450,6 +489,15 @@ main(int argc, char **argv)
 	}
 	if (!model)
 		return cli_usage_error("no model: give --model or set AGENT_MODEL");
+	if (window && !strcmp(window, "auto"))
+		w = chat_model_window(model) ? chat_model_window(model) : 32768;
+	else if (window && cli_number("--context-window", window, 256, 1e9,
+				      &w)) {
+		free(key);
+		return ES_USAGE;
+	}
+	r.window = (long)w;
+	r.compact_at = compact_at;
 	if (!key && env("AGENT_API_KEY", "OPENAI_API_KEY"))
 		key = strdup(env("AGENT_API_KEY", "OPENAI_API_KEY"));
 	r.mo.api_key = key;
@@ -519,6 +567,8 @@ main(int argc, char **argv)
 		}
 	}
 	chat_init(&chat);
+	if (r.window)
+		chat_budget_default(&chat.budget, r.window, outputs);
 	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
 		cli_warn("out of memory");
 		rc = ES_IO;

@@ -20,6 +20,7 @@ enum {
 	ES_APIFAIL = 7,    /* agent-step: unreachable, or failing after retries */
 	ES_UNUSABLE = 8,   /* agent-step: the answer cannot be used */
 	ES_STEPLIMIT = 9,  /* agent-step: --max-calls reached */
+	ES_FULL = 10,      /* agent-step: the context is full, compact it */
 };
 
 extern const char *progname;

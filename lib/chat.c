@@ -16,6 +16,7 @@ chat_init(struct chat *c)
 
 	memset(c, 0, sizeof *c);
 	c->msgs = b;
+	c->compacted = -1;
 	c->req = b;
 	calls_init(&c->calls);
 }
@@ -30,6 +31,7 @@ chat_free(struct chat *c)
 		free(c->m[i].id);
 	}
 	free(c->m);
+	free(c->view);
 	buf_free(&c->msgs);
 	buf_free(&c->req);
 	calls_free(&c->calls);
@@ -150,13 +152,23 @@ chat_model_window(const char *model)
 	return 0;
 }
 
+void
+chat_budget_default(struct chat_budget *b, long window, const char *outputs)
+{
+	b->window = window;
+	b->stub_at = 0.5;
+	b->stub_min = 1024;
+	b->keep = 3;
+	b->outputs = outputs && *outputs ? outputs : NULL;
+}
+
 long
 chat_estimate(const struct chat *c)
 {
 	long since;
 	int i;
 
-	for (i = c->count - 1; i >= 0; i--)
+	for (i = c->count - 1; i > c->compacted; i--)
 		if (c->m[i].prompt >= 0) {
 			since = (long)c->msgs.len - (long)c->m[i].point;
 			return c->m[i].prompt + since / CHAT_BYTES_PER_TOKEN;
@@ -262,6 +274,48 @@ result_text(const struct chat *c, int i)
 	return text;
 }
 
+/* Sends the messages of view[0..n) from now on, each as it was sent
+ * before or, where text[i] is set, as text[i].  -1 when out of memory
+ * (nothing changed). */
+static int
+rebuild(struct chat *c, const int *view, int n, char *const *text)
+{
+	struct buf out = BUF_INIT(0);
+	size_t *off = malloc(((size_t)n + 1) * sizeof *off);
+	int i, k;
+
+	if (!off)
+		return -1;
+	for (k = 0; k < n; k++) {
+		i = view[k];
+		off[k] = out.len + (k > 0);
+		if ((k && buf_putc(&out, ',') < 0) ||
+		    buf_append(&out, text[i] ? text[i] :
+			       c->msgs.data + c->m[i].off,
+			       text[i] ? strlen(text[i]) : c->m[i].len) < 0) {
+			buf_free(&out);
+			free(off);
+			return -1;
+		}
+	}
+	for (i = 0; i < c->count; i++)
+		c->m[i].off = (size_t)-1;
+	for (k = 0; k < n; k++) {
+		i = view[k];
+		if (text[i])
+			c->m[i].len = strlen(text[i]);
+		c->m[i].off = off[k];
+	}
+	if (view != c->view)
+		memcpy(c->view, view, (size_t)n * sizeof *view);
+	c->nview = n;
+	free(off);
+	buf_free(&c->msgs);
+	c->msgs = out;
+	c->dirty = 1;
+	return 0;
+}
+
 /* A request is about to be made (or was, before the answer now added):
  * when the estimate passes the budget, old tool results are left out.
  * -1 when out of memory. */
@@ -269,18 +323,18 @@ static int
 budget_point(struct chat *c)
 {
 	const struct chat_budget *b = &c->budget;
-	struct buf out = BUF_INIT(0);
 	char **stub;
-	int i, kept = 0, any = 0, rc = -1;
+	int i, k, kept = 0, any = 0, rc = -1;
 
 	if (!b->window || chat_estimate(c) <= (long)(b->window * b->stub_at))
 		return 0;
 	stub = calloc((size_t)c->count + 1, sizeof *stub);
 	if (!stub)
 		return -1;
-	for (i = c->count - 1; i >= 0; i--) {
+	for (k = c->nview - 1; k >= 0; k--) {
 		char *text;
 
+		i = c->view[k];
 		if (!c->m[i].id || kept++ < b->keep || c->m[i].stubbed ||
 		    c->m[i].bytes < b->stub_min)
 			continue;
@@ -293,35 +347,54 @@ budget_point(struct chat *c)
 			goto out;
 		any = 1;
 	}
-	if (!any) {
-		rc = 0;
+	if (any && rebuild(c, c->view, c->nview, stub) < 0)
 		goto out;
-	}
-	for (i = 0; i < c->count; i++) {
-		const char *p = stub[i] ? stub[i] : c->msgs.data + c->m[i].off;
-		size_t n = stub[i] ? strlen(stub[i]) : c->m[i].len;
-
-		if ((i && buf_putc(&out, ',') < 0))
-			goto out;
-		c->m[i].off = out.len;
-		c->m[i].len = n;
-		if (buf_append(&out, p, n) < 0)
-			goto out;
+	for (i = 0; i < c->count; i++)
 		if (stub[i]) {
 			c->m[i].stubbed = 1;
 			c->stubs++;
 		}
-	}
-	buf_free(&c->msgs);
-	c->msgs = out;
-	out.data = NULL;
-	c->dirty = 1;
 	rc = 0;
 out:
-	buf_free(&out);
 	for (i = 0; i < c->count; i++)
 		free(stub[i]);
 	free(stub);
+	return rc;
+}
+
+/* Message i, just added, is a compaction entry keeping keep messages:
+ * from now on the request is the system messages it began with, the
+ * entry (the summary), the last keep messages sent before it (more when
+ * they would begin with a tool result, whose call must go with it), and
+ * what comes after. */
+static int
+compact_point(struct chat *c, int i, long keep, char *line)
+{
+	char **text = calloc((size_t)c->count, sizeof *text);
+	int *view = malloc(((size_t)c->nview + 1) * sizeof *view);
+	int lead = 0, from, n = 0, k, rc = -1;
+
+	if (!text || !view)
+		goto out;
+	while (lead < c->nview && c->m[c->view[lead]].role == 's')
+		lead++;
+	from = keep < c->nview - lead ? c->nview - (int)keep : lead;
+	while (from > lead && c->m[c->view[from]].role == 't')
+		from--;
+	for (k = 0; k < lead; k++)
+		view[n++] = c->view[k];
+	view[n++] = i;
+	for (k = from; k < c->nview; k++)
+		view[n++] = c->view[k];
+	text[i] = line;
+	rc = rebuild(c, view, n, text);
+	if (rc == 0) {
+		c->compactions++;
+		c->compacted = i;
+	}
+out:
+	free(text);
+	free(view);
 	return rc;
 }
 
@@ -358,10 +431,15 @@ note_message(struct chat *c, const cJSON *msg, const char *role,
 	if ((size_t)c->count >= c->capm) {
 		size_t cap = c->capm ? 2 * c->capm : 64;
 		void *p = realloc(c->m, cap * sizeof *c->m);
+		void *v;
 
 		if (!p)
 			return -1;
 		c->m = p;
+		v = realloc(c->view, cap * sizeof *c->view);
+		if (!v)
+			return -1;
+		c->view = v;
 		c->capm = cap;
 	}
 	m = &c->m[c->count];
@@ -369,6 +447,8 @@ note_message(struct chat *c, const cJSON *msg, const char *role,
 	m->off = off;
 	m->len = n;
 	m->prompt = -1;
+	m->role = !strcmp(role, "system") || !strcmp(role, "developer") ? 's'
+		  : role[0];
 	if (!strcmp(role, "assistant")) {
 		u = cJSON_GetObjectItemCaseSensitive(msg, "usage");
 		pt = cJSON_GetObjectItemCaseSensitive(u, "prompt_tokens");
@@ -392,6 +472,20 @@ note_message(struct chat *c, const cJSON *msg, const char *role,
 	return 0;
 }
 
+/* The "keep" of a user message's "compaction" member, or -1 when it is
+ * not a compaction entry. */
+static long
+compaction_keep(const cJSON *msg, const char *role)
+{
+	const cJSON *cm = cJSON_GetObjectItemCaseSensitive(msg, "compaction");
+	const cJSON *keep = cJSON_GetObjectItemCaseSensitive(cm, "keep");
+
+	if (strcmp(role, "user") || !cJSON_IsNumber(keep) ||
+	    keep->valuedouble < 0 || keep->valuedouble > 1e9)
+		return -1;
+	return (long)keep->valuedouble;
+}
+
 int
 chat_add(struct chat *c, const cJSON *msg, unsigned long line,
 	 struct ah_error *err)
@@ -401,6 +495,7 @@ chat_add(struct chat *c, const cJSON *msg, unsigned long line,
 	char *s;
 	cJSON *o;
 	size_t off;
+	long keep;
 	int bad = 0, i = 0, rc;
 
 	if (!role || (strcmp(role, "system") && strcmp(role, "developer") &&
@@ -450,14 +545,27 @@ chat_add(struct chat *c, const cJSON *msg, unsigned long line,
 	cJSON_Delete(o);
 	if (!s)
 		return ah_fail(err, AH_ENOMEM, "out of memory");
-	rc = (c->count && buf_putc(&c->msgs, ',') < 0);
-	off = c->msgs.len;
-	rc = rc || buf_append(&c->msgs, s, strlen(s)) < 0 ||
-	     note_message(c, msg, role, call, off, strlen(s)) < 0;
+	keep = compaction_keep(msg, role);
+	if (keep >= 0) {
+		rc = note_message(c, msg, role, call, (size_t)-1, strlen(s)) < 0;
+		if (!rc) {
+			c->count++;
+			if (compact_point(c, c->count - 1, keep, s) < 0)
+				rc = 1;
+		}
+	} else {
+		rc = (c->nview && buf_putc(&c->msgs, ',') < 0);
+		off = c->msgs.len;
+		rc = rc || buf_append(&c->msgs, s, strlen(s)) < 0 ||
+		     note_message(c, msg, role, call, off, strlen(s)) < 0;
+		if (!rc) {
+			c->view[c->nview++] = c->count;
+			c->count++;
+		}
+	}
 	free(s);
 	if (rc)
 		return ah_fail(err, AH_ENOMEM, "out of memory");
-	c->count++;
 	c->last_assistant = !strcmp(role, "assistant");
 	c->dirty = 1;
 	return 0;

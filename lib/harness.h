@@ -229,6 +229,7 @@ struct chat_msg {
 	char *what;        /* a tool result: its call, name and arguments */
 	char *id;          /* a tool result: its tool_call_id */
 	int stubbed;       /* a tool result sent as a stub */
+	char role;         /* 's' (system, developer), 'u', 'a' or 't' */
 };
 
 /* The context budget (see agent-step(1), CONTEXT).  With a window, the
@@ -251,8 +252,12 @@ struct chat {
 	int count;
 	struct chat_msg *m;   /* count of them */
 	size_t capm;
+	int *view;            /* the messages sent, in order: nview of them */
+	int nview;
 	struct chat_budget budget;
 	int stubs;            /* tool results left out so far */
+	int compactions;      /* compaction entries read */
+	int compacted;        /* the message of the last one, or -1 */
 	int last_assistant;   /* the last message is the assistant's */
 	int dirty;            /* set by chat_add; the caller clears it */
 	struct buf req;       /* the last request body */
@@ -276,6 +281,11 @@ int chat_ready(const struct chat *c);
  * the bytes of the messages at that rate. */
 #define CHAT_BYTES_PER_TOKEN 3
 long chat_estimate(const struct chat *c);
+/* The budget agent-step and agent-compact use: window tokens, stubs past
+ * half of it for results over 1 KB but the newest 3, their texts kept in
+ * the directory outputs (NULL: not kept apart). */
+void chat_budget_default(struct chat_budget *b, long window,
+			 const char *outputs);
 /* The window of a well-known model name (a prefix table), else 0. */
 long chat_model_window(const char *model);
 /* The request body: head (an object with "model" and the other fields)
@@ -297,6 +307,31 @@ char *chat_text_message(const char *role, const char *text, size_t n,
  * text part of an array, nothing for null.  1 for an answer, 0 for any
  * other message, -1 when out of memory. */
 int chat_answer_text(const cJSON *msg, struct buf *out);
+
+/* --- compact.c: a summary in place of the start of a chat ------------- */
+
+/* A compaction entry is a user message whose "compaction" member holds
+ * {"keep": N, ...}: from it on, chat_add sends the system messages the
+ * chat began with, the entry (the summary), the last N messages sent
+ * before it, and what follows.  The transcript keeps every message. */
+
+/* The summary instruction agent-compact sends by default. */
+const char *compact_default_prompt(void);
+/* How many of the newest messages sent to keep whole: those within
+ * keep_bytes, at least one, never a tool result without its call.  -1
+ * when nothing would be left to summarise. */
+int compact_keep(const struct chat *c, size_t keep_bytes);
+/* The transcript (JSON Lines) of the summary request: what is sent but
+ * the newest keep messages, then a user message with prompt.  NULL when
+ * out of memory. */
+char *compact_request(const struct chat *c, int keep, const char *prompt,
+		      size_t *len);
+/* The compaction entry, one JSON line without newline: the summary, the
+ * rendered todo list (or NULL) framed as data, and in "compaction" the
+ * keep, the messages summarised, the bytes sent before and (estimated)
+ * after, and the time.  NULL when out of memory. */
+char *compact_entry(const struct chat *c, int keep, const char *summary,
+		    const char *todos);
 
 /* --- reply.c: the model's answer ------------------------------------- */
 

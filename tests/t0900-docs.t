@@ -39,10 +39,12 @@ done
 test_expect_success 'a full stdout: exit 3 and one message with the reason, every program' '
 	echo "{\"role\":\"user\",\"content\":\"x\"}" >user &&
 	call_msg list_dir "{}" >call &&
+	cat user user >pair &&
 	for cmd in "hook-perm" "hook-audit --log log" "agent-step -m m --dry-run" \
-		"tool-exec" "todo-write --show" "tool-exec --schema"; do
+		"tool-exec" "todo-write --show" "tool-exec --schema" \
+		"agent-compact -n --keep-bytes 0"; do
 		in=user
-		case $cmd in tool-exec) in=call ;; esac
+		case $cmd in tool-exec) in=call ;; agent-compact*) in=pair ;; esac
 		status=0
 		$cmd <$in >/dev/full 2>err || status=$?
 		test $status -eq 3 || { echo "$cmd: exit $status"; return 1; }

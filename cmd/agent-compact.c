@@ -1,0 +1,320 @@
+/* agent-compact: a summary of a transcript's older messages, as one
+ * compaction entry.  See agent-compact(1). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *progname = "agent-compact";
+
+static const char usage[] =
+	"usage: agent-compact [-nq] [-C DIR] [-f FILE] [--keep-bytes N]\n"
+	"                     [--prompt FILE] [-- AGENT-STEP-OPTIONS] < TRANSCRIPT\n"
+	"\n"
+	"Asks the model, through agent-step, for a summary of the transcript's\n"
+	"older messages and prints one line: a compaction entry holding it and\n"
+	"the current todo list.  Appended to the transcript, it stands in for\n"
+	"those messages in everything agent-step sends from then on; the\n"
+	"transcript keeps them all.\n"
+	"\n"
+	"  -f, --file FILE      the todo list (default $AGENT_TODO_FILE, else\n"
+	"                       todo.json)\n"
+	"  -C, --directory DIR  work in DIR, as if started there\n"
+	"      --keep-bytes N   keep the newest messages within N bytes whole\n"
+	"                       (default 24000)\n"
+	"      --context-window N  the model's window in tokens, for the stubs\n"
+	"                       of old tool output ($AGENT_CONTEXT_WINDOW)\n"
+	"      --prompt FILE    the summary instruction instead of the built-in\n"
+	"  -n, --dry-run        print the summary request, send nothing\n"
+	"  -q, --quiet          no progress on stderr\n"
+	"  -h, --help           print this help and exit\n"
+	"\n"
+	"Exit status: 0 written, 1 nothing to compact, 2 usage, 3 I/O error,\n"
+	"5 the input is not a valid transcript, 8 the summary is empty;\n"
+	"agent-step's own status (6, 7, ...) when it fails.\n";
+
+/* Runs agent-step with the request on its stdin; its answer's text goes
+ * into summary.  0, or an exit status. */
+static int
+ask(const char *request, size_t len, char **argv, struct buf *summary)
+{
+	struct buf out = BUF_INIT(1 << 24);
+	FILE *in = tmpfile();
+	int pipefd[2] = { -1, -1 }, status, rc = ES_IO;
+	char chunk[65536], *nl;
+	size_t start;
+	cJSON *msg = NULL;
+	ssize_t n;
+	pid_t pid;
+
+	if (!in || fwrite(request, 1, len, in) != len || fflush(in) ||
+	    fseek(in, 0, SEEK_SET) || pipe(pipefd) < 0) {
+		cli_warn("cannot pass the request to agent-step: %s",
+			 strerror(errno));
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		cli_warn("cannot fork: %s", strerror(errno));
+		goto out;
+	}
+	if (pid == 0) {
+		if (dup2(fileno(in), 0) < 0 || dup2(pipefd[1], 1) < 0)
+			_exit(127);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		execvp(argv[0], argv);
+		dprintf(2, "%s: cannot run %s: %s\n", progname, argv[0],
+			strerror(errno));
+		_exit(127);
+	}
+	close(pipefd[1]);
+	pipefd[1] = -1;
+	while ((n = read(pipefd[0], chunk, sizeof chunk)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || buf_append(&out, chunk, (size_t)n) < 0) {
+			cli_warn("cannot read agent-step's answer: %s",
+				 n < 0 ? strerror(errno) : "too large");
+			break;
+		}
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		rc = WIFEXITED(status) ? WEXITSTATUS(status)
+				       : 128 + WTERMSIG(status);
+		cli_warn("agent-step failed (exit %d); nothing was written", rc);
+		goto out;
+	}
+	nl = out.data ? memchr(out.data, '\n', out.len) : NULL;
+	msg = out.data ? json_parse(out.data, nl ? (size_t)(nl - out.data)
+					      : out.len, NULL) : NULL;
+	if (!msg || chat_answer_text(msg, summary) != 1) {
+		cli_warn("agent-step did not answer with text: %s",
+			 msg ? "it called a tool" : "no message");
+		rc = ES_UNUSABLE;
+		goto out;
+	}
+	if (!summary->len || utf8_strip(summary->data, summary->len,
+					 &start) == 0) {
+		cli_warn("the model's summary is empty; nothing was written");
+		rc = ES_UNUSABLE;
+		goto out;
+	}
+	rc = ES_OK;
+out:
+	cJSON_Delete(msg);
+	buf_free(&out);
+	if (in)
+		fclose(in);
+	if (pipefd[0] >= 0)
+		close(pipefd[0]);
+	if (pipefd[1] >= 0)
+		close(pipefd[1]);
+	return rc;
+}
+
+/* The transcript on stdin, into c. */
+static int
+read_transcript(struct chat *c)
+{
+	struct ah_error err = { 0 };
+	struct jsonl_reader in;
+	cJSON *msg;
+	int r;
+
+	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
+		cli_warn("out of memory");
+		return ES_IO;
+	}
+	while ((r = jsonl_read_object(&in, &msg, &err)) > 0) {
+		r = chat_add(c, msg, in.lineno, &err);
+		cJSON_Delete(msg);
+		if (r < 0) {
+			cli_warn("stdin: %s", err.msg);
+			jsonl_reader_free(&in);
+			return err.code == AH_ENOMEM ? ES_IO : ES_BADINPUT;
+		}
+	}
+	jsonl_reader_free(&in);
+	if (r < 0) {
+		cli_report(&err);
+		return err.code == AH_EFORMAT || err.code == AH_ETOOBIG ?
+		       ES_BADINPUT : ES_IO;
+	}
+	if (calls_pending(&c->calls)) {
+		cli_warn("stdin: the tool calls of line %lu have no result",
+			 c->calls_line);
+		return ES_BADINPUT;
+	}
+	return ES_OK;
+}
+
+/* The todo list rendered, or NULL (with *rc set on an error). */
+static char *
+todos(const char *path, int *rc)
+{
+	struct ah_error err = { 0 };
+	cJSON *list = NULL;
+	char *text = NULL;
+
+	if (access(path, F_OK) < 0)
+		return NULL;
+	if (todo_load(path, &list, &err) < 0) {
+		cli_report(&err);
+		*rc = ES_IO;
+		return NULL;
+	}
+	text = todo_render(list, 0);
+	if (!text)
+		*rc = ES_IO;
+	cJSON_Delete(list);
+	return text;
+}
+
+int
+main(int argc, char **argv)
+{
+	enum { OPT_KEEP = 256, OPT_PROMPT, OPT_WINDOW };
+	static const struct option longopts[] = {
+		{ "file", required_argument, NULL, 'f' },
+		{ "directory", required_argument, NULL, 'C' },
+		{ "keep-bytes", required_argument, NULL, OPT_KEEP },
+		{ "prompt", required_argument, NULL, OPT_PROMPT },
+		{ "context-window", required_argument, NULL, OPT_WINDOW },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ah_error err = { 0 };
+	struct buf summary = BUF_INIT(0);
+	const char *path = NULL, *dir = NULL, *promptfile = NULL;
+	const char *env = getenv("AGENT_CONTEXT_WINDOW");
+	char *prompt = NULL, *request = NULL, *list = NULL, *entry = NULL;
+	char **sargv = NULL;
+	double keep_bytes = 24000, window = 0;
+	size_t len;
+	int c, i, keep, dry_run = 0, quiet = 0, rc = ES_OK;
+	struct chat chat;
+
+	if (env && *env && cli_number("AGENT_CONTEXT_WINDOW", env, 256, 1e9,
+				      &window))
+		return ES_USAGE;
+	while ((c = getopt_long(argc, argv, ":f:C:nqh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			path = optarg;
+			break;
+		case 'C':
+			dir = optarg;
+			break;
+		case OPT_KEEP:
+			if (cli_number("--keep-bytes", optarg, 0, 1e9,
+				       &keep_bytes))
+				return ES_USAGE;
+			break;
+		case OPT_WINDOW:
+			if (cli_number("--context-window", optarg, 256, 1e9,
+				       &window))
+				return ES_USAGE;
+			break;
+		case OPT_PROMPT:
+			promptfile = optarg;
+			break;
+		case 'n':
+			dry_run = 1;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return cli_finish(ES_OK);
+		default:
+			return cli_bad_option(argv, c);
+		}
+	}
+	if (promptfile && file_read(promptfile, 1 << 20, &prompt, &len,
+				    &err) != 1) {
+		if (!err.msg[0])
+			ah_fail(&err, AH_EIO, "'%s' does not exist", promptfile);
+		cli_report(&err);
+		return ES_IO;
+	}
+	if (!path)
+		path = todo_default_path();
+	if (dir && chdir(dir) < 0) {
+		cli_warn("cannot change to directory '%s': %s", dir,
+			 strerror(errno));
+		free(prompt);
+		return ES_IO;
+	}
+	chat_init(&chat);
+	if (window > 0)
+		chat_budget_default(&chat.budget, (long)window,
+				    getenv("AGENT_OUTPUTS"));
+	rc = read_transcript(&chat);
+	if (rc)
+		goto out;
+	keep = compact_keep(&chat, (size_t)keep_bytes);
+	if (keep < 0) {
+		cli_warn("nothing to compact: the transcript is all newest "
+			 "messages and system prompt");
+		rc = ES_REJECTED;
+		goto out;
+	}
+	request = compact_request(&chat, keep, prompt ? prompt :
+				  compact_default_prompt(), &len);
+	if (!request) {
+		cli_warn("out of memory");
+		rc = ES_IO;
+		goto out;
+	}
+	if (dry_run) {
+		if (fwrite(request, 1, len, stdout) != len)
+			cli_stdout_failed(errno);
+		goto out;
+	}
+	if (!quiet)
+		cli_warn("asking for a summary of %d messages (%zu bytes), "
+			 "keeping the newest %d", chat.nview - keep, len, keep);
+	sargv = calloc((size_t)(argc - optind) + 3, sizeof *sargv);
+	if (!sargv) {
+		rc = ES_IO;
+		goto out;
+	}
+	sargv[0] = "agent-step";
+	sargv[1] = "-q";
+	for (i = optind; i < argc; i++)
+		sargv[i - optind + 2] = argv[i];
+	rc = ask(request, len, sargv, &summary);
+	if (rc)
+		goto out;
+	list = todos(path, &rc);
+	if (rc)
+		goto out;
+	entry = compact_entry(&chat, keep, summary.data, list);
+	if (!entry) {
+		cli_warn("out of memory");
+		rc = ES_IO;
+		goto out;
+	}
+	if (cli_put_line(entry, strlen(entry), 1))
+		rc = ES_IO;
+out:
+	free(sargv);
+	free(entry);
+	free(list);
+	free(request);
+	free(prompt);
+	buf_free(&summary);
+	chat_free(&chat);
+	return cli_finish(rc);
+}

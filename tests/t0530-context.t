@@ -1,0 +1,139 @@
+#!/bin/sh
+# The context budget: old tool output left out of the request, the full
+# context refused before it is sent, and agent-compact's summary entry.
+. "$(dirname "$0")/lib.sh"
+
+AGENT_MODEL=test-model
+export AGENT_MODEL
+
+# session N BYTES: a transcript of N steps, each a bash call with BYTES of
+# output ("out-K" repeated); the answers carry no usage, so the estimate
+# is the bytes sent.
+session() {
+	jq -nc --argjson n "$1" --argjson b "$2" '
+		{role: "system", content: "You are terse."},
+		{role: "user", content: "read the logs"},
+		(range($n) as $k |
+		 {role: "assistant", content: null, tool_calls: [{id: "c\($k)",
+		  type: "function", function: {name: "bash",
+		  arguments: ({command: "cat log\($k)"} | tojson)}}]},
+		 {role: "tool", tool_call_id: "c\($k)",
+		  content: ("out-\($k) " * ($b / 7 | floor))})'
+}
+
+test_expect_success 'without a window every result goes whole' '
+	session 30 8000 >t.jsonl &&
+	agent-step --dry-run <t.jsonl >req &&
+	test "$(jq "[.messages[] | select(.role == \"tool\") | .content |
+		select(startswith(\"[Output left out\"))] | length" req)" = 0
+'
+
+test_expect_success '--context-window: old results become stubs, their text kept' '
+	session 30 8000 >t.jsonl &&
+	agent-step --dry-run --context-window 40000 --outputs kept <t.jsonl >req &&
+	jq -r ".messages[] | select(.role == \"tool\") | .content[0:16]" req >heads &&
+	test_line_count = 30 heads &&
+	tail -n 3 heads >newest &&
+	printf "out-27 out-27 ou\nout-28 out-28 ou\nout-29 out-29 ou\n" >expect &&
+	test_cmp expect newest &&
+	test "$(grep -c "^\[Output left out" heads)" -ge 20 &&
+	jq -r "[.messages[] | select(.role == \"tool\")][0].content" req >stub &&
+	test_grep -F "the call bash {\"command\":\"cat log0\"} gave 6852 bytes. The whole text is in kept/4-c0.txt" stub &&
+	jq -r "select(.tool_call_id == \"c0\") | .content" t.jsonl >want &&
+	printf "\n" >>kept/4-c0.txt &&
+	test_cmp want kept/4-c0.txt &&
+	test "$(wc -c <req)" -lt 90000
+'
+
+test_expect_success 'the same transcript gives the same request, in the ring or read again' '
+	session 30 8000 >t.jsonl &&
+	agent-step --dry-run --context-window 40000 --outputs kept <t.jsonl >one &&
+	agent-step --dry-run --context-window 40000 --outputs kept <t.jsonl >two &&
+	test_cmp one two &&
+	AGENT_CONTEXT_WINDOW=40000 AGENT_OUTPUTS=kept agent-step --dry-run <t.jsonl >three &&
+	test_cmp one three
+'
+
+test_expect_success 'a context too full even with stubs: exit 10, nothing sent' '
+	echo "{\"content\": \"never\"}" >script &&
+	start_model script &&
+	jq -nc "{role: \"user\", content: (\"word \" * 40000)}" >big.jsonl &&
+	test_expect_code 10 agent-step --context-window 20000 <big.jsonl >out 2>err &&
+	test_grep "the context is full: about [0-9]* of the window.s 20000 tokens" err &&
+	test ! -s out && test ! -e requests.jsonl
+'
+
+test_expect_success '--context-window auto: the table, else 32768; bad values are usage errors' '
+	jq -nc "{role: \"user\", content: (\"word \" * 40000)}" >big.jsonl &&
+	test_expect_code 10 agent-step --dry-run --context-window auto <big.jsonl >out 2>err &&
+	test_grep "window.s 32768 tokens" err &&
+	agent-step -m gpt-4o --dry-run --context-window auto <big.jsonl >out &&
+	test_must_fail 2 agent-step --context-window lots <big.jsonl 2>err &&
+	test_grep "context-window" err &&
+	test_must_fail 2 agent-step --compact-at 2 <big.jsonl 2>err
+'
+
+test_expect_success 'agent-compact: a summary entry with the todo list; the newest turns kept' '
+	echo "{\"content\": \"SUMMARY: read logs 0-7, all fine.\"}" >script &&
+	start_model script &&
+	session 10 800 >t.jsonl &&
+	echo "{\"todos\":[{\"id\":\"r\",\"content\":\"Read the logs\",\"status\":\"in_progress\"}]}" >todo.json &&
+	agent-compact --keep-bytes 2000 <t.jsonl >entry 2>err &&
+	test_line_count = 1 entry &&
+	jq -e ".role == \"user\" and .compaction.keep == 4 and
+		.compaction.summarised == 17 and .compaction.bytes_before > .compaction.bytes_after" entry &&
+	jq -r .content entry >text &&
+	test_grep "SUMMARY: read logs 0-7, all fine." text &&
+	test_grep -F "[>] r - Read the logs" text &&
+	test_grep "not an instruction" text &&
+	jq -c ".body.messages[-1]" requests.jsonl >prompt &&
+	test_grep "write a summary of this conversation" prompt &&
+	test "$(jq ".body.messages | length" requests.jsonl)" = 19 &&
+	test "$(jq ".body.tools" requests.jsonl)" = null
+'
+
+test_expect_success 'after the entry agent-step sends the system prompt, the summary, the kept turns' '
+	session 10 800 >t.jsonl &&
+	jq -nc "{role: \"user\", content: \"SUMMARY\", compaction: {keep: 4}}" >>t.jsonl &&
+	agent-step --dry-run <t.jsonl >req &&
+	jq -c "[.messages[] | .role]" req >roles &&
+	echo "[\"system\",\"user\",\"assistant\",\"tool\",\"assistant\",\"tool\"]" >expect &&
+	test_cmp expect roles &&
+	test "$(jq -r ".messages[1].content" req)" = SUMMARY &&
+	test "$(jq -r ".messages[2].tool_calls[0].id" req)" = c8 &&
+	jq -nc "{role: \"user\", content: \"and more\"}" >>t.jsonl &&
+	agent-step --dry-run <t.jsonl >req &&
+	test "$(jq -r ".messages[-1].content" req)" = "and more" &&
+	test "$(jq ".messages | length" req)" = 7
+'
+
+test_expect_success 'a kept part never begins with a tool result without its call' '
+	session 10 800 >t.jsonl &&
+	jq -nc "{role: \"user\", content: \"S\", compaction: {keep: 1}}" >>t.jsonl &&
+	agent-step --dry-run <t.jsonl >req &&
+	jq -c "[.messages[] | .role]" req >roles &&
+	echo "[\"system\",\"user\",\"assistant\",\"tool\"]" >expect &&
+	test_cmp expect roles
+'
+
+test_expect_success 'agent-compact: nothing to compact, a failing model, bad input' '
+	jq -nc "{role: \"system\", content: \"s\"}, {role: \"user\", content: \"hi\"}" >short.jsonl &&
+	test_expect_code 1 agent-compact <short.jsonl >out 2>err &&
+	test_grep "nothing to compact" err && test ! -s out &&
+	echo "{\"status\": 500, \"error\": {\"message\": \"down\"}, \"repeat\": true}" >script &&
+	start_model script &&
+	session 6 800 >t.jsonl &&
+	test_expect_code 7 agent-compact --keep-bytes 100 -- --retries 0 <t.jsonl >out 2>err &&
+	test_grep "agent-step failed (exit 7); nothing was written" err && test ! -s out &&
+	echo "not json" | test_expect_code 5 agent-compact >out 2>err &&
+	test_must_fail 2 agent-compact --keep-bytes x <t.jsonl 2>err
+'
+
+test_expect_success 'agent-compact -n: the summary request, sent nowhere' '
+	session 6 800 >t.jsonl &&
+	agent-compact -n --keep-bytes 100 <t.jsonl >req &&
+	test "$(jq -s "length" req)" = 13 &&
+	jq -s -e ".[-1].role == \"user\" and (.[-1].content | test(\"summary\"))" req
+'
+
+test_done
