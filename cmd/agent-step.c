@@ -196,6 +196,8 @@ step(struct run *r, struct chat *chat, int *stop)
 		rc = ES_IO;
 		goto out;
 	}
+	if (reply.refusal.len && !r->quiet)
+		cli_warn("the model refused: %s", reply.refusal.data);
 	if (r->verbose) {
 		const cJSON *u = cJSON_GetObjectItemCaseSensitive(msg, "usage");
 		const cJSON *pt = cJSON_GetObjectItemCaseSensitive(u, "prompt_tokens");
@@ -546,6 +548,8 @@ main(int argc, char **argv)
 			rc = ES_USAGE;
 			goto out;
 		}
+	t = cJSON_GetObjectItemCaseSensitive(r.head, "n");
+	r.mo.choices = cJSON_IsNumber(t) && t->valuedouble > 1 ? 2 : 1;
 
 	signal(SIGPIPE, SIG_IGN);
 	memset(&sa, 0, sizeof sa);

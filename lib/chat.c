@@ -52,6 +52,7 @@ clean_call(const cJSON *call, int *bad)
 	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
 	const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+	const cJSON *m;
 	cJSON *o = cJSON_CreateObject(), *f;
 	char *text = NULL;
 
@@ -74,6 +75,18 @@ clean_call(const cJSON *call, int *bad)
 				     cJSON_IsString(args) ? args->valuestring
 				     : text ? text : "{}"))
 		goto fail;
+	/* What a provider added to the call goes back with it (Gemini 3's
+	 * extra_content); what the harness added ("permission") does not. */
+	cJSON_ArrayForEach(m, call) {
+		if (!m->string || !strcmp(m->string, "id") ||
+		    !strcmp(m->string, "type") ||
+		    !strcmp(m->string, "function") ||
+		    !strcmp(m->string, "permission") ||
+		    !strcmp(m->string, "index"))
+			continue;
+		if (!cJSON_AddItemToObject(o, m->string, cJSON_Duplicate(m, 1)))
+			goto fail;
+	}
 	free(text);
 	return o;
 fail:
@@ -651,11 +664,16 @@ chat_answer_text(const cJSON *msg, struct buf *out)
 	const char *role = role_of(msg);
 	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
 	const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
+	const cJSON *refusal = cJSON_GetObjectItemCaseSensitive(msg, "refusal");
 	const cJSON *part, *type, *text;
 
 	if (!role || strcmp(role, "assistant") ||
 	    (cJSON_IsArray(tc) && tc->child))
 		return 0;
+	/* a refusal with no text is what the model said */
+	if ((!cJSON_IsString(content) || !content->valuestring[0]) &&
+	    cJSON_IsString(refusal) && refusal->valuestring[0])
+		content = refusal;
 	if (cJSON_IsString(content))
 		return buf_append(out, content->valuestring,
 				  strlen(content->valuestring)) < 0 ? -1 : 1;

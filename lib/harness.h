@@ -339,11 +339,13 @@ struct reply_call {
 	int index;
 	char *id;
 	struct buf name, args;
+	cJSON *extra;         /* members a provider added (extra_content...) */
 };
 
 struct reply {
-	struct buf content, reasoning;
+	struct buf content, reasoning, refusal;
 	int has_content;
+	int choices;          /* the n asked for: above 1, only choice 0 counts */
 	struct reply_call *calls;
 	int ncalls;
 	char finish[32];      /* finish_reason, "" when none came */
@@ -368,7 +370,9 @@ int reply_parse(struct reply *r, const char *body, size_t n,
 int reply_feed(struct reply *r, const char *p, size_t n, struct ah_error *err);
 /* The end of a stream. */
 int reply_finish_stream(struct reply *r, struct ah_error *err);
-/* The assistant message, annotated with "usage" and "request_id". */
+/* The assistant message, annotated with "usage" and "request_id"; a
+ * refusal is in "refusal", the members a provider added to a tool call
+ * stay on it (to be sent back). */
 cJSON *reply_message(const struct reply *r, const char *request_id);
 
 /* --- model.c: calling the endpoint ------------------------------------ */
@@ -383,6 +387,7 @@ struct model_opts {
 	void (*on_retry)(void *ctx, const char *why); /* before each retry */
 	void *ctx;
 	volatile sig_atomic_t *interrupted; /* nonzero: abort the call */
+	int choices;           /* the request's n (1 when not given) */
 };
 
 struct model;

@@ -281,6 +281,7 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 		a.retry_after = -1;
 		reply_free(reply);
 		reply_init(reply, o->max_answer);
+		reply->choices = o->choices;
 		reply->on_text = o->on_text;
 		reply->ctx = o->ctx;
 		m->errbuf[0] = '\0';

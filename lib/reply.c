@@ -15,6 +15,7 @@ reply_init(struct reply *r, size_t max)
 	memset(r, 0, sizeof *r);
 	r->content = b;
 	r->reasoning = b;
+	r->refusal = b;
 	r->sse_line = b;
 	r->sse_data = b;
 }
@@ -26,12 +27,14 @@ reply_free(struct reply *r)
 
 	buf_free(&r->content);
 	buf_free(&r->reasoning);
+	buf_free(&r->refusal);
 	buf_free(&r->sse_line);
 	buf_free(&r->sse_data);
 	for (i = 0; i < r->ncalls; i++) {
 		free(r->calls[i].id);
 		buf_free(&r->calls[i].name);
 		buf_free(&r->calls[i].args);
+		cJSON_Delete(r->calls[i].extra);
 	}
 	free(r->calls);
 	cJSON_Delete(r->usage);
@@ -80,6 +83,106 @@ append_str(struct buf *b, const cJSON *v, struct ah_error *err)
 	return 0;
 }
 
+/* Arguments: text as it comes, or an object (some servers send one) as
+ * its JSON text. */
+static int
+append_args(struct buf *b, const cJSON *v, struct ah_error *err)
+{
+	char *s;
+	int rc;
+
+	if (!v || cJSON_IsString(v) || cJSON_IsNull(v))
+		return append_str(b, v, err);
+	s = cJSON_PrintUnformatted(v);
+	if (!s)
+		return ah_fail(err, AH_ENOMEM, "out of memory");
+	rc = buf_append(b, s, strlen(s));
+	free(s);
+	return rc < 0 ? ah_fail(err, AH_ETOOBIG, "the answer is larger than "
+				"%zu bytes", b->max) : 0;
+}
+
+/* Members of a call other than those of the API, kept as the provider
+ * sent them: Gemini 3's extra_content.google.thought_signature must go
+ * back with the call, or the next request is refused. */
+static int
+keep_extra(struct reply_call *c, const cJSON *call, struct ah_error *err)
+{
+	const cJSON *m;
+
+	cJSON_ArrayForEach(m, call) {
+		cJSON *copy;
+
+		if (!m->string || !strcmp(m->string, "index") ||
+		    !strcmp(m->string, "id") || !strcmp(m->string, "type") ||
+		    !strcmp(m->string, "function"))
+			continue;
+		if (!c->extra && !(c->extra = cJSON_CreateObject()))
+			return ah_fail(err, AH_ENOMEM, "out of memory");
+		copy = cJSON_Duplicate(m, 1);
+		if (!copy || (cJSON_GetObjectItemCaseSensitive(c->extra,
+							       m->string) ?
+			      !cJSON_ReplaceItemInObjectCaseSensitive(c->extra,
+					m->string, copy) :
+			      !cJSON_AddItemToObject(c->extra, m->string,
+						     copy))) {
+			cJSON_Delete(copy);
+			return ah_fail(err, AH_ENOMEM, "out of memory");
+		}
+	}
+	return 0;
+}
+
+/* Content that is a string, or an array of parts (Mistral's reasoning
+ * models): text parts are the answer, thinking parts the reasoning. */
+static int
+append_content(struct reply *r, const cJSON *v, struct ah_error *err)
+{
+	const cJSON *part, *type, *text, *t;
+
+	if (cJSON_IsString(v)) {
+		r->has_content = 1;
+		if (append_str(&r->content, v, err) < 0)
+			return -1;
+		if (r->on_text && v->valuestring[0])
+			r->on_text(r->ctx, v->valuestring);
+		return 0;
+	}
+	if (!cJSON_IsArray(v))
+		return 0;
+	cJSON_ArrayForEach(part, v) {
+		type = cJSON_GetObjectItemCaseSensitive(part, "type");
+		if (!cJSON_IsString(type))
+			continue;
+		if (!strcmp(type->valuestring, "text")) {
+			text = cJSON_GetObjectItemCaseSensitive(part, "text");
+			if (append_content(r, text, err) < 0)
+				return -1;
+		} else if (!strcmp(type->valuestring, "thinking")) {
+			cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(
+					   part, "thinking"))
+				if (append_str(&r->reasoning,
+					       cJSON_GetObjectItemCaseSensitive(
+						       t, "text"), err) < 0)
+					return -1;
+		}
+	}
+	return 0;
+}
+
+/* Whether a choice counts: with n > 1 asked for, only choice 0 does;
+ * otherwise every one (Foundry Local numbers the chunks of its one
+ * choice 0, 1, 2, ...). */
+static int
+wanted(const struct reply *r, const cJSON *choice, int pos)
+{
+	const cJSON *idx = cJSON_GetObjectItemCaseSensitive(choice, "index");
+
+	if (r->choices <= 1)
+		return 1;
+	return (cJSON_IsNumber(idx) ? idx->valueint : pos) == 0;
+}
+
 /*
  * One tool-call delta.  Calls are told apart by index; a delta with an id
  * unlike that of the call at its index starts a new call, for servers that
@@ -115,8 +218,10 @@ apply_call_delta(struct reply *r, const cJSON *d, struct ah_error *err)
 					   name->valuestring) &&
 	    append_str(&c->name, name, err) < 0)
 		return -1;
-	return append_str(&c->args,
-			  cJSON_GetObjectItemCaseSensitive(fn, "arguments"), err);
+	if (keep_extra(c, d, err) < 0)
+		return -1;
+	return append_args(&c->args,
+			   cJSON_GetObjectItemCaseSensitive(fn, "arguments"), err);
 }
 
 static void
@@ -145,7 +250,7 @@ apply_chunk(struct reply *r, const char *data, size_t n, int is_error,
 	const cJSON *choice, *delta, *tc, *d, *e;
 	cJSON *v;
 	size_t off = 0;
-	int rc = -1;
+	int rc = -1, k;
 
 	if (n == 6 && !memcmp(data, "[DONE]", 6)) {
 		r->done = 1;
@@ -163,30 +268,30 @@ apply_chunk(struct reply *r, const char *data, size_t n, int is_error,
 		goto out;
 	}
 	take_usage(r, v);
-	choice = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(v, "choices"),
-				    0);
-	if (!choice) {
-		rc = 0;
-		goto out;
-	}
-	set_finish(r, cJSON_GetObjectItemCaseSensitive(choice, "finish_reason"));
-	delta = cJSON_GetObjectItemCaseSensitive(choice, "delta");
-	d = cJSON_GetObjectItemCaseSensitive(delta, "content");
-	if (cJSON_IsString(d)) {
-		r->has_content = 1;
-		if (append_str(&r->content, d, err) < 0)
+	k = 0;
+	cJSON_ArrayForEach(choice, cJSON_GetObjectItemCaseSensitive(v,
+								    "choices")) {
+		if (!wanted(r, choice, k++))
+			continue;
+		set_finish(r, cJSON_GetObjectItemCaseSensitive(choice,
+							       "finish_reason"));
+		delta = cJSON_GetObjectItemCaseSensitive(choice, "delta");
+		if (append_content(r, cJSON_GetObjectItemCaseSensitive(delta,
+								       "content"),
+				   err) < 0 ||
+		    append_str(&r->refusal,
+			       cJSON_GetObjectItemCaseSensitive(delta, "refusal"),
+			       err) < 0 ||
+		    append_str(&r->reasoning,
+			       cJSON_GetObjectItemCaseSensitive(delta,
+							"reasoning_content"),
+			       err) < 0)
 			goto out;
-		if (r->on_text && d->valuestring[0])
-			r->on_text(r->ctx, d->valuestring);
+		tc = cJSON_GetObjectItemCaseSensitive(delta, "tool_calls");
+		cJSON_ArrayForEach(d, tc)
+			if (apply_call_delta(r, d, err) < 0)
+				goto out;
 	}
-	if (append_str(&r->reasoning,
-		       cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content"),
-		       err) < 0)
-		goto out;
-	tc = cJSON_GetObjectItemCaseSensitive(delta, "tool_calls");
-	cJSON_ArrayForEach(d, tc)
-		if (apply_call_delta(r, d, err) < 0)
-			goto out;
 	rc = 0;
 out:
 	cJSON_Delete(v);
@@ -306,8 +411,12 @@ reply_parse(struct reply *r, const char *body, size_t n, struct ah_error *err)
 		goto out;
 	}
 	take_usage(r, v);
-	choice = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(v, "choices"),
-				    0);
+	/* choice 0: with n > 1 the first need not come first */
+	cJSON_ArrayForEach(choice, cJSON_GetObjectItemCaseSensitive(v,
+								    "choices"))
+		if (wanted(r, choice, i++))
+			break;
+	i = 0;
 	msg = cJSON_GetObjectItemCaseSensitive(choice, "message");
 	if (!cJSON_IsObject(msg)) {
 		ah_fail(err, AH_EFORMAT, "the answer has no choices[0].message: "
@@ -315,9 +424,10 @@ reply_parse(struct reply *r, const char *body, size_t n, struct ah_error *err)
 		goto out;
 	}
 	set_finish(r, cJSON_GetObjectItemCaseSensitive(choice, "finish_reason"));
-	e = cJSON_GetObjectItemCaseSensitive(msg, "content");
-	r->has_content = cJSON_IsString(e);
-	if (append_str(&r->content, e, err) < 0 ||
+	if (append_content(r, cJSON_GetObjectItemCaseSensitive(msg, "content"),
+			   err) < 0 ||
+	    append_str(&r->refusal,
+		       cJSON_GetObjectItemCaseSensitive(msg, "refusal"), err) < 0 ||
 	    append_str(&r->reasoning,
 		       cJSON_GetObjectItemCaseSensitive(msg, "reasoning_content"),
 		       err) < 0)
@@ -325,30 +435,18 @@ reply_parse(struct reply *r, const char *body, size_t n, struct ah_error *err)
 	tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
 	cJSON_ArrayForEach(call, tc) {
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(call, "id");
-		const cJSON *args;
 
 		fn = cJSON_GetObjectItemCaseSensitive(call, "function");
 		c = new_call(r, i++, cJSON_IsString(id) ? id->valuestring : NULL,
 			     err);
 		if (!c || append_str(&c->name,
 				     cJSON_GetObjectItemCaseSensitive(fn, "name"),
-				     err) < 0)
+				     err) < 0 ||
+		    append_args(&c->args,
+				cJSON_GetObjectItemCaseSensitive(fn, "arguments"),
+				err) < 0 ||
+		    keep_extra(c, call, err) < 0)
 			goto out;
-		args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
-		if (cJSON_IsString(args)) {
-			if (append_str(&c->args, args, err) < 0)
-				goto out;
-		} else if (args) {
-			/* some servers send an object; the API sends text */
-			char *s = cJSON_PrintUnformatted(args);
-
-			if (!s || buf_append(&c->args, s, strlen(s)) < 0) {
-				free(s);
-				ah_fail(err, AH_ENOMEM, "out of memory");
-				goto out;
-			}
-			free(s);
-		}
 	}
 	r->done = 1;
 	rc = 0;
@@ -361,6 +459,7 @@ cJSON *
 reply_message(const struct reply *r, const char *request_id)
 {
 	cJSON *m = cJSON_CreateObject(), *arr, *c, *f;
+	const cJSON *e;
 	char gen[32];
 	int i;
 
@@ -371,6 +470,9 @@ reply_message(const struct reply *r, const char *request_id)
 					     r->content.data : ""))
 			goto fail;
 	} else if (!cJSON_AddNullToObject(m, "content"))
+		goto fail;
+	if (r->refusal.len &&
+	    !cJSON_AddStringToObject(m, "refusal", r->refusal.data))
 		goto fail;
 	if (r->reasoning.len &&
 	    !cJSON_AddStringToObject(m, "reasoning_content", r->reasoning.data))
@@ -397,6 +499,10 @@ reply_message(const struct reply *r, const char *request_id)
 				cJSON_Delete(f);
 				goto fail;
 			}
+			cJSON_ArrayForEach(e, rc->extra)
+				if (!cJSON_AddItemToObject(c, e->string,
+							   cJSON_Duplicate(e, 1)))
+					goto fail;
 		}
 	}
 	if (r->usage && !cJSON_AddItemToObject(m, "usage",

@@ -12,6 +12,7 @@ POST .../chat/completions with the next entry of a script (JSON Lines):
    "error": {"message": "...", "type": "...", "code": "..."}}
   {"raw": "body text", "status": 200}         a body sent as it is
   {"raw": "...", "latin1": true}              its characters sent as bytes
+  {"raw": "...", "ctype": "text/event-stream"} under that Content-Type
   {"delay": 0.5, ...}                         wait first (seconds)
   {"hang": true}                              accept, never answer
   {"repeat": true, ...}                       this entry answers every
@@ -218,7 +219,9 @@ def serve(conn, cid, args):
             raw = entry["raw"]
             if entry.get("latin1"):  # each character one byte: any bytes
                 raw = raw.encode("latin-1")
-            conn.sendall(response(status, raw, extra=extra))
+            conn.sendall(response(status, raw, extra=extra,
+                                  ctype=entry.get("ctype",
+                                                  "application/json")))
             continue
         if status != 200:
             conn.sendall(response(status, json.dumps(

@@ -1,0 +1,123 @@
+#!/bin/sh
+# agent-step and the shapes real providers send beyond the plain API:
+# refusals, content as parts, fields a provider adds to a tool call,
+# several choices, arguments as an object (see ../shared/provider-streams
+# for recordings; these are our own cases of each shape).
+. "$(dirname "$0")/lib.sh"
+
+AGENT_MODEL=test-model
+export AGENT_MODEL
+user() { jq -nc --arg c "$1" '{role: "user", content: $c}'; }
+# sse FILE: the JSON lines of FILE as one SSE body, ended by [DONE], in a
+# script entry served as text/event-stream.
+sse() {
+	{ sed 's/^/data: /; s/$/\n/' "$1" && printf 'data: [DONE]\n\n'; } |
+		jq -Rsc '{raw: ., ctype: "text/event-stream"}'
+}
+chunk() { # CHOICES-JSON: one chat.completion.chunk
+	jq -nc --argjson c "$1" '{object: "chat.completion.chunk", choices: $c}'
+}
+
+test_expect_success 'a streamed refusal is kept, said on stderr, and is the answer' '
+	{ chunk "[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"refusal\":\"\"}}]" &&
+	  chunk "[{\"index\":0,\"delta\":{\"refusal\":\"I cannot\"}}]" &&
+	  chunk "[{\"index\":0,\"delta\":{\"refusal\":\" help.\"}}]" &&
+	  chunk "[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]"; } >events &&
+	sse events >script &&
+	start_model script &&
+	user "do harm" | agent-step --stream >out 2>err &&
+	jq -e ".refusal == \"I cannot help.\" and .content == \"\"" out &&
+	test_grep "agent-step: the model refused: I cannot help." err &&
+	cat out >t.jsonl &&
+	agent-step --answer <t.jsonl >answer &&
+	test "$(cat answer)" = "I cannot help."
+'
+
+test_expect_success 'a refusal in a whole answer, sent back with the message' '
+	cat >script <<-\EOF &&
+	{"raw": "{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":null,\"refusal\":\"No.\"},\"finish_reason\":\"stop\"}]}"}
+	{"content": "ok"}
+	EOF
+	start_model script &&
+	user "x" >t.jsonl &&
+	agent-step <t.jsonl >>t.jsonl 2>err &&
+	jq -s -e ".[1].refusal == \"No.\"" t.jsonl &&
+	user "why" >>t.jsonl &&
+	agent-step <t.jsonl >out &&
+	jq -c "select(.n == 2) | .body.messages[1]" requests.jsonl >sent &&
+	echo "{\"role\":\"assistant\",\"content\":\"\",\"refusal\":\"No.\"}" >expect &&
+	test_cmp expect sent
+'
+
+test_expect_success 'content as parts: the text parts are the answer, thinking the reasoning' '
+	cat >script <<-\EOF &&
+	{"raw": "{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"tool_calls\":null,\"content\":[{\"type\":\"thinking\",\"thinking\":[{\"type\":\"text\",\"text\":\"17*23\"}]},{\"type\":\"text\",\"text\":\"391\"}]},\"finish_reason\":\"stop\"}]}"}
+	EOF
+	start_model script &&
+	user "17*23?" | agent-step >out &&
+	jq -e ".content == \"391\" and .reasoning_content == \"17*23\"" out
+'
+
+test_expect_success 'content as parts in a stream, then as strings' '
+	{ chunk "[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]" &&
+	  chunk "[{\"index\":0,\"delta\":{\"content\":[{\"type\":\"thinking\",\"thinking\":[{\"type\":\"text\",\"text\":\"hmm\"}]}]}}]" &&
+	  chunk "[{\"index\":0,\"delta\":{\"content\":[{\"type\":\"text\",\"text\":\"3\"}]}}]" &&
+	  chunk "[{\"index\":0,\"delta\":{\"content\":\"91\"}}]" &&
+	  chunk "[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]"; } >events &&
+	sse events >script &&
+	start_model script &&
+	user "17*23?" | agent-step --stream >out 2>err &&
+	jq -e ".content == \"391\" and .reasoning_content == \"hmm\"" out
+'
+
+test_expect_success 'a field a provider adds to a tool call is kept and sent back; permission is not' '
+	{ chunk "[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"type\":\"function\",\"extra_content\":{\"google\":{\"thought_signature\":\"sig==\"}},\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"command\\\":\\\"ls\\\"}\"}}]}}]" &&
+	  chunk "[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]"; } >events &&
+	sse events >script &&
+	echo "{\"content\": \"done\"}" >>script &&
+	start_model script &&
+	user "list" >t.jsonl &&
+	agent-step --stream <t.jsonl >call 2>err &&
+	jq -e ".tool_calls[0].extra_content.google.thought_signature == \"sig==\"" call &&
+	jq -c ".tool_calls[0].permission = {decision: \"allow\", reason: \"r\", rule: \"x\"}" call >>t.jsonl &&
+	echo "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"f\"}" >>t.jsonl &&
+	agent-step <t.jsonl >out &&
+	jq -c "select(.n == 2) | .body.messages[1].tool_calls[0]" requests.jsonl >sent &&
+	echo "{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"command\\\":\\\"ls\\\"}\"},\"extra_content\":{\"google\":{\"thought_signature\":\"sig==\"}}}" >expect &&
+	test_cmp expect sent
+'
+
+test_expect_success 'n=3: the choices interleave, the answer is choice 0' '
+	{ chunk "[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]" &&
+	  chunk "[{\"index\":0,\"delta\":{\"content\":\"red \"}}]" &&
+	  chunk "[{\"index\":1,\"delta\":{\"role\":\"assistant\",\"content\":\"blue \"}}]" &&
+	  chunk "[{\"index\":2,\"delta\":{\"content\":\"green \"}}]" &&
+	  chunk "[{\"index\":0,\"delta\":{\"content\":\"apple\"}}]" &&
+	  chunk "[{\"index\":1,\"delta\":{\"content\":\"sky\"},\"finish_reason\":\"stop\"}]" &&
+	  chunk "[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]"; } >events &&
+	sse events >script &&
+	start_model script &&
+	user "a colour" | agent-step --stream --param "{\"n\":3}" >out 2>err &&
+	jq -e ".content == \"red apple\"" out
+'
+
+test_expect_success 'n=1 with rising indexes (Foundry Local): one answer, all of it' '
+	{ chunk "[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"one \"}}]" &&
+	  chunk "[{\"index\":1,\"delta\":{\"content\":\"two \"}}]" &&
+	  chunk "[{\"index\":2,\"delta\":{\"content\":\"three\"},\"finish_reason\":\"stop\"}]"; } >events &&
+	sse events >script &&
+	start_model script &&
+	user "count" | agent-step --stream >out 2>err &&
+	jq -e ".content == \"one two three\"" out
+'
+
+test_expect_success 'arguments sent as an object inside a stream are kept, as text' '
+	{ chunk "[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"a b\"}}}]}}]" &&
+	  chunk "[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]"; } >events &&
+	sse events >script &&
+	start_model script &&
+	user "read" | agent-step --stream >out 2>err &&
+	jq -e ".tool_calls[0].function.arguments == \"{\\\"path\\\":\\\"a b\\\"}\"" out
+'
+
+test_done
