@@ -25,6 +25,9 @@ static const char usage[] =
 	"                         $OPENAI_BASE_URL, else https://api.openai.com/v1)\n"
 	"      --api-key-file F   read the key from F (else $AGENT_API_KEY, else\n"
 	"                         $OPENAI_API_KEY; none for local servers)\n"
+	"      --api API          chat (Chat Completions) or anthropic (the\n"
+	"                         Messages API; key $ANTHROPIC_API_KEY, base\n"
+	"                         https://api.anthropic.com/v1) ($AGENT_API)\n"
 	"      --tools FILE       tool definitions, as tool-exec --schema prints\n"
 	"      --temperature T    sampling temperature\n"
 	"      --max-tokens N     the most tokens of an answer\n"
@@ -65,6 +68,7 @@ struct run {
 	int dry_run, until_done, quiet, verbose, called, streamed_text;
 	long calls, max_calls;
 	long window;        /* tokens, 0: no budget */
+	struct buf abody;   /* the request, in Anthropic's shape */
 	double compact_at;  /* share of the window */
 };
 
@@ -144,7 +148,13 @@ step(struct run *r, struct chat *chat, int *stop)
 		return ES_STEPLIMIT;
 	}
 	r->calls++;
-	body = chat_request(chat, r->head, &len);
+	if (r->mo.api == API_ANTHROPIC) {
+		body = chat_prepare(chat) < 0 ||
+		       anthropic_request(chat, r->head, &r->abody) < 0 ?
+		       NULL : r->abody.data;
+		len = r->abody.len;
+	} else
+		body = chat_request(chat, r->head, &len);
 	if (!body) {
 		cli_warn("cannot build the request: out of memory");
 		return ES_IO;
@@ -354,7 +364,7 @@ main(int argc, char **argv)
 {
 	enum { O_BASE = 256, O_KEYFILE, O_TOOLS, O_TEMP, O_MAXTOK, O_PARAM,
 	       O_STREAM, O_TIMEOUT, O_RETRIES, O_UNTIL, O_DRY, O_HISTORY,
-	       O_MAXCALLS, O_ANSWER, O_WINDOW, O_OUTPUTS, O_COMPACTAT };
+	       O_MAXCALLS, O_ANSWER, O_WINDOW, O_OUTPUTS, O_COMPACTAT, O_API };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "base-url", required_argument, NULL, O_BASE },
@@ -372,6 +382,7 @@ main(int argc, char **argv)
 		{ "max-calls", required_argument, NULL, O_MAXCALLS },
 		{ "answer", no_argument, NULL, O_ANSWER },
 		{ "context-window", required_argument, NULL, O_WINDOW },
+		{ "api", required_argument, NULL, O_API },
 		{ "outputs", required_argument, NULL, O_OUTPUTS },
 		{ "compact-at", required_argument, NULL, O_COMPACTAT },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -387,6 +398,7 @@ main(int argc, char **argv)
 	const char *history = NULL;
 	const char *window = env("AGENT_CONTEXT_WINDOW", NULL);
 	const char *outputs = env("AGENT_OUTPUTS", NULL);
+	const char *api = env("AGENT_API", NULL), *base = NULL;
 	double maxcalls = -1, compact_at = 0.8, w = 0;
 	struct sigaction sa;
 	char *key = NULL, *tooltext = NULL;
@@ -396,9 +408,7 @@ main(int argc, char **argv)
 	int c, stream = 0, stop = 0, rc = ES_OK, nparams = 0, answer = 0;
 	const char *params[64];
 
-	r.mo.base_url = env("AGENT_BASE_URL", "OPENAI_BASE_URL");
-	if (!r.mo.base_url)
-		r.mo.base_url = "https://api.openai.com/v1";
+	base = env("AGENT_BASE_URL", NULL);
 	r.mo.timeout = 60;
 	r.mo.max_answer = 64u << 20;
 	while ((c = getopt_long(argc, argv, ":m:qvh", longopts, NULL)) != -1) {
@@ -407,7 +417,7 @@ main(int argc, char **argv)
 			model = optarg;
 			break;
 		case O_BASE:
-			r.mo.base_url = optarg;
+			base = optarg;
 			break;
 		case O_KEYFILE:
 			free(key);
@@ -458,6 +468,9 @@ main(int argc, char **argv)
 		case O_WINDOW:
 			window = optarg;
 			break;
+		case O_API:
+			api = optarg;
+			break;
 		case O_OUTPUTS:
 			outputs = optarg;
 			break;
@@ -500,8 +513,21 @@ main(int argc, char **argv)
 	}
 	r.window = (long)w;
 	r.compact_at = compact_at;
-	if (!key && env("AGENT_API_KEY", "OPENAI_API_KEY"))
-		key = strdup(env("AGENT_API_KEY", "OPENAI_API_KEY"));
+	if (api && !strcmp(api, "anthropic"))
+		r.mo.api = API_ANTHROPIC;
+	else if (api && strcmp(api, "chat")) {
+		free(key);
+		return cli_usage_error("--api: unknown API '%s' (use chat or "
+				       "anthropic)", api);
+	}
+	r.mo.base_url = base ? base : r.mo.api == API_ANTHROPIC ?
+			"https://api.anthropic.com/v1" :
+			env("OPENAI_BASE_URL", NULL) ? env("OPENAI_BASE_URL", NULL)
+			: "https://api.openai.com/v1";
+	if (!key && env("AGENT_API_KEY", r.mo.api == API_ANTHROPIC ?
+			"ANTHROPIC_API_KEY" : "OPENAI_API_KEY"))
+		key = strdup(env("AGENT_API_KEY", r.mo.api == API_ANTHROPIC ?
+				 "ANTHROPIC_API_KEY" : "OPENAI_API_KEY"));
 	r.mo.api_key = key;
 	r.mo.retries = (int)retries;
 	r.max_calls = (long)maxcalls;
@@ -571,6 +597,7 @@ main(int argc, char **argv)
 		}
 	}
 	chat_init(&chat);
+	chat.api = r.mo.api;
 	if (r.window)
 		chat_budget_default(&chat.budget, r.window, outputs);
 	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
@@ -672,6 +699,7 @@ out:
 		free(key);
 	}
 	free(tooltext);
+	buf_free(&r.abody);
 	cJSON_Delete(r.head);
 	model_free(r.model);
 	if (!r.dry_run)

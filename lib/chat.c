@@ -98,10 +98,10 @@ fail:
 /* A copy of a message with only the fields the API defines: annotations
  * such as "permission", "usage" or "reasoning_content" stay behind. */
 static cJSON *
-clean_message(const cJSON *msg, const char *role, int *bad)
+clean_message(const cJSON *msg, const char *role, int api, int *bad)
 {
 	static const char *const keep[] = { "content", "name", "tool_call_id",
-					    "refusal" };
+					    "refusal", "thinking_blocks" };
 	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
 	const cJSON *v, *call;
 	cJSON *o = cJSON_CreateObject(), *arr, *c;
@@ -110,6 +110,9 @@ clean_message(const cJSON *msg, const char *role, int *bad)
 	if (!o || !cJSON_AddStringToObject(o, "role", role))
 		goto fail;
 	for (i = 0; i < sizeof keep / sizeof *keep; i++) {
+		/* Anthropic's thinking blocks go back to it, and only to it */
+		if (!strcmp(keep[i], "thinking_blocks") && api != API_ANTHROPIC)
+			continue;
 		v = cJSON_GetObjectItemCaseSensitive(msg, keep[i]);
 		if (v && !cJSON_AddItemToObject(o, keep[i],
 						cJSON_Duplicate(v, 1)))
@@ -546,7 +549,7 @@ chat_add(struct chat *c, const cJSON *msg, unsigned long line,
 		return ah_fail(err, AH_ENOMEM, "out of memory");
 	if (!strcmp(role, "assistant"))
 		c->calls_line = line;
-	o = clean_message(msg, role, &bad);
+	o = clean_message(msg, role, c->api, &bad);
 	if (!o)
 		return ah_fail(err, AH_ENOMEM, "out of memory");
 	if (bad) {
@@ -588,6 +591,12 @@ int
 chat_ready(const struct chat *c)
 {
 	return c->count && !c->last_assistant && !calls_pending(&c->calls);
+}
+
+int
+chat_prepare(struct chat *c)
+{
+	return budget_point(c);
 }
 
 const char *

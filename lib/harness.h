@@ -255,6 +255,8 @@ struct chat {
 	int *view;            /* the messages sent, in order: nview of them */
 	int nview;
 	struct chat_budget budget;
+	int api;              /* enum model_api: API_ANTHROPIC keeps the
+			       * thinking_blocks of answers, to send back */
 	int stubs;            /* tool results left out so far */
 	int compactions;      /* compaction entries read */
 	int compacted;        /* the message of the last one, or -1 */
@@ -288,6 +290,9 @@ void chat_budget_default(struct chat_budget *b, long window,
 			 const char *outputs);
 /* The window of a well-known model name (a prefix table), else 0. */
 long chat_model_window(const char *model);
+/* Applies the budget before a request is made (chat_request does it
+ * too): -1 when out of memory. */
+int chat_prepare(struct chat *c);
 /* The request body: head (an object with "model" and the other fields)
  * with "messages" spliced in.  It is kept in c, valid until the next call
  * (a 10 MB body is built in the same memory every step, without faulting
@@ -342,10 +347,17 @@ struct reply_call {
 	cJSON *extra;         /* members a provider added (extra_content...) */
 };
 
+/* The API a model speaks. */
+enum model_api { API_CHAT, API_ANTHROPIC };
+
 struct reply {
 	struct buf content, reasoning, refusal;
 	int has_content;
 	int choices;          /* the n asked for: above 1, only choice 0 counts */
+	enum model_api api;
+	cJSON *blocks;        /* Anthropic: thinking blocks, to send back */
+	int block;            /* Anthropic: the index of the open block */
+	char block_type[24];  /*   and its type */
 	struct reply_call *calls;
 	int ncalls;
 	char finish[32];      /* finish_reason, "" when none came */
@@ -362,6 +374,12 @@ struct reply {
 
 /* max bounds the text, each call's arguments and each event. */
 void reply_init(struct reply *r, size_t max);
+/* For the parsers: a new call (NULL and err set when there are too
+ * many, or no memory), and the text of v appended to b (nothing when v
+ * is not a string). */
+struct reply_call *reply_new_call(struct reply *r, int index, const char *id,
+				  struct ah_error *err);
+int reply_append(struct buf *b, const cJSON *v, struct ah_error *err);
 void reply_free(struct reply *r);
 /* A whole (non-streamed) Chat Completions answer. */
 int reply_parse(struct reply *r, const char *body, size_t n,
@@ -374,6 +392,25 @@ int reply_finish_stream(struct reply *r, struct ah_error *err);
  * refusal is in "refusal", the members a provider added to a tool call
  * stay on it (to be sent back). */
 cJSON *reply_message(const struct reply *r, const char *request_id);
+
+/* --- anthropic.c: Anthropic's Messages API, at the wire ---------------- */
+
+/* The Messages request for what c sends: system messages to "system",
+ * tool calls to tool_use blocks, results to tool_result blocks in user
+ * turns (turns of one role merged), thinking blocks sent back first, the
+ * tools of head in Anthropic's shape, max_tokens (8192 when head has
+ * none), and cache_control on the tools, the system prompt and the last
+ * two user turns.  Into out (reset first); -1 when out of memory. */
+int anthropic_request(const struct chat *c, const cJSON *head,
+		      struct buf *out);
+/* One event of a Messages stream, and a whole Messages answer, into r
+ * as Chat Completions: text, tool calls, thinking blocks, finish reason
+ * (end_turn stop, tool_use tool_calls, max_tokens length, refusal
+ * content_filter) and usage (prompt_tokens counts cached input too). */
+int anthropic_event(struct reply *r, const char *data, size_t n,
+		    struct ah_error *err);
+int anthropic_parse(struct reply *r, const char *body, size_t n,
+		    struct ah_error *err);
 
 /* --- model.c: calling the endpoint ------------------------------------ */
 
@@ -388,6 +425,7 @@ struct model_opts {
 	void *ctx;
 	volatile sig_atomic_t *interrupted; /* nonzero: abort the call */
 	int choices;           /* the request's n (1 when not given) */
+	enum model_api api;
 };
 
 struct model;

@@ -61,7 +61,8 @@ model_new(const struct model_opts *o, struct ah_error *err)
 		ah_fail(err, AH_EFORMAT, "the base URL is too long");
 		goto fail;
 	}
-	snprintf(m->url, sizeof m->url, "%.*s/chat/completions", (int)n, base);
+	snprintf(m->url, sizeof m->url, "%.*s/%s", (int)n, base,
+		 o->api == API_ANTHROPIC ? "messages" : "chat/completions");
 	m->curl = curl_easy_init();
 	if (!m->curl) {
 		ah_fail(err, AH_ENOMEM, "cannot start libcurl");
@@ -78,11 +79,14 @@ model_new(const struct model_opts *o, struct ah_error *err)
 			curl_slist_free_all(h);
 			goto fail;
 		}
-		snprintf(auth, sizeof auth, "Authorization: Bearer %s",
+		snprintf(auth, sizeof auth, o->api == API_ANTHROPIC ?
+			 "x-api-key: %s" : "Authorization: Bearer %s",
 			 o->api_key);
 		h = curl_slist_append(h, auth);
 		memset(auth, 0, sizeof auth);
 	}
+	if (h && o->api == API_ANTHROPIC)
+		h = curl_slist_append(h, "anthropic-version: 2023-06-01");
 	if (!h) {
 		ah_fail(err, AH_ENOMEM, "out of memory");
 		goto fail;
@@ -282,6 +286,7 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 		reply_free(reply);
 		reply_init(reply, o->max_answer);
 		reply->choices = o->choices;
+		reply->api = o->api;
 		reply->on_text = o->on_text;
 		reply->ctx = o->ctx;
 		m->errbuf[0] = '\0';

@@ -28,6 +28,7 @@ reply_free(struct reply *r)
 	buf_free(&r->content);
 	buf_free(&r->reasoning);
 	buf_free(&r->refusal);
+	cJSON_Delete(r->blocks);
 	buf_free(&r->sse_line);
 	buf_free(&r->sse_data);
 	for (i = 0; i < r->ncalls; i++) {
@@ -42,8 +43,9 @@ reply_free(struct reply *r)
 	memset(r, 0, sizeof *r);
 }
 
-static struct reply_call *
-new_call(struct reply *r, int index, const char *id, struct ah_error *err)
+struct reply_call *
+reply_new_call(struct reply *r, int index, const char *id,
+	       struct ah_error *err)
 {
 	struct buf b = BUF_INIT(r->content.max);
 	struct reply_call *more, *c;
@@ -72,8 +74,8 @@ new_call(struct reply *r, int index, const char *id, struct ah_error *err)
 	return c;
 }
 
-static int
-append_str(struct buf *b, const cJSON *v, struct ah_error *err)
+int
+reply_append(struct buf *b, const cJSON *v, struct ah_error *err)
 {
 	if (!cJSON_IsString(v))
 		return 0;
@@ -92,7 +94,7 @@ append_args(struct buf *b, const cJSON *v, struct ah_error *err)
 	int rc;
 
 	if (!v || cJSON_IsString(v) || cJSON_IsNull(v))
-		return append_str(b, v, err);
+		return reply_append(b, v, err);
 	s = cJSON_PrintUnformatted(v);
 	if (!s)
 		return ah_fail(err, AH_ENOMEM, "out of memory");
@@ -142,7 +144,7 @@ append_content(struct reply *r, const cJSON *v, struct ah_error *err)
 
 	if (cJSON_IsString(v)) {
 		r->has_content = 1;
-		if (append_str(&r->content, v, err) < 0)
+		if (reply_append(&r->content, v, err) < 0)
 			return -1;
 		if (r->on_text && v->valuestring[0])
 			r->on_text(r->ctx, v->valuestring);
@@ -161,7 +163,7 @@ append_content(struct reply *r, const cJSON *v, struct ah_error *err)
 		} else if (!strcmp(type->valuestring, "thinking")) {
 			cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(
 					   part, "thinking"))
-				if (append_str(&r->reasoning,
+				if (reply_append(&r->reasoning,
 					       cJSON_GetObjectItemCaseSensitive(
 						       t, "text"), err) < 0)
 					return -1;
@@ -208,7 +210,7 @@ apply_call_delta(struct reply *r, const cJSON *d, struct ah_error *err)
 	if (c && sid && c->id && strcmp(c->id, sid))
 		c = NULL;
 	if (!c) {
-		c = new_call(r, index, sid, err);
+		c = reply_new_call(r, index, sid, err);
 		if (!c)
 			return -1;
 	} else if (sid && !c->id && !(c->id = strdup(sid)))
@@ -216,7 +218,7 @@ apply_call_delta(struct reply *r, const cJSON *d, struct ah_error *err)
 	/* The name comes whole in the first delta; some servers repeat it. */
 	if (cJSON_IsString(name) && strcmp(c->name.data ? c->name.data : "",
 					   name->valuestring) &&
-	    append_str(&c->name, name, err) < 0)
+	    reply_append(&c->name, name, err) < 0)
 		return -1;
 	if (keep_extra(c, d, err) < 0)
 		return -1;
@@ -279,10 +281,10 @@ apply_chunk(struct reply *r, const char *data, size_t n, int is_error,
 		if (append_content(r, cJSON_GetObjectItemCaseSensitive(delta,
 								       "content"),
 				   err) < 0 ||
-		    append_str(&r->refusal,
+		    reply_append(&r->refusal,
 			       cJSON_GetObjectItemCaseSensitive(delta, "refusal"),
 			       err) < 0 ||
-		    append_str(&r->reasoning,
+		    reply_append(&r->reasoning,
 			       cJSON_GetObjectItemCaseSensitive(delta,
 							"reasoning_content"),
 			       err) < 0)
@@ -305,7 +307,9 @@ dispatch(struct reply *r, struct ah_error *err)
 	int rc = 0;
 
 	if (r->sse_data.len)
-		rc = apply_chunk(r, r->sse_data.data, r->sse_data.len,
+		rc = r->api == API_ANTHROPIC ?
+		     anthropic_event(r, r->sse_data.data, r->sse_data.len, err) :
+		     apply_chunk(r, r->sse_data.data, r->sse_data.len,
 				 r->sse_event_error, err);
 	buf_reset(&r->sse_data);
 	r->sse_event_error = 0;
@@ -398,6 +402,8 @@ reply_parse(struct reply *r, const char *body, size_t n, struct ah_error *err)
 	cJSON *v;
 	int rc = -1, i = 0;
 
+	if (r->api == API_ANTHROPIC)
+		return anthropic_parse(r, body, n, err);
 	v = json_parse(body, n, &off);
 	if (!v || !cJSON_IsObject(v)) {
 		ah_fail(err, AH_EFORMAT, "the answer is not a JSON object%s",
@@ -426,9 +432,9 @@ reply_parse(struct reply *r, const char *body, size_t n, struct ah_error *err)
 	set_finish(r, cJSON_GetObjectItemCaseSensitive(choice, "finish_reason"));
 	if (append_content(r, cJSON_GetObjectItemCaseSensitive(msg, "content"),
 			   err) < 0 ||
-	    append_str(&r->refusal,
+	    reply_append(&r->refusal,
 		       cJSON_GetObjectItemCaseSensitive(msg, "refusal"), err) < 0 ||
-	    append_str(&r->reasoning,
+	    reply_append(&r->reasoning,
 		       cJSON_GetObjectItemCaseSensitive(msg, "reasoning_content"),
 		       err) < 0)
 		goto out;
@@ -437,9 +443,9 @@ reply_parse(struct reply *r, const char *body, size_t n, struct ah_error *err)
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(call, "id");
 
 		fn = cJSON_GetObjectItemCaseSensitive(call, "function");
-		c = new_call(r, i++, cJSON_IsString(id) ? id->valuestring : NULL,
+		c = reply_new_call(r, i++, cJSON_IsString(id) ? id->valuestring : NULL,
 			     err);
-		if (!c || append_str(&c->name,
+		if (!c || reply_append(&c->name,
 				     cJSON_GetObjectItemCaseSensitive(fn, "name"),
 				     err) < 0 ||
 		    append_args(&c->args,
@@ -476,6 +482,10 @@ reply_message(const struct reply *r, const char *request_id)
 		goto fail;
 	if (r->reasoning.len &&
 	    !cJSON_AddStringToObject(m, "reasoning_content", r->reasoning.data))
+		goto fail;
+	if (r->blocks && r->blocks->child &&
+	    !cJSON_AddItemToObject(m, "thinking_blocks",
+				   cJSON_Duplicate(r->blocks, 1)))
 		goto fail;
 	if (r->ncalls) {
 		arr = cJSON_AddArrayToObject(m, "tool_calls");

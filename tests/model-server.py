@@ -18,6 +18,12 @@ POST .../chat/completions with the next entry of a script (JSON Lines):
   {"repeat": true, ...}                       this entry answers every
                                               request from now on
 
+Requests to .../messages get the same entries as Anthropic Messages
+answers (text and tool_use blocks, "thinking": "text" with "signature"
+for a thinking block first, errors as {"type": "error", "error": ...}),
+streamed as its events when asked; "usage" in an entry replaces the usage
+sent.
+
 Streaming requests ("stream": true) get the answer as server-sent events:
   "chunk": N          content and arguments in pieces of N characters (3)
   "reuse_index": true all tool calls sent with index 0, told apart by id
@@ -157,6 +163,93 @@ def stream_events(entry, n, model):
     return events
 
 
+def messages_answer(entry, n, model):
+    """The entry as an Anthropic Messages answer."""
+    blocks = []
+    if entry.get("thinking") is not None:
+        blocks.append({"type": "thinking", "thinking": entry["thinking"],
+                       "signature": entry.get("signature", "sig-%d" % n)})
+    if entry.get("content"):
+        blocks.append({"type": "text", "text": entry["content"]})
+    for c in calls_of(entry):
+        blocks.append({"type": "tool_use", "id": c["id"].replace("call", "toolu"),
+                       "name": c["function"]["name"],
+                       "input": json.loads(c["function"]["arguments"])})
+    stop = entry.get("stop_reason",
+                     "tool_use" if entry.get("tool_calls") else "end_turn")
+    usage = entry.get("usage", {"input_tokens": 10 * n, "output_tokens": 5,
+                                "cache_creation_input_tokens": 0,
+                                "cache_read_input_tokens": 0})
+    return {"id": "msg_%d" % n, "type": "message", "role": "assistant",
+            "model": model, "content": blocks, "stop_reason": stop,
+            "stop_sequence": None, "usage": usage}
+
+
+def messages_events(entry, n, model):
+    """The same answer as the events of a Messages stream."""
+    k = int(entry.get("chunk", 3))
+    whole = messages_answer(entry, n, model)
+    start = dict(whole, content=[], stop_reason=None)
+    start["usage"] = dict(whole["usage"], output_tokens=1)
+    ev = [("message_start", {"type": "message_start", "message": start}),
+          ("ping", {"type": "ping"})]
+    if "sse_error" in entry:
+        return ev + [("error", {"type": "error", "error": entry["sse_error"]})]
+    for i, b in enumerate(whole["content"]):
+        if b["type"] == "text":
+            first, deltas = dict(b, text=""), [
+                {"type": "text_delta", "text": p} for p in pieces(b["text"], k)]
+        elif b["type"] == "thinking":
+            first = dict(b, thinking="", signature="")
+            deltas = [{"type": "thinking_delta", "thinking": p}
+                      for p in pieces(b["thinking"], k)]
+            deltas.append({"type": "signature_delta",
+                           "signature": b["signature"]})
+        else:
+            first = dict(b, input={})
+            deltas = [{"type": "input_json_delta", "partial_json": p}
+                      for p in pieces(json.dumps(b["input"]), k)]
+        ev.append(("content_block_start", {"type": "content_block_start",
+                                           "index": i, "content_block": first}))
+        for d in deltas:
+            ev.append(("content_block_delta", {"type": "content_block_delta",
+                                               "index": i, "delta": d}))
+        ev.append(("content_block_stop", {"type": "content_block_stop",
+                                          "index": i}))
+    ev.append(("message_delta", {"type": "message_delta",
+                                 "delta": {"stop_reason": whole["stop_reason"],
+                                           "stop_sequence": None},
+                                 "usage": {"output_tokens":
+                                           whole["usage"]["output_tokens"]}}))
+    ev.append(("message_stop", {"type": "message_stop"}))
+    return ev
+
+
+def serve_messages(conn, entry, n, model, req, extra, args):
+    status = int(entry.get("status", 200))
+    if status != 200:
+        err = entry.get("error", {"message": "scripted error"})
+        err.setdefault("type", "api_error")
+        conn.sendall(response(status, json.dumps({"type": "error",
+                                                  "error": err}),
+                              extra=extra))
+        return
+    if isinstance(req, dict) and req.get("stream"):
+        body = b""
+        for name, e in messages_events(entry, n, model):
+            piece = ("event: %s\ndata: %s\n\n" % (name, json.dumps(e))).encode()
+            body += b"%x\r\n%s\r\n" % (len(piece), piece)
+        body += b"0\r\n\r\n"
+        head = ("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                "Transfer-Encoding: chunked\r\n" +
+                "".join("%s: %s\r\n" % kv for kv in extra.items()) + "\r\n")
+        conn.sendall(head.encode() + body)
+    else:
+        conn.sendall(response(200, json.dumps(messages_answer(entry, n, model)),
+                              extra=extra))
+    log_sent(args, n)
+
+
 def log_sent(args, n):
     """When the answer to request n left: the harness's time starts here."""
     if args.sent_log:
@@ -199,7 +292,8 @@ def serve(conn, cid, args):
                                       "path": path, "headers": headers,
                                       "body": req, "time": arrived,
                                       "start": start}) + "\n")
-        if method != "POST" or not path.endswith("/chat/completions"):
+        if method != "POST" or not (path.endswith("/chat/completions") or
+                                    path.endswith("/messages")):
             conn.sendall(response(404, json.dumps({"error": {
                 "message": "no such route: %s %s" % (method, path),
                 "type": "invalid_request_error"}})))
@@ -215,6 +309,9 @@ def serve(conn, cid, args):
         status = int(entry.get("status", 200))
         model = (req or {}).get("model", "scripted") if isinstance(req, dict) \
             else "scripted"
+        if path.endswith("/messages") and "raw" not in entry:
+            serve_messages(conn, entry, n, model, req, extra, args)
+            continue
         if "raw" in entry:
             raw = entry["raw"]
             if entry.get("latin1"):  # each character one byte: any bytes

@@ -1,0 +1,642 @@
+/* anthropic.c: Anthropic's Messages API, translated at the wire.
+ *
+ * The transcript stays Chat Completions; only the request body and the
+ * answer are translated here.  Thinking blocks come back in the
+ * assistant message as "thinking_blocks" (a provider's field, which the
+ * Chat Completions request leaves out) and go back to the API first in
+ * the assistant's content, signatures intact, as it requires. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define MAX_TOKENS 8192 /* max_tokens is required; this when none is given */
+
+/* --- the request */
+
+static cJSON *
+text_block(const char *text)
+{
+	cJSON *b = cJSON_CreateObject();
+
+	if (b && (!cJSON_AddStringToObject(b, "type", "text") ||
+		  !cJSON_AddStringToObject(b, "text", *text ? text : "(empty)"))) {
+		cJSON_Delete(b);
+		return NULL;
+	}
+	return b;
+}
+
+/* The text of a content: a string, or the text parts of an array. */
+static char *
+content_text(const cJSON *content)
+{
+	struct buf b = BUF_INIT(0);
+	const cJSON *part, *t;
+
+	if (cJSON_IsString(content))
+		return strdup(content->valuestring);
+	if (!cJSON_IsArray(content))
+		return strdup("");
+	cJSON_ArrayForEach(part, content) {
+		t = cJSON_GetObjectItemCaseSensitive(part, "text");
+		if (cJSON_IsString(t) &&
+		    buf_append(&b, t->valuestring, strlen(t->valuestring)) < 0) {
+			buf_free(&b);
+			return NULL;
+		}
+	}
+	if (!b.data)
+		return strdup("");
+	return buf_detach(&b, NULL);
+}
+
+/* Appends block to the last message when it has role, else starts a
+ * message of role: the API wants turns to alternate. */
+static int
+add_block(cJSON *msgs, const char *role, cJSON *block)
+{
+	cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
+	const cJSON *r = cJSON_GetObjectItemCaseSensitive(last, "role");
+	cJSON *m, *content;
+
+	if (!block)
+		return -1;
+	if (cJSON_IsString(r) && !strcmp(r->valuestring, role)) {
+		content = cJSON_GetObjectItemCaseSensitive(last, "content");
+		return cJSON_AddItemToArray(content, block) ? 0 : -1;
+	}
+	m = cJSON_CreateObject();
+	if (!m || !cJSON_AddItemToArray(msgs, m) ||
+	    !cJSON_AddStringToObject(m, "role", role) ||
+	    !(content = cJSON_AddArrayToObject(m, "content")) ||
+	    !cJSON_AddItemToArray(content, block)) {
+		cJSON_Delete(block);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+add_assistant(cJSON *msgs, const cJSON *msg)
+{
+	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
+	const cJSON *tb = cJSON_GetObjectItemCaseSensitive(msg,
+							   "thinking_blocks");
+	const cJSON *call, *b;
+	char *text = content_text(cJSON_GetObjectItemCaseSensitive(msg,
+								   "content"));
+	int any = 0, rc = -1;
+
+	if (!text)
+		return -1;
+	cJSON_ArrayForEach(b, tb)
+		if (add_block(msgs, "assistant", cJSON_Duplicate(b, 1)) < 0)
+			goto out;
+	if (*text || !cJSON_IsArray(tc) || !tc->child) {
+		if (add_block(msgs, "assistant", text_block(text)) < 0)
+			goto out;
+		any = 1;
+	}
+	cJSON_ArrayForEach(call, tc) {
+		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call,
+								   "function");
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+		const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn,
+								     "arguments");
+		cJSON *u = cJSON_CreateObject(), *input;
+
+		input = cJSON_IsString(args) ?
+			json_parse(args->valuestring, strlen(args->valuestring),
+				   NULL) : NULL;
+		/* input must be an object: arguments that are not one were
+		 * answered with an error, and go back empty */
+		if (!cJSON_IsObject(input)) {
+			cJSON_Delete(input);
+			input = cJSON_CreateObject();
+		}
+		if (!u || !input || !cJSON_AddStringToObject(u, "type", "tool_use") ||
+		    !cJSON_AddStringToObject(u, "id", call_id(call)) ||
+		    !cJSON_AddStringToObject(u, "name", cJSON_IsString(name) ?
+					     name->valuestring : "") ||
+		    !cJSON_AddItemToObject(u, "input", input)) {
+			cJSON_Delete(u);
+			goto out;
+		}
+		if (add_block(msgs, "assistant", u) < 0)
+			goto out;
+		any = 1;
+	}
+	(void)any;
+	rc = 0;
+out:
+	free(text);
+	return rc;
+}
+
+static int
+add_result(cJSON *msgs, const cJSON *msg)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "tool_call_id");
+	char *text = content_text(cJSON_GetObjectItemCaseSensitive(msg,
+								   "content"));
+	cJSON *b = cJSON_CreateObject();
+	int rc = -1;
+
+	if (text && b && cJSON_AddStringToObject(b, "type", "tool_result") &&
+	    cJSON_AddStringToObject(b, "tool_use_id", cJSON_IsString(id) ?
+				    id->valuestring : "") &&
+	    cJSON_AddStringToObject(b, "content", *text ? text : "(empty)") &&
+	    (strncmp(text, "Error:", 6) || cJSON_AddTrueToObject(b, "is_error"))) {
+		rc = add_block(msgs, "user", b);
+		b = NULL;
+	}
+	cJSON_Delete(b);
+	free(text);
+	return rc;
+}
+
+static int
+cache_here(cJSON *block)
+{
+	cJSON *cc = cJSON_CreateObject();
+
+	if (!block)
+		return 0;
+	if (!cc || !cJSON_AddStringToObject(cc, "type", "ephemeral") ||
+	    !cJSON_AddItemToObject(block, "cache_control", cc)) {
+		cJSON_Delete(cc);
+		return -1;
+	}
+	return 0;
+}
+
+/* The last block of a message that may carry cache_control: not a
+ * thinking block. */
+static cJSON *
+last_cacheable(cJSON *msg)
+{
+	cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
+	cJSON *b = cJSON_GetArrayItem(content, cJSON_GetArraySize(content) - 1);
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(b, "type");
+
+	if (!cJSON_IsString(t) || !strncmp(t->valuestring, "thinking", 8) ||
+	    !strcmp(t->valuestring, "redacted_thinking"))
+		return NULL;
+	return b;
+}
+
+/* Breakpoints, at most four: the tools, the system prompt, and the last
+ * two user turns, so that each request reads the cache the one before
+ * wrote. */
+static int
+breakpoints(cJSON *msgs)
+{
+	cJSON *m;
+	int n = cJSON_GetArraySize(msgs), i, users = 0;
+
+	for (i = n - 1; i >= 0 && users < 2; i--) {
+		const cJSON *r;
+
+		m = cJSON_GetArrayItem(msgs, i);
+		r = cJSON_GetObjectItemCaseSensitive(m, "role");
+		if (!cJSON_IsString(r) || strcmp(r->valuestring, "user"))
+			continue;
+		if (cache_here(last_cacheable(m)) < 0)
+			return -1;
+		users++;
+	}
+	return 0;
+}
+
+static int
+tools(cJSON *body, const cJSON *given)
+{
+	cJSON *arr, *t, *last = NULL;
+	const cJSON *g;
+
+	if (!cJSON_IsArray(given) || !given->child)
+		return 0;
+	arr = cJSON_AddArrayToObject(body, "tools");
+	if (!arr)
+		return -1;
+	cJSON_ArrayForEach(g, given) {
+		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(g, "function");
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+		const cJSON *desc = cJSON_GetObjectItemCaseSensitive(fn,
+								     "description");
+		const cJSON *params = cJSON_GetObjectItemCaseSensitive(fn,
+								       "parameters");
+
+		t = cJSON_CreateObject();
+		if (!t || !cJSON_AddItemToArray(arr, t) ||
+		    !cJSON_AddStringToObject(t, "name", cJSON_IsString(name) ?
+					     name->valuestring : "") ||
+		    (cJSON_IsString(desc) &&
+		     !cJSON_AddStringToObject(t, "description",
+					      desc->valuestring)) ||
+		    !cJSON_AddItemToObject(t, "input_schema", params ?
+					   cJSON_Duplicate(params, 1) :
+					   cJSON_Parse("{\"type\":\"object\"}")))
+			return -1;
+		last = t;
+	}
+	return cache_here(last);
+}
+
+int
+anthropic_request(const struct chat *c, const cJSON *head, struct buf *out)
+{
+	cJSON *body = cJSON_CreateObject(), *msgs, *system = NULL, *msg;
+	const cJSON *h;
+	char *text = NULL;
+	int k, rc = -1;
+
+	buf_reset(out);
+	if (!body)
+		return -1;
+	/* the fields given, but those of Chat Completions alone */
+	cJSON_ArrayForEach(h, head) {
+		if (!strcmp(h->string, "tools") ||
+		    !strcmp(h->string, "stream_options") ||
+		    !strcmp(h->string, "n"))
+			continue;
+		if (!cJSON_AddItemToObject(body, h->string, cJSON_Duplicate(h, 1)))
+			goto out;
+	}
+	if (!cJSON_GetObjectItemCaseSensitive(body, "max_tokens") &&
+	    !cJSON_AddNumberToObject(body, "max_tokens", MAX_TOKENS))
+		goto out;
+	if (tools(body, cJSON_GetObjectItemCaseSensitive(head, "tools")) < 0)
+		goto out;
+	msgs = cJSON_AddArrayToObject(body, "messages");
+	if (!msgs)
+		goto out;
+	for (k = 0; k < c->nview; k++) {
+		const struct chat_msg *m = &c->m[c->view[k]];
+		const cJSON *role;
+		int r = 0;
+
+		msg = cJSON_ParseWithLength(c->msgs.data + m->off, m->len);
+		role = cJSON_GetObjectItemCaseSensitive(msg, "role");
+		if (!cJSON_IsString(role)) {
+			cJSON_Delete(msg);
+			goto out;
+		}
+		if (m->role == 's') {
+			if (!system && !(system = cJSON_CreateArray()))
+				r = -1;
+			text = content_text(cJSON_GetObjectItemCaseSensitive(
+						    msg, "content"));
+			if (!r && (!text ||
+				   !cJSON_AddItemToArray(system, text_block(text))))
+				r = -1;
+			free(text);
+			text = NULL;
+		} else if (m->role == 'a')
+			r = add_assistant(msgs, msg);
+		else if (m->role == 't')
+			r = add_result(msgs, msg);
+		else {
+			text = content_text(cJSON_GetObjectItemCaseSensitive(
+						    msg, "content"));
+			r = text ? add_block(msgs, "user", text_block(text)) : -1;
+			free(text);
+			text = NULL;
+		}
+		cJSON_Delete(msg);
+		if (r < 0)
+			goto out;
+	}
+	/* the first turn must be the user's */
+	msg = cJSON_GetArrayItem(msgs, 0);
+	h = cJSON_GetObjectItemCaseSensitive(msg, "role");
+	if (cJSON_IsString(h) && strcmp(h->valuestring, "user")) {
+		cJSON *u = cJSON_CreateObject(), *content;
+
+		if (!u || !cJSON_InsertItemInArray(msgs, 0, u) ||
+		    !cJSON_AddStringToObject(u, "role", "user") ||
+		    !(content = cJSON_AddArrayToObject(u, "content")) ||
+		    !cJSON_AddItemToArray(content, text_block("(continue)")))
+			goto out;
+	}
+	if (system) {
+		if (cache_here(cJSON_GetArrayItem(system,
+						  cJSON_GetArraySize(system) - 1))
+		    < 0 || !cJSON_AddItemToObject(body, "system", system))
+			goto out;
+		system = NULL;
+	}
+	if (breakpoints(msgs) < 0)
+		goto out;
+	text = cJSON_PrintUnformatted(body);
+	if (text && buf_append(out, text, strlen(text)) == 0)
+		rc = 0;
+out:
+	free(text);
+	cJSON_Delete(system);
+	cJSON_Delete(body);
+	return rc;
+}
+
+/* --- the answer */
+
+static void
+finish(struct reply *r, const cJSON *stop)
+{
+	static const struct { const char *from, *to; } map[] = {
+		{ "end_turn", "stop" }, { "stop_sequence", "stop" },
+		{ "tool_use", "tool_calls" }, { "max_tokens", "length" },
+		{ "refusal", "content_filter" }, { "pause_turn", "stop" },
+	};
+	size_t i;
+
+	if (!cJSON_IsString(stop))
+		return;
+	for (i = 0; i < sizeof map / sizeof *map; i++)
+		if (!strcmp(stop->valuestring, map[i].from)) {
+			snprintf(r->finish, sizeof r->finish, "%s", map[i].to);
+			return;
+		}
+	snprintf(r->finish, sizeof r->finish, "%s", stop->valuestring);
+}
+
+static double
+num(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* Usage in Chat Completions' terms, the API's own fields kept beside:
+ * prompt_tokens counts the input read from and written to the cache. */
+static int
+usage(struct reply *r, const cJSON *u)
+{
+	static const char *const keep[] = {
+		"input_tokens", "output_tokens", "cache_creation_input_tokens",
+		"cache_read_input_tokens",
+	};
+	double in, out;
+	size_t i;
+
+	if (!cJSON_IsObject(u))
+		return 0;
+	if (!r->usage && !(r->usage = cJSON_CreateObject()))
+		return -1;
+	for (i = 0; i < sizeof keep / sizeof *keep; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(u, keep[i]);
+
+		if (!cJSON_IsNumber(v))
+			continue;
+		cJSON_DeleteItemFromObjectCaseSensitive(r->usage, keep[i]);
+		if (!cJSON_AddNumberToObject(r->usage, keep[i], v->valuedouble))
+			return -1;
+	}
+	in = num(r->usage, "input_tokens") +
+	     num(r->usage, "cache_creation_input_tokens") +
+	     num(r->usage, "cache_read_input_tokens");
+	out = num(r->usage, "output_tokens");
+	cJSON_DeleteItemFromObjectCaseSensitive(r->usage, "prompt_tokens");
+	cJSON_DeleteItemFromObjectCaseSensitive(r->usage, "completion_tokens");
+	cJSON_DeleteItemFromObjectCaseSensitive(r->usage, "total_tokens");
+	if (!cJSON_AddNumberToObject(r->usage, "prompt_tokens", in) ||
+	    !cJSON_AddNumberToObject(r->usage, "completion_tokens", out) ||
+	    !cJSON_AddNumberToObject(r->usage, "total_tokens", in + out))
+		return -1;
+	return 0;
+}
+
+static int
+keep_thinking(struct reply *r, const cJSON *block)
+{
+	cJSON *copy = cJSON_Duplicate(block, 1);
+
+	if (!copy || (!r->blocks && !(r->blocks = cJSON_CreateArray())) ||
+	    !cJSON_AddItemToArray(r->blocks, copy)) {
+		cJSON_Delete(copy);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+text(struct reply *r, const cJSON *t, struct ah_error *err)
+{
+	if (!cJSON_IsString(t))
+		return 0;
+	r->has_content = 1;
+	if (reply_append(&r->content, t, err) < 0)
+		return -1;
+	if (r->on_text && t->valuestring[0])
+		r->on_text(r->ctx, t->valuestring);
+	return 0;
+}
+
+static int
+block_start(struct reply *r, const cJSON *ev, struct ah_error *err)
+{
+	const cJSON *b = cJSON_GetObjectItemCaseSensitive(ev, "content_block");
+	const cJSON *type = cJSON_GetObjectItemCaseSensitive(b, "type");
+	const cJSON *idx = cJSON_GetObjectItemCaseSensitive(ev, "index");
+	struct reply_call *c;
+
+	r->block = cJSON_IsNumber(idx) ? idx->valueint : 0;
+	snprintf(r->block_type, sizeof r->block_type, "%s",
+		 cJSON_IsString(type) ? type->valuestring : "");
+	if (!strcmp(r->block_type, "text"))
+		return text(r, cJSON_GetObjectItemCaseSensitive(b, "text"), err);
+	if (!strcmp(r->block_type, "tool_use")) {
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(b, "id");
+
+		c = reply_new_call(r, r->block, cJSON_IsString(id) ?
+				   id->valuestring : NULL, err);
+		return c ? reply_append(&c->name,
+					cJSON_GetObjectItemCaseSensitive(b,
+									 "name"),
+					err) : -1;
+	}
+	if (!strcmp(r->block_type, "thinking") ||
+	    !strcmp(r->block_type, "redacted_thinking"))
+		return keep_thinking(r, b) < 0 ?
+		       ah_fail(err, AH_ENOMEM, "out of memory") : 0;
+	return 0;
+}
+
+/* Appends the string d[key] to the string field of the open thinking
+ * block. */
+static int
+grow_thinking(struct reply *r, const cJSON *d, const char *key,
+	      struct ah_error *err)
+{
+	const cJSON *piece = cJSON_GetObjectItemCaseSensitive(d, key);
+	cJSON *b = cJSON_GetArrayItem(r->blocks,
+				      cJSON_GetArraySize(r->blocks) - 1);
+	const cJSON *old = cJSON_GetObjectItemCaseSensitive(b, key);
+	struct buf s = BUF_INIT(r->content.max);
+	int rc = 0;
+
+	if (!cJSON_IsString(piece) || !b)
+		return 0;
+	if ((cJSON_IsString(old) && reply_append(&s, old, err) < 0) ||
+	    reply_append(&s, piece, err) < 0) {
+		buf_free(&s);
+		return -1;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(b, key);
+	if (!cJSON_AddStringToObject(b, key, s.data ? s.data : ""))
+		rc = ah_fail(err, AH_ENOMEM, "out of memory");
+	buf_free(&s);
+	return rc;
+}
+
+static int
+block_delta(struct reply *r, const cJSON *ev, struct ah_error *err)
+{
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(ev, "delta");
+	const cJSON *type = cJSON_GetObjectItemCaseSensitive(d, "type");
+	const char *t = cJSON_IsString(type) ? type->valuestring : "";
+
+	if (!strcmp(t, "text_delta"))
+		return text(r, cJSON_GetObjectItemCaseSensitive(d, "text"), err);
+	if (!strcmp(t, "input_json_delta") && r->ncalls &&
+	    !strcmp(r->block_type, "tool_use"))
+		return reply_append(&r->calls[r->ncalls - 1].args,
+				    cJSON_GetObjectItemCaseSensitive(
+					    d, "partial_json"), err);
+	if (!strcmp(t, "thinking_delta")) {
+		if (reply_append(&r->reasoning,
+				 cJSON_GetObjectItemCaseSensitive(d, "thinking"),
+				 err) < 0)
+			return -1;
+		return grow_thinking(r, d, "thinking", err);
+	}
+	if (!strcmp(t, "signature_delta"))
+		return grow_thinking(r, d, "signature", err);
+	return 0;
+}
+
+int
+anthropic_event(struct reply *r, const char *data, size_t n,
+		struct ah_error *err)
+{
+	const cJSON *type, *e;
+	size_t off = 0;
+	cJSON *v = json_parse(data, n, &off);
+	int rc = 0;
+	const char *t;
+
+	if (!v)
+		return ah_fail(err, AH_EFORMAT, "the stream sent an event that "
+			       "is not JSON (at byte %zu)", off + 1);
+	type = cJSON_GetObjectItemCaseSensitive(v, "type");
+	t = cJSON_IsString(type) ? type->valuestring : "";
+	if (!strcmp(t, "message_start")) {
+		e = cJSON_GetObjectItemCaseSensitive(v, "message");
+		if (usage(r, cJSON_GetObjectItemCaseSensitive(e, "usage")) < 0)
+			rc = ah_fail(err, AH_ENOMEM, "out of memory");
+	} else if (!strcmp(t, "content_block_start"))
+		rc = block_start(r, v, err);
+	else if (!strcmp(t, "content_block_delta"))
+		rc = block_delta(r, v, err);
+	else if (!strcmp(t, "content_block_stop")) {
+		/* a tool_use that streamed no input has the empty one */
+		if (!strcmp(r->block_type, "tool_use") && r->ncalls &&
+		    !r->calls[r->ncalls - 1].args.len &&
+		    buf_append(&r->calls[r->ncalls - 1].args, "{}", 2) < 0)
+			rc = ah_fail(err, AH_ETOOBIG, "the answer is too large");
+		r->block_type[0] = '\0';
+	} else if (!strcmp(t, "message_delta")) {
+		e = cJSON_GetObjectItemCaseSensitive(v, "delta");
+		finish(r, cJSON_GetObjectItemCaseSensitive(e, "stop_reason"));
+		if (usage(r, cJSON_GetObjectItemCaseSensitive(v, "usage")) < 0)
+			rc = ah_fail(err, AH_ENOMEM, "out of memory");
+	} else if (!strcmp(t, "message_stop"))
+		r->done = 1;
+	else if (!strcmp(t, "error")) {
+		e = cJSON_GetObjectItemCaseSensitive(v, "error");
+		cJSON_Delete(r->error);
+		r->error = cJSON_Duplicate(e ? e : v, 1);
+	}
+	/* ping, and event types yet to come, are let pass */
+	cJSON_Delete(v);
+	return rc;
+}
+
+int
+anthropic_parse(struct reply *r, const char *body, size_t n,
+		struct ah_error *err)
+{
+	const cJSON *blocks, *b, *type, *e;
+	size_t off = 0;
+	cJSON *v = json_parse(body, n, &off);
+	int rc = -1, i = 0;
+
+	if (!cJSON_IsObject(v)) {
+		ah_fail(err, AH_EFORMAT, "the answer is not a JSON object%s",
+			v ? "" : " (not valid JSON)");
+		goto out;
+	}
+	e = cJSON_GetObjectItemCaseSensitive(v, "error");
+	if (e) {
+		r->error = cJSON_Duplicate(e, 1);
+		rc = 0;
+		goto out;
+	}
+	blocks = cJSON_GetObjectItemCaseSensitive(v, "content");
+	if (!cJSON_IsArray(blocks)) {
+		ah_fail(err, AH_EFORMAT, "the answer has no content blocks: "
+			"not a Messages answer");
+		goto out;
+	}
+	cJSON_ArrayForEach(b, blocks) {
+		type = cJSON_GetObjectItemCaseSensitive(b, "type");
+		if (!cJSON_IsString(type))
+			continue;
+		if (!strcmp(type->valuestring, "text")) {
+			if (text(r, cJSON_GetObjectItemCaseSensitive(b, "text"),
+				 err) < 0)
+				goto out;
+		} else if (!strcmp(type->valuestring, "tool_use")) {
+			const cJSON *id = cJSON_GetObjectItemCaseSensitive(b, "id");
+			const cJSON *in = cJSON_GetObjectItemCaseSensitive(b,
+									   "input");
+			struct reply_call *c = reply_new_call(r, i++,
+				cJSON_IsString(id) ? id->valuestring : NULL, err);
+			char *args = in ? cJSON_PrintUnformatted(in) :
+				     strdup("{}");
+
+			if (!c || !args ||
+			    reply_append(&c->name,
+					 cJSON_GetObjectItemCaseSensitive(b, "name"),
+					 err) < 0 ||
+			    buf_append(&c->args, args, strlen(args)) < 0) {
+				free(args);
+				if (!err->msg[0])
+					ah_fail(err, AH_ENOMEM, "out of memory");
+				goto out;
+			}
+			free(args);
+		} else if (!strcmp(type->valuestring, "thinking") ||
+			   !strcmp(type->valuestring, "redacted_thinking")) {
+			if (keep_thinking(r, b) < 0 ||
+			    reply_append(&r->reasoning,
+					 cJSON_GetObjectItemCaseSensitive(
+						 b, "thinking"), err) < 0) {
+				ah_fail(err, AH_ENOMEM, "out of memory");
+				goto out;
+			}
+		}
+	}
+	finish(r, cJSON_GetObjectItemCaseSensitive(v, "stop_reason"));
+	if (usage(r, cJSON_GetObjectItemCaseSensitive(v, "usage")) < 0) {
+		ah_fail(err, AH_ENOMEM, "out of memory");
+		goto out;
+	}
+	r->done = 1;
+	rc = 0;
+out:
+	cJSON_Delete(v);
+	return rc;
+}

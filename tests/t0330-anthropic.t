@@ -1,0 +1,157 @@
+#!/bin/sh
+# agent-step --api anthropic: the transcript translated to Anthropic's
+# Messages API and back, against the scripted server's Messages answers.
+. "$(dirname "$0")/lib.sh"
+
+AGENT_MODEL=claude-test
+AGENT_API=anthropic
+export AGENT_MODEL AGENT_API
+# req N FILTER: jq FILTER over the body of the Nth request the server got.
+req() { jq -c --argjson n "$1" "select(.n == \$n) | .body | $2" requests.jsonl; }
+
+test_expect_success 'a text answer: /messages, x-api-key, anthropic-version, usage' '
+	echo "{\"content\": \"Hello\"}" >script &&
+	start_model script &&
+	printf "%s\n" "{\"role\":\"system\",\"content\":\"Be brief.\"}" \
+		"{\"role\":\"user\",\"content\":\"hi\"}" >t.jsonl &&
+	ANTHROPIC_API_KEY=sk-ant-test agent-step <t.jsonl >out &&
+	jq -e ".role == \"assistant\" and .content == \"Hello\" and
+		.usage.prompt_tokens == 10 and .usage.input_tokens == 10 and
+		.usage.cache_read_input_tokens == 0" out &&
+	jq -e "select(.n == 1) | (.path | endswith(\"/v1/messages\")) and
+		.headers[\"x-api-key\"] == \"sk-ant-test\" and
+		.headers[\"anthropic-version\"] == \"2023-06-01\" and
+		(.headers | has(\"authorization\") | not)" requests.jsonl &&
+	test "$(req 1 .system)" = "[{\"type\":\"text\",\"text\":\"Be brief.\",\"cache_control\":{\"type\":\"ephemeral\"}}]" &&
+	test "$(req 1 .max_tokens)" = 8192 &&
+	test "$(req 1 .messages)" = "[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\",\"cache_control\":{\"type\":\"ephemeral\"}}]}]"
+'
+
+test_expect_success 'tools, parallel calls and their results, as the API groups them' '
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "bash", "id": "call_a", "arguments": {"command": "ls"}}, {"name": "read_file", "id": "call_b", "arguments": {"path": "f"}}]}
+	{"content": "Two files."}
+	EOF
+	start_model script &&
+	tool-exec --schema >tools.json &&
+	echo "{\"role\":\"user\",\"content\":\"look\"}" >t.jsonl &&
+	agent-step --tools tools.json <t.jsonl >>t.jsonl &&
+	jq -s -e ".[1].tool_calls | map(.id) == [\"toolu_a\", \"toolu_b\"] and
+		.[0].function.arguments == \"{\\\"command\\\":\\\"ls\\\"}\"" t.jsonl &&
+	printf "%s\n" "{\"role\":\"tool\",\"tool_call_id\":\"toolu_a\",\"content\":\"f\"}" \
+		"{\"role\":\"tool\",\"tool_call_id\":\"toolu_b\",\"content\":\"Error: no f\"}" >>t.jsonl &&
+	agent-step --tools tools.json <t.jsonl >out &&
+	jq -e ".content == \"Two files.\"" out &&
+	test "$(req 1 ".tools | map(.name) | join(\",\")")" = "\"bash,list_dir,read_file,write_file,edit_file,run_todo_write\"" &&
+	test "$(req 1 ".tools[-1].cache_control.type")" = "\"ephemeral\"" &&
+	test "$(req 1 ".tools[0] | has(\"input_schema\")")" = true &&
+	req 2 ".messages" >sent &&
+	jq -e "length == 3 and .[1].role == \"assistant\" and
+		(.[1].content | map(.type)) == [\"tool_use\", \"tool_use\"] and
+		.[1].content[0].input == {command: \"ls\"} and
+		.[2].role == \"user\" and
+		(.[2].content | map(.type)) == [\"tool_result\", \"tool_result\"] and
+		.[2].content[1].is_error == true and
+		.[2].content[1].cache_control.type == \"ephemeral\"" sent
+'
+
+test_expect_success 'streamed: text to stderr, tool input from its pieces, thinking kept and sent back' '
+	cat >script <<-\EOF &&
+	{"thinking": "Let me list.", "signature": "c2lnbmF0dXJl", "tool_calls": [{"name": "bash", "id": "call_s", "arguments": {"command": "ls -l"}}], "chunk": 2}
+	{"content": "Listed.", "chunk": 2}
+	EOF
+	start_model script &&
+	echo "{\"role\":\"user\",\"content\":\"list\"}" >t.jsonl &&
+	agent-step --stream <t.jsonl >>t.jsonl 2>err &&
+	jq -s -e ".[1].tool_calls[0].function.arguments == \"{\\\"command\\\": \\\"ls -l\\\"}\" and
+		.[1].thinking_blocks == [{type: \"thinking\", thinking: \"Let me list.\", signature: \"c2lnbmF0dXJl\"}] and
+		.[1].reasoning_content == \"Let me list.\"" t.jsonl &&
+	echo "{\"role\":\"tool\",\"tool_call_id\":\"toolu_s\",\"content\":\"x\"}" >>t.jsonl &&
+	agent-step --stream <t.jsonl >out 2>err &&
+	jq -e ".content == \"Listed.\"" out &&
+	test_grep "Listed." err &&
+	test "$(req 2 ".messages[1].content[0]")" = "{\"type\":\"thinking\",\"thinking\":\"Let me list.\",\"signature\":\"c2lnbmF0dXJl\"}" &&
+	test "$(req 2 .stream)" = true
+'
+
+test_expect_success 'thinking blocks never go to a Chat Completions server' '
+	echo "{\"content\": \"ok\"}" >script &&
+	start_model script &&
+	printf "%s\n" "{\"role\":\"user\",\"content\":\"a\"}" \
+		"{\"role\":\"assistant\",\"content\":\"b\",\"thinking_blocks\":[{\"type\":\"thinking\",\"thinking\":\"t\",\"signature\":\"s\"}]}" \
+		"{\"role\":\"user\",\"content\":\"c\"}" >t.jsonl &&
+	AGENT_API=chat agent-step <t.jsonl >out &&
+	test "$(req 1 ".messages[1]")" = "{\"role\":\"assistant\",\"content\":\"b\"}"
+'
+
+test_expect_success 'stop reasons: max_tokens is a cut answer (exit 8), refusal withheld' '
+	printf "%s\n" "{\"content\": \"Half\", \"stop_reason\": \"max_tokens\"}" \
+		"{\"content\": \"\", \"stop_reason\": \"refusal\"}" >script &&
+	start_model script &&
+	echo "{\"role\":\"user\",\"content\":\"x\"}" >t.jsonl &&
+	test_expect_code 8 agent-step <t.jsonl >out 2>err &&
+	test_grep "was cut short (finish_reason length" err &&
+	test_expect_code 8 agent-step <t.jsonl >out 2>err &&
+	test_grep "content filter" err
+'
+
+test_expect_success 'errors: 529 overloaded is retried, 401 refused with the message' '
+	cat >script <<-\EOF &&
+	{"status": 529, "error": {"type": "overloaded_error", "message": "Overloaded"}}
+	{"content": "Back."}
+	{"status": 401, "error": {"type": "authentication_error", "message": "invalid x-api-key"}}
+	EOF
+	start_model script &&
+	echo "{\"role\":\"user\",\"content\":\"x\"}" >t.jsonl &&
+	agent-step <t.jsonl >out 2>err &&
+	jq -e ".content == \"Back.\"" out &&
+	test_grep "529: Overloaded (overloaded_error); retrying" err &&
+	test_expect_code 6 agent-step <t.jsonl >out 2>err &&
+	test_grep "401: invalid x-api-key (authentication_error)" err
+'
+
+test_expect_success 'an error event in the stream' '
+	echo "{\"content\": \"x\", \"sse_error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}" >script &&
+	start_model script &&
+	echo "{\"role\":\"user\",\"content\":\"x\"}" >t.jsonl &&
+	test_expect_code 6 agent-step --stream <t.jsonl >out 2>err &&
+	test_grep "the stream ended with an error: Overloaded (overloaded_error)" err
+'
+
+test_expect_success 'cache usage is recorded with each answer' '
+	echo "{\"content\": \"ok\", \"usage\": {\"input_tokens\": 5, \"output_tokens\": 2, \"cache_creation_input_tokens\": 100, \"cache_read_input_tokens\": 900}}" >script &&
+	start_model script &&
+	echo "{\"role\":\"user\",\"content\":\"x\"}" | agent-step >out &&
+	jq -e ".usage == {input_tokens: 5, output_tokens: 2,
+		cache_creation_input_tokens: 100, cache_read_input_tokens: 900,
+		prompt_tokens: 1005, completion_tokens: 2, total_tokens: 1007}" out
+'
+
+test_expect_success 'a five-step agent-run session over --api anthropic' '
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "run_todo_write", "arguments": {"todos": [{"id": "w", "content": "Write hello", "status": "in_progress"}]}}]}
+	{"tool_calls": [{"name": "write_file", "arguments": {"path": "hello.txt", "content": "hello\n"}}]}
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "cat hello.txt"}}]}
+	{"tool_calls": [{"name": "run_todo_write", "arguments": {"todos": [{"id": "w", "content": "Write hello", "status": "completed"}]}}]}
+	{"content": "Wrote hello.txt."}
+	EOF
+	start_model script && mkdir w &&
+	agent-run -y -C w "write hello.txt" >answer 2>progress &&
+	test "$(cat answer)" = "Wrote hello.txt." &&
+	test "$(cat w/hello.txt)" = hello &&
+	valid w/.agent/transcript.jsonl &&
+	test "$(jq -s "map(select(.path | endswith(\"/messages\"))) | length" requests.jsonl)" = 5 &&
+	req 5 "[.system[-1].cache_control.type, .tools[-1].cache_control.type,
+		([.messages[].content[] | select(.cache_control)] | length)]" >marks &&
+	echo "[\"ephemeral\",\"ephemeral\",2]" >expect &&
+	test_cmp expect marks &&
+	req 5 ".messages[-1].content[0]" >last &&
+	jq -e ".type == \"tool_result\" and (.content | startswith(\"Current todos:\"))" last
+'
+
+test_expect_success '--api: an unknown one is a usage error' '
+	test_must_fail 2 agent-step --api bedrock </dev/null 2>err &&
+	test_grep "unknown API .bedrock. (use chat or anthropic)" err
+'
+
+test_done
