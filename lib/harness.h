@@ -332,14 +332,21 @@ unsigned long long model_connections(const struct model *m);
 
 /* --- shsplit.c: shell command lines for permission rules ------------- */
 
-/* Splits a command line into the simple commands it would run, at ; & &&
- * || | newlines, subshells, groups, $(...), backquotes and <(...):
- * {"commands": [[argv...], ...], "redirects": [targets...], "complex": b}.
- * Quotes are removed; expansions are kept as text.  "complex" is true when
- * it met something it cannot follow (unbalanced quotes, here-documents,
- * arithmetic, if/for/while/case, function definitions, a command name
- * that is itself an expansion): a rule must then not trust "commands".
- * NULL when out of memory. */
+/* Splits a command line into the simple commands it would run, as bash
+ * parses it, at ; & && || | newlines, subshells, groups, $(...),
+ * backquotes (nested ones unescaped), <(...), sh -c STRING and eval:
+ * {"commands": [[argv...], ...], "redirects": [targets...],
+ *  "outputs": [output targets, a descriptor as "&N"], "complex": b}.
+ * Quotes are removed; expansions are kept as text.  A command goes in as
+ * written, leading NAME=value assignments included; when it has
+ * assignments or is a wrapper (command, env, sudo, time, nice, timeout,
+ * xargs, busybox, ...), the command it runs follows as an entry of its
+ * own.  "complex" is true when it met something it cannot follow
+ * (unbalanced quotes, here-documents, arithmetic, if/for/while/case,
+ * function definitions, a command name that is itself an expansion, any
+ * expansion but $NAME, ${NAME}, ${#NAME} and the special parameters, a
+ * control character, builtins that take code or subscripted names): a
+ * rule must then not trust "commands".  NULL when out of memory. */
 cJSON *shell_split(const char *cmd);
 
 /* --- policy.c: permission rules in jq ---------------------------------- */

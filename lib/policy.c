@@ -27,31 +27,40 @@ static const char builtin[] =
 "     \"decision\": \"ask\", \"reason\": \"{tool} modifies files\"},\n"
 "    {\"name\": \"shell\", \"if\": \".tool == \\\"bash\\\"\",\n"
 "     \"decision\": \"ask\", \"reason\": \"bash runs a shell command\"},\n"
-"    {\"name\": \"rm-root-or-home\", \"if\": \"any_command(.[0] == \\\"rm\\\" and (.[1:] | any(test(\\\"^-[a-zA-Z]*[rR]\\\") or . == \\\"--recursive\\\")) and (.[1:] | any(. == \\\"/\\\" or . == \\\"/*\\\" or . == \\\"~\\\" or . == \\\"~/\\\" or . == \\\"~/*\\\" or . == \\\"$HOME\\\" or . == \\\"$HOME/\\\" or . == \\\"$HOME/*\\\" or . == \\\".\\\" or . == \\\"..\\\" or . == \\\"*\\\")))\",\n"
+"    {\"name\": \"rm-root-or-home\", \"if\": \"any_command(cmdname == \\\"rm\\\" and (.[1:] | any(test(\\\"^-[a-zA-Z]*[rR]\\\") or . == \\\"--recursive\\\")) and (.[1:] | any(test(\\\"^(/|~|\\\\\\\\$HOME|\\\\\\\\$\\\\\\\\{HOME\\\\\\\\}|\\\\\\\\$PWD|\\\\\\\\$\\\\\\\\{PWD\\\\\\\\}|\\\\\\\\.|\\\\\\\\.\\\\\\\\.)?(/+\\\\\\\\.{0,2})*/*(\\\\\\\\.?\\\\\\\\*)?$\\\") and . != \\\"\\\")))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"deletes the root, the home or the working directory\"},\n"
-"    {\"name\": \"privilege\", \"if\": \"any_command(.[0] | IN(\\\"sudo\\\", \\\"su\\\", \\\"doas\\\", \\\"pkexec\\\"))\",\n"
+"    {\"name\": \"privilege\", \"if\": \"any_command(cmdname | IN(\\\"sudo\\\", \\\"su\\\", \\\"doas\\\", \\\"pkexec\\\", \\\"run0\\\"))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"runs as another user\"},\n"
-"    {\"name\": \"filesystems\", \"if\": \"any_command(.[0] | test(\\\"^(mkfs|mke2fs|mkswap|fdisk|sfdisk|parted|wipefs)\\\"))\",\n"
+"    {\"name\": \"filesystems\", \"if\": \"any_command(cmdname | test(\\\"^(mkfs|mke2fs|mkswap|fdisk|sfdisk|parted|wipefs)\\\"))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"formats or partitions a disk\"},\n"
-"    {\"name\": \"raw-devices\", \"if\": \"any_command(.[0] == \\\"dd\\\" and any(.[]; test(\\\"^of=/dev/\\\"))) or ((.redirects // []) | any(test(\\\"^/dev/(sd|nvme|hd|vd|xvd|mmcblk|disk)\\\")))\",\n"
+"    {\"name\": \"raw-devices\", \"if\": \"any_command(cmdname == \\\"dd\\\" and any(.[]; test(\\\"^of=/dev/\\\"))) or ((.redirects // []) | any(test(\\\"^/dev/(sd|nvme|hd|vd|xvd|mmcblk|disk)\\\")))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"writes to a disk device\"},\n"
 "    {\"name\": \"fork-bomb\", \"if\": \".tool == \\\"bash\\\" and ((.args.command // \\\"\\\") | tostring | test(\\\"(\\\\\\\\S+)\\\\\\\\s*\\\\\\\\(\\\\\\\\)\\\\\\\\s*\\\\\\\\{[^}]*\\\\\\\\1\\\\\\\\s*\\\\\\\\|\\\\\\\\s*\\\\\\\\1\\\"))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"looks like a fork bomb\"},\n"
-"    {\"name\": \"pipe-to-shell\", \"if\": \"(.commands // [] | any(.[0] | IN(\\\"curl\\\", \\\"wget\\\", \\\"fetch\\\"))) and (.commands // [] | any(.[0] | IN(\\\"sh\\\", \\\"bash\\\", \\\"zsh\\\", \\\"dash\\\", \\\"ksh\\\", \\\"python\\\", \\\"python3\\\", \\\"perl\\\")))\",\n"
+"    {\"name\": \"pipe-to-shell\", \"if\": \"(.commands // [] | any(cmdname | IN(\\\"curl\\\", \\\"wget\\\", \\\"fetch\\\"))) and (.commands // [] | any(cmdname | IN(\\\"sh\\\", \\\"bash\\\", \\\"zsh\\\", \\\"dash\\\", \\\"ksh\\\", \\\"mksh\\\", \\\"ash\\\", \\\"fish\\\", \\\"python\\\", \\\"python3\\\", \\\"perl\\\", \\\"ruby\\\", \\\"node\\\")))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"runs code downloaded from the network\"},\n"
 "    {\"name\": \"system-files\", \"if\": \"(.redirects // []) | any(test(\\\"^/(etc|boot|usr|bin|sbin|lib)/\\\"))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"writes to system files\"}\n"
 "  ]\n"
 "}\n";
 
-/* Helpers every rule can use.  all_commands is the safe way to allow a
- * command: it is false when the splitter could not follow the line. */
+/* Helpers every rule can use (hook-perm(1) documents them).
+ * all_commands is the safe way to allow a command: it is false when the
+ * splitter could not follow the line.  all_readonly adds what a
+ * read-only rule needs: no write-or-exec option of a common read-only
+ * tool (writes), no output redirection but to /dev/null or a descriptor
+ * (quiet_outputs).  cmdname compares a command's basename, so that
+ * /usr/bin/sudo is sudo. */
 static const char prelude[] =
 	"def commands: (.commands // []);"
 	"def any_command(f): (.commands // []) | any(.[]; f);"
-	"def all_commands(f): (.complex | not) and ((.commands // []) | length > 0)"
-	" and ((.commands // []) | all(.[]; f));"
-	"def prefix($p): .[0:($p | length)] == $p;";
+	"def all_commands(f): (.complex | not) and ((.commands // []) | length > 0) and ((.commands // []) | all(.[]; f));"
+	"def prefix($p): .[0:($p | length)] == $p;"
+	"def cmdname: (.[0] // \"\") | sub(\"^.*/\"; \"\");"
+	"def assigns: (.[0] // \"\") | test(\"^[A-Za-z_][A-Za-z0-9_]*\\\\+?=\");"
+	"def writes: cmdname as $n | .[1:] as $a | if $n == \"git\" then $a | any(.[]; test(\"^(-c|--config-env|--exec-path|--git-dir|--work-tree|--namespace|--super-prefix|--output|--ext-diff|--textconv|--open-files-in-pager|-O|--upload-pack|--receive-pack|--exec|--template)\")) elif $n == \"find\" then $a | any(.[]; IN(\"-exec\", \"-execdir\", \"-ok\", \"-okdir\", \"-delete\", \"-fprint\", \"-fprint0\", \"-fprintf\", \"-fls\")) elif $n == \"sed\" then $a | any(.[]; test(\"^-[a-zA-Z]*[if]|^--(in-place|file)\") or test(\"(^|[;}\\\\n/])[[:space:]]*[0-9gpIiMm]*[ewW]\")) elif $n == \"sort\" then $a | any(.[]; test(\"^-[a-zA-Z]*o|^--(output|compress-program)\")) elif $n | IN(\"awk\", \"gawk\", \"mawk\", \"nawk\") then $a | any(.[]; test(\"system|getline|[|>]|^-[a-zA-Z]*[fiEl]|^--(file|include|load|exec|source)\")) elif $n == \"tee\" then $a | any(.[]; (startswith(\"-\") | not) and . != \"/dev/null\") elif $n == \"rg\" then $a | any(.[]; test(\"^--pre\")) elif $n == \"man\" then $a | any(.[]; test(\"^-[a-zA-Z]*[PH]|^--(pager|html)\")) elif $n == \"tar\" then $a | any(.[]; test(\"^--(to-command|checkpoint-action|use-compress-program|info-script|new-volume-script)|^-[a-zA-Z]*[IF]\")) elif $n | IN(\"less\", \"more\") then $a | any(.[]; test(\"^-[a-zA-Z]*[oO]|^--log-file\")) else false end;"
+	"def quiet_outputs: (.outputs // []) | all(.[]; . == \"/dev/null\" or test(\"^&([0-9]+|-)$\"));"
+	"def all_readonly(f): all_commands(f and (writes | not)) and quiet_outputs;";
 
 const char *
 policy_builtin(void)
