@@ -406,6 +406,20 @@ int policy_program(struct policy *p);
 void policy_worker(struct policy *p, int in, int out, double limit)
 	__attribute__((noreturn));
 
+/* Trust in a policy found in a working directory: its SHA-256 and its
+ * absolute path, one "sha256:HEX PATH" line each, in the store
+ * ${XDG_CONFIG_HOME:-$HOME/.config}/agent-harness/trusted-policies. */
+void policy_hash(const char *text, size_t len, char hex[65]);
+/* The store's path; -1 when there is no absolute one. */
+int policy_trust_store(char *path, size_t size);
+/* 1 when this text of file is trusted, 0 when not, -1 on error. */
+int policy_is_trusted(const char *file, const char *text, size_t len,
+		      struct ah_error *err);
+/* Records this text of file as trusted, replacing what was recorded for
+ * file before. */
+int policy_trust(const char *file, const char *text, size_t len,
+		 struct ah_error *err);
+
 /* --- policysrv.c: the compiled rules, kept for other processes ------- */
 
 /* Creates the socket at path, for this user only; it must not exist. */

@@ -1,6 +1,8 @@
 #!/bin/sh
 # hook-perm: rules in jq, strictest wins, the shell splitter, asking.
 . "$(dirname "$0")/lib.sh"
+# a project's policy is used once trusted; the trust store is under $HOME
+unset XDG_CONFIG_HOME
 
 # decide TOOL ARGS [OPTIONS...]: the permission hook-perm writes for one
 # call, as "decision rule: reason" in file "got".
@@ -169,6 +171,7 @@ test_expect_success 'the policy comes from --policy, AGENT_POLICY, .agent/policy
 	echo "{\"default\": \"deny\", \"rules\": [{\"name\": \"flag\", \"if\": \"true\", \"decision\": \"allow\", \"reason\": \"from-option\"}]}" >opt.json &&
 	echo "{\"default\": \"deny\", \"rules\": [{\"name\": \"flag\", \"if\": \"true\", \"decision\": \"allow\", \"reason\": \"from-env\"}]}" >env.json &&
 	mkdir -p .agent && echo "{\"default\": \"deny\", \"rules\": [{\"name\": \"flag\", \"if\": \"true\", \"decision\": \"allow\", \"reason\": \"from-project\"}]}" >.agent/policy.json &&
+	hook-perm --trust >/dev/null &&
 	decide bash "$(bash_args ls)" && test "$(cat got)" = "allow flag: from-project" &&
 	AGENT_POLICY=env.json decide bash "$(bash_args ls)" && test "$(cat got)" = "allow flag: from-env" &&
 	AGENT_POLICY=env.json decide bash "$(bash_args ls)" --policy opt.json &&
