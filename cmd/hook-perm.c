@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -303,11 +304,11 @@ note(struct verdict *v, const char *text)
  * and what reorders or hides text (bidirectional controls, zero-width
  * characters) as \u{XXXX}. */
 static void
-show(FILE *tty, const char *s, size_t max)
+show(FILE *tty, const char *s, size_t max, int lines)
 {
 	size_t n = strlen(s), cut = n > max ? utf8_floor(s, n, max) : n, len, i;
-	char *t = utf8_for_terminal(s, cut, TERM_KEEP_LINES | TERM_SHOW_HIDDEN,
-				    &len);
+	char *t = utf8_for_terminal(s, cut, (lines ? TERM_KEEP_LINES : 0) |
+				    TERM_SHOW_HIDDEN, &len);
 
 	if (!t) {
 		fputs("(out of memory)", tty);
@@ -441,17 +442,27 @@ ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
 		     "with a rule in .agent/policy.json, or run with --yes");
 		return DECIDE_DENY;
 	}
-	fprintf(tty, "\n%s: %s wants to %s:\n    ", progname, tool,
-		!strcmp(tool, "bash") ? "run" : "act on");
+	/* every text shown comes from the model or the policy: the tool's
+	 * name, the rule's name and reason too go through show() */
+	fprintf(tty, "\n%s: ", progname);
+	show(tty, tool, 200, 0);
+	fprintf(tty, " wants to %s:\n    ", !strcmp(tool, "bash") ? "run"
+		: "act on");
 	if (cJSON_IsString(g))
-		show(tty, g->valuestring, 2000);
+		show(tty, g->valuestring, 2000, 1);
 	else {
 		text = cJSON_PrintUnformatted(args);
-		show(tty, text ? text : "?", 500);
+		show(tty, text ? text : "?", 500, 1);
 		free(text);
 	}
-	fprintf(tty, "\n  (rule '%s': %s)\nAllow? [y]es, [n]o, [a]lways: ",
-		v->rule, v->reason);
+	fputs("\n  (rule '", tty);
+	show(tty, v->rule, 200, 0);
+	fputs("': ", tty);
+	show(tty, v->reason, 600, 0);
+	fputs(")\nAllow? [y]es, [n]o, [a]lways: ", tty);
+	/* what was typed (or pushed into the terminal) before the question
+	 * cannot answer it */
+	tcflush(fd, TCIFLUSH);
 	fflush(tty);
 	if (!fgets(answer, sizeof answer, tty))
 		answer[0] = '\0';
