@@ -36,10 +36,10 @@ each() {
 # bash_runs FILE: each line of FILE, run by bash in an empty directory,
 # creates the file p: the attack is real.
 bash_runs() {
-	while IFS= read -r cmd; do
+	while IFS= read -r bash_cmd; do
 		rm -rf bash-dir && mkdir bash-dir || return 1
-		(cd bash-dir && bash -c "$cmd" >/dev/null 2>&1)
-		test -e bash-dir/p || { echo "bash does not run: $cmd"; return 1; }
+		(cd bash-dir && bash -c "$bash_cmd" >/dev/null 2>&1)
+		test -e bash-dir/p || { echo "bash does not run: $bash_cmd"; return 1; }
 	done <"$1"
 }
 
@@ -122,7 +122,7 @@ test_expect_success 'item 15: a carriage return is no blank; a control character
 	bash_runs cr &&
 	decide bash "$(bash_args "$cmd")" --policy "$SOME" &&
 	test_grep "^deny default:" got &&
-	decide bash "$(bash_args "$(printf "echo \033]0;title\007")")" --policy "$SOME" &&
+	decide bash "$(bash_args "$(printf "echo \033[8mhidden")")" --policy "$SOME" &&
 	test_grep "^deny default:" got &&
 	decide bash "$(bash_args "echo ok")" --policy "$SOME" &&
 	test_grep "^allow harmless:" got
@@ -160,7 +160,7 @@ test_expect_success 'item 13: a rule that names the assignment allows it' '
 	test_grep "^deny default:" got
 '
 
-test_expect_success 'item 17: the built-in deny rules see through wrappers, paths and spellings' '
+test_expect_success 'item 17: the built-in deny rules see through wrappers, paths and spellings; chaining still holds' '
 	while IFS="|" read -r rule cmd; do
 		decide bash "$(bash_args "$cmd")" --yes || return 1
 		test_grep "^deny $rule:" got || { echo "$cmd"; return 1; }
@@ -168,10 +168,7 @@ test_expect_success 'item 17: the built-in deny rules see through wrappers, path
 	for cmd in "command -v sudo" "rm -rf build/*" "rm -rf ./x" "env ls" "time make"; do
 		decide bash "$(bash_args "$cmd")" --yes &&
 		test_grep "^allow shell:" got || return 1
-	done
-'
-
-test_expect_success 'item 17: the chaining cases still hold through wrappers' '
+	done &&
 	echo "{\"default\": \"deny\", \"rules\": [{\"name\": \"st\", \"decision\": \"allow\", \"if\": \".tool == \\\"bash\\\" and all_commands(prefix([\\\"git\\\", \\\"status\\\"]))\"}]}" >p.json &&
 	printf "%s\n" "time git status" "env git status" "nice git status && rm x" \
 		"command git status" "timeout 5 git status" >wrapped &&
@@ -224,20 +221,29 @@ test_expect_success 'item 16: the read-only rules of the README and hook-perm(1)
 	printf "%s\n" "git status > Makefile" "git diff --output=F" >bad &&
 	each deny bad --policy readme.json &&
 	echo "git status" >good && each allow good --policy readme.json &&
-	! grep -n "all_commands(prefix" "$SRC_DIR/README.md" "$SRC_DIR/man/hook-perm.1" "$SRC_DIR"/examples/*
+	grep -h -A1 "\"git-read\"" "$SRC_DIR/README.md" "$SRC_DIR/man/hook-perm.1" >rules &&
+	grep "\"if\"" rules >ifs &&
+	test_line_count = 2 ifs &&
+	test_grep ! -v all_readonly ifs
 '
 
 # Item 18: a repository's own policy.
 allow_all() { mkdir -p .agent && echo "{\"default\": \"allow\"}" >.agent/policy.json; }
 
-test_expect_success 'item 18: an untrusted .agent/policy.json is not used, and stderr says how to trust it' '
+test_expect_success 'item 18: an untrusted .agent/policy.json is not used, and stderr says how to trust it; --policy and AGENT_POLICY are' '
 	allow_all &&
 	decide bash "$(bash_args "rm -rf src")" &&
 	test_grep "^deny shell:" got &&
 	test_grep "hook-perm: ignoring .*\.agent/policy.json.*not trusted.*hook-perm -C .* --trust" err &&
 	test_line_count = 1 err &&
 	hook-perm --print-policy >printed 2>err &&
-	jq -e ".default == \"ask\"" printed
+	jq -e ".default == \"ask\"" printed &&
+	echo "{\"default\": \"allow\"}" >mine.json &&
+	decide bash "$(bash_args "rm x")" --policy mine.json &&
+	test_grep "^allow default:" got &&
+	AGENT_POLICY=mine.json decide bash "$(bash_args "rm x")" &&
+	test_grep "^allow default:" got &&
+	test_line_count = 0 err
 '
 
 test_expect_success 'item 18: once trusted it is used; changed, it needs trust again' '
@@ -272,15 +278,6 @@ test_expect_success 'item 18: the trust store follows XDG_CONFIG_HOME; a broken 
 	rm .agent/policy.json &&
 	test_must_fail 3 hook-perm --trust 2>err &&
 	test_grep "no policy to trust" err
-'
-
-test_expect_success 'item 18: --policy and AGENT_POLICY are an explicit choice, used as given' '
-	echo "{\"default\": \"allow\"}" >mine.json &&
-	decide bash "$(bash_args "rm x")" --policy mine.json &&
-	test_grep "^allow default:" got &&
-	AGENT_POLICY=mine.json decide bash "$(bash_args "rm x")" &&
-	test_grep "^allow default:" got &&
-	test_line_count = 0 err
 '
 
 test_expect_success 'item 18: .agent/policy.json is not followed through a symlink, nor read from a FIFO' '
