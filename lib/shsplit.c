@@ -502,8 +502,15 @@ simple(struct sp *p)
 				}
 				continue;
 			}
+			if (c == '<' && p->i + 2 < p->n && p->s[p->i + 1] == '<' &&
+			    p->s[p->i + 2] == '<') {
+				/* a here-string: its word is the input */
+				p->i += 3;
+				strcpy(op, "<<<");
+				continue;
+			}
 			if (c == '<' && p->i + 1 < p->n && p->s[p->i + 1] == '<') {
-				p->complex = 1; /* here-documents, here-strings */
+				p->complex = 1; /* here-documents */
 				p->i = p->n;
 				break;
 			}
@@ -535,7 +542,8 @@ simple(struct sp *p)
 		    w.len && strspn(w.data, "0123456789") == w.len)
 			continue;
 		if (op[0]) {
-			add_redirect(p, op, w.data);
+			if (strcmp(op, "<<<"))
+				add_redirect(p, op, w.data);
 			op[0] = '\0';
 			continue;
 		}

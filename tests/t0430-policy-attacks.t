@@ -49,7 +49,7 @@ cat >"$SCRATCH/some.json" <<'JSON'
   {"name": "harmless", "decision": "allow", "reason": "harmless",
    "if": ".tool == \"bash\" and all_commands(.[0] | IN(\"ls\", \"echo\", \"printf\", \"test\", \"[\", \"read\", \"declare\", \"true\"))"}]}
 JSON
-SOME=$SCRATCH/some.json
+SOME=$SCRATCH/some.json; export SOME
 
 # The read-only git rule of the README before issue 15.
 cat >"$SCRATCH/git-prefix.json" <<'JSON'
@@ -57,7 +57,7 @@ cat >"$SCRATCH/git-prefix.json" <<'JSON'
   {"name": "git-read", "decision": "allow", "reason": "reads only",
    "if": ".tool == \"bash\" and all_commands(prefix([\"git\", \"status\"]) or prefix([\"git\", \"diff\"]) or prefix([\"git\", \"log\"]))"}]}
 JSON
-GIT_PREFIX=$SCRATCH/git-prefix.json
+GIT_PREFIX=$SCRATCH/git-prefix.json; export GIT_PREFIX
 
 # Item 15: nested backquotes, which bash unescapes and runs.
 cat >"$SCRATCH/backquotes" <<'EOF'

@@ -45,6 +45,7 @@ static const struct {
 	{ "echo hi > /etc/passwd", "[[\"echo\",\"hi\"]]" },
 	{ "a\\ b c", "[[\"a b\",\"c\"]]" },
 	{ "ls # ; rm x", "[[\"ls\"]]" },
+	{ "grep x <<< \"$(rm x)\"", "[[\"rm\",\"x\"],[\"grep\",\"x\"]]" },
 	{ "! grep x f", "[[\"grep\",\"x\",\"f\"]]" },
 };
 
