@@ -647,7 +647,7 @@ main(int argc, char **argv)
 	double w;
 	const cJSON *role, *tc;
 	cJSON *msg, *call;
-	int c, print = 0, trusting = 0, rc = ES_OK;
+	int c, print = 0, trusting = 0, policy_opt = 0, rc = ES_OK;
 	char *s;
 
 	pm.timeout = 2;
@@ -658,6 +658,7 @@ main(int argc, char **argv)
 			break;
 		case O_POLICY:
 			file = optarg;
+			policy_opt = 1;
 			break;
 		case 'y':
 			pm.yes = 1;
@@ -694,8 +695,10 @@ main(int argc, char **argv)
 	if (optind < argc && !(trusting && optind == argc - 1))
 		return cli_usage_error("unexpected argument '%s'",
 				       argv[optind + trusting]);
-	if (trusting && (serve_at || pm.server || print || pm.yes))
-		return cli_usage_error("--trust goes with -C only");
+	if (trusting && (serve_at || pm.server || print || pm.yes ||
+			 policy_opt))
+		return cli_usage_error("--trust goes with -C only (a policy "
+				       "given with --policy needs no trust)");
 	if (serve_at && (pm.server || print || pm.yes))
 		return cli_usage_error("--serve cannot go with %s", pm.server ?
 				       "--connect" : print ? "--print-policy"

@@ -277,7 +277,9 @@ test_expect_success 'item 18: the trust store follows XDG_CONFIG_HOME; a broken 
 	test_grep "rule .b. does not compile" err &&
 	rm .agent/policy.json &&
 	test_must_fail 3 hook-perm --trust 2>err &&
-	test_grep "no policy to trust" err
+	test_grep "no policy to trust" err &&
+	test_must_fail 2 hook-perm --trust --policy x.json 2>err &&
+	test_grep "needs no trust" err
 '
 
 test_expect_success 'item 18: .agent/policy.json is not followed through a symlink, nor read from a FIFO' '
