@@ -33,7 +33,7 @@ static const char builtin[] =
 "     \"decision\": \"ask\", \"reason\": \"bash runs a shell command\"},\n"
 "    {\"name\": \"rm-root-or-home\", \"if\": \"any_command(cmdname == \\\"rm\\\" and (.[1:] | any(test(\\\"^-[a-zA-Z]*[rR]\\\") or . == \\\"--recursive\\\")) and (.[1:] | any(test(\\\"^(/|~|\\\\\\\\$HOME|\\\\\\\\$\\\\\\\\{HOME\\\\\\\\}|\\\\\\\\$PWD|\\\\\\\\$\\\\\\\\{PWD\\\\\\\\}|\\\\\\\\.|\\\\\\\\.\\\\\\\\.)?(/+\\\\\\\\.{0,2})*/*(\\\\\\\\.?\\\\\\\\*)?$\\\") and . != \\\"\\\")))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"deletes the root, the home or the working directory\"},\n"
-"    {\"name\": \"privilege\", \"if\": \"any_command(cmdname | IN(\\\"sudo\\\", \\\"su\\\", \\\"doas\\\", \\\"pkexec\\\", \\\"run0\\\"))\",\n"
+"    {\"name\": \"privilege\", \"if\": \"any_command(cmdname | IN(\\\"sudo\\\", \\\"sudoedit\\\", \\\"su\\\", \\\"doas\\\", \\\"pkexec\\\", \\\"run0\\\"))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"runs as another user\"},\n"
 "    {\"name\": \"filesystems\", \"if\": \"any_command(cmdname | test(\\\"^(mkfs|mke2fs|mkswap|fdisk|sfdisk|parted|wipefs)\\\"))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"formats or partitions a disk\"},\n"
