@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -17,7 +18,8 @@ static const char usage[] =
 	"usage: hook-perm [-y] [-C DIR] [--policy FILE] [--rule-timeout SEC]\n"
 	"                 [--connect SOCKET] < MESSAGES\n"
 	"       hook-perm [-C DIR] [--policy FILE] --serve SOCKET [--watch PID]\n"
-	"       hook-perm --print-policy\n"
+	"       hook-perm [-C DIR] [--policy FILE] --print-policy\n"
+	"       hook-perm [-C DIR] --trust [FILE]\n"
 	"\n"
 	"Passes messages through and writes a decision into every tool call:\n"
 	"\"permission\": {\"decision\": \"allow\"|\"deny\", \"reason\", \"rule\"}.\n"
@@ -26,10 +28,14 @@ static const char usage[] =
 	"\n"
 	"  -C, --directory DIR   the working directory ($AGENT_WORKDIR, else .)\n"
 	"      --policy FILE     the rules ($AGENT_POLICY, else DIR/.agent/\n"
-	"                        policy.json, else the built-in policy)\n"
+	"                        policy.json once trusted, else the built-in\n"
+	"                        policy)\n"
 	"  -y, --yes             approve every ask (deny stays deny)\n"
 	"      --rule-timeout S  deny a call whose rules run longer (2)\n"
 	"      --print-policy    print the policy in force and exit\n"
+	"      --trust [FILE]    trust DIR/.agent/policy.json (or FILE) as it\n"
+	"                        is now: record its SHA-256 under\n"
+	"                        ${XDG_CONFIG_HOME:-~/.config}/agent-harness/\n"
 	"      --serve SOCKET    compile the rules once and serve them on SOCKET\n"
 	"                        to --connect clients, in the background; print\n"
 	"                        the server's pid and exit\n"
@@ -50,6 +56,8 @@ struct perm {
 	struct policy pol;
 	const char *file;        /* --policy or AGENT_POLICY, else NULL */
 	const char *policy_file; /* the policy in force; NULL: built-in */
+	int untrusted;           /* the project's policy is not trusted */
+	int noticed;             /* and we said so */
 	const char *server;      /* --connect */
 	char project[PATH_MAX + 32];
 	char workdir[PATH_MAX];
@@ -58,20 +66,99 @@ struct perm {
 	int always_n;
 };
 
-/* Which policy is in force: --policy, AGENT_POLICY, the project's, or
- * the built-in one. */
-static void
-resolve(struct perm *pm)
+/* Reads the project's policy, DIR/.agent/policy.json, following no
+ * symbolic link: a repository could point it anywhere.  1 with its text,
+ * 0 when there is none, -1 on error. */
+static int
+read_project(struct perm *pm, char **text, size_t *len, struct ah_error *err)
 {
-	pm->policy_file = NULL;
-	if (pm->file && *pm->file)
-		pm->policy_file = pm->file;
-	else {
-		snprintf(pm->project, sizeof pm->project, "%s/.agent/policy.json",
-			 pm->workdir);
-		if (access(pm->project, F_OK) == 0)
-			pm->policy_file = pm->project;
+	char dir[PATH_MAX + 16], name[PATH_MAX + 64];
+	struct stat st;
+	int dfd, fd, rc;
+
+	*text = NULL;
+	*len = 0;
+	snprintf(dir, sizeof dir, "%s/.agent", pm->workdir);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		if (errno == ELOOP || errno == ENOTDIR)
+			return ah_fail(err, AH_EIO, "'%s' is a symbolic link or "
+				       "not a directory: no policy is read "
+				       "through it", dir);
+		return ah_fail_errno(err, errno, "cannot open '%s'", dir);
 	}
+	fd = openat(dfd, "policy.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+		    O_CLOEXEC);
+	close(dfd);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		if (errno == ELOOP)
+			return ah_fail(err, AH_EIO, "policy '%s' is a symbolic "
+				       "link: refusing to follow it", pm->project);
+		return ah_fail_errno(err, errno, "cannot open policy '%s'",
+				     pm->project);
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return ah_fail(err, AH_EIO, "policy '%s' is not a regular file",
+			       pm->project);
+	}
+	snprintf(name, sizeof name, "policy '%s'", pm->project);
+	rc = fd_read(fd, name, 4u << 20, text, len, err);
+	close(fd);
+	return rc < 0 ? -1 : 1;
+}
+
+/* Which policy is in force: --policy, AGENT_POLICY, the project's when
+ * the user trusts this text of it, or the built-in one.  Its text goes
+ * to *text, NULL for the built-in one. */
+static int
+resolve(struct perm *pm, char **text, size_t *len, struct ah_error *err)
+{
+	int rc;
+
+	pm->policy_file = NULL;
+	pm->untrusted = 0;
+	*text = NULL;
+	*len = 0;
+	if (pm->file && *pm->file) {
+		pm->policy_file = pm->file;
+		rc = file_read(pm->file, 4u << 20, text, len, err);
+		if (rc == 0)
+			return ah_fail(err, AH_EIO, "cannot open policy '%s': %s",
+				       pm->file, strerror(ENOENT));
+		return rc < 0 ? -1 : 0;
+	}
+	rc = read_project(pm, text, len, err);
+	if (rc <= 0)
+		return rc;
+	rc = policy_is_trusted(pm->project, *text, *len, err);
+	if (rc > 0) {
+		pm->policy_file = pm->project;
+		return 0;
+	}
+	free(*text);
+	*text = NULL;
+	*len = 0;
+	if (rc < 0)
+		return -1;
+	pm->untrusted = 1;
+	return 0;
+}
+
+/* Once per process: why the project's policy is not in force. */
+static void
+untrusted_notice(struct perm *pm)
+{
+	if (!pm->untrusted || pm->noticed)
+		return;
+	pm->noticed = 1;
+	cli_warn("ignoring '%s': it is not trusted (new, or changed since "
+		 "trusted), so the built-in policy is in force; review it, "
+		 "then run: hook-perm -C '%s' --trust", pm->project, pm->workdir);
 }
 
 static int
@@ -81,18 +168,16 @@ read_policy(struct perm *pm, struct policy *p, struct ah_error *err)
 	size_t len;
 	int rc;
 
-	if (pm->policy_file) {
-		rc = file_read(pm->policy_file, 4u << 20, &text, &len, err);
-		if (rc == 0)
-			return ah_fail(err, AH_EIO, "cannot open policy '%s': %s",
-				       pm->policy_file, strerror(ENOENT));
-		if (rc < 0)
-			return -1;
+	memset(p, 0, sizeof *p);
+	if (resolve(pm, &text, &len, err) < 0)
+		return -1;
+	untrusted_notice(pm);
+	if (text)
 		rc = policy_parse(p, text, len, pm->policy_file, err);
-		free(text);
-	} else
+	else
 		rc = policy_parse(p, policy_builtin(),
 				  strlen(policy_builtin()), "built-in", err);
+	free(text);
 	if (rc < 0)
 		policy_free(p);
 	return rc;
@@ -116,7 +201,6 @@ reload(void *ctx, struct policy *p, struct ah_error *err)
 	struct perm *pm = ctx;
 	struct policy fresh;
 
-	resolve(pm);
 	if (read_policy(pm, &fresh, err) < 0)
 		return -1;
 	if (policy_program(&fresh) < 0 || policy_program(p) < 0) {
@@ -220,11 +304,11 @@ note(struct verdict *v, const char *text)
  * and what reorders or hides text (bidirectional controls, zero-width
  * characters) as \u{XXXX}. */
 static void
-show(FILE *tty, const char *s, size_t max)
+show(FILE *tty, const char *s, size_t max, int lines)
 {
 	size_t n = strlen(s), cut = n > max ? utf8_floor(s, n, max) : n, len, i;
-	char *t = utf8_for_terminal(s, cut, TERM_KEEP_LINES | TERM_SHOW_HIDDEN,
-				    &len);
+	char *t = utf8_for_terminal(s, cut, (lines ? TERM_KEEP_LINES : 0) |
+				    TERM_SHOW_HIDDEN, &len);
 
 	if (!t) {
 		fputs("(out of memory)", tty);
@@ -267,6 +351,9 @@ add_always(struct perm *pm, const char *tool, const cJSON *args,
 	size_t len;
 	int rc = -1;
 
+	if (pm->untrusted)
+		return ah_fail(err, AH_EIO, "not added to '%s': that policy is "
+			       "not trusted", pm->project);
 	if (pm->policy_file)
 		snprintf(path, sizeof path, "%s", pm->policy_file);
 	else {
@@ -275,8 +362,10 @@ add_always(struct perm *pm, const char *tool, const cJSON *args,
 			return ah_fail_errno(err, errno, "cannot create '%s'", path);
 		snprintf(path, sizeof path, "%s/.agent/policy.json", pm->workdir);
 	}
-	if (pm->policy_file &&
-	    file_read(pm->policy_file, 4u << 20, &text, &len, err) < 0)
+	if (pm->policy_file && (pm->policy_file == pm->project
+				? read_project(pm, &text, &len, err)
+				: file_read(pm->policy_file, 4u << 20, &text,
+					    &len, err)) < 0)
 		goto out;
 	doc = text ? json_parse(text, len, NULL)
 		   : cJSON_Parse(policy_builtin());
@@ -317,13 +406,11 @@ add_always(struct perm *pm, const char *tool, const cJSON *args,
 	}
 	if (file_replace(path, out, strlen(out), err) < 0)
 		goto out;
+	/* the user's own answer: the project's policy stays trusted */
+	if ((!pm->policy_file || pm->policy_file == pm->project) &&
+	    policy_trust(pm->project, out, strlen(out), err) < 0)
+		goto out;
 	policy_free(&pm->pol);
-	if (!pm->policy_file) {
-		static char kept[PATH_MAX + 32];
-
-		snprintf(kept, sizeof kept, "%s", path);
-		pm->policy_file = kept;
-	}
 	rc = load_policy(pm, err);
 out:
 	buf_free(&expr);
@@ -355,17 +442,27 @@ ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
 		     "with a rule in .agent/policy.json, or run with --yes");
 		return DECIDE_DENY;
 	}
-	fprintf(tty, "\n%s: %s wants to %s:\n    ", progname, tool,
-		!strcmp(tool, "bash") ? "run" : "act on");
+	/* every text shown comes from the model or the policy: the tool's
+	 * name, the rule's name and reason too go through show() */
+	fprintf(tty, "\n%s: ", progname);
+	show(tty, tool, 200, 0);
+	fprintf(tty, " wants to %s:\n    ", !strcmp(tool, "bash") ? "run"
+		: "act on");
 	if (cJSON_IsString(g))
-		show(tty, g->valuestring, 2000);
+		show(tty, g->valuestring, 2000, 1);
 	else {
 		text = cJSON_PrintUnformatted(args);
-		show(tty, text ? text : "?", 500);
+		show(tty, text ? text : "?", 500, 1);
 		free(text);
 	}
-	fprintf(tty, "\n  (rule '%s': %s)\nAllow? [y]es, [n]o, [a]lways: ",
-		v->rule, v->reason);
+	fputs("\n  (rule '", tty);
+	show(tty, v->rule, 200, 0);
+	fputs("': ", tty);
+	show(tty, v->reason, 600, 0);
+	fputs(")\nAllow? [y]es, [n]o, [a]lways: ", tty);
+	/* what was typed (or pushed into the terminal) before the question
+	 * cannot answer it */
+	tcflush(fd, TCIFLUSH);
 	fflush(tty);
 	if (!fgets(answer, sizeof answer, tty))
 		answer[0] = '\0';
@@ -477,10 +574,57 @@ out:
 	return rc;
 }
 
+/* --trust: the user has read the project's policy (or FILE) and wants
+ * it used; a policy that does not compile is refused. */
+static int
+trust(struct perm *pm, const char *arg)
+{
+	struct ah_error err = { 0 };
+	struct policy p = { 0 };
+	char path[PATH_MAX + 32], hex[65], *text = NULL;
+	size_t len;
+	int rc;
+
+	if (arg) {
+		if (!realpath(arg, path)) {
+			cli_warn("cannot resolve '%s': %s", arg, strerror(errno));
+			return ES_IO;
+		}
+		rc = file_read(path, 4u << 20, &text, &len, &err);
+	} else {
+		snprintf(path, sizeof path, "%s", pm->project);
+		rc = read_project(pm, &text, &len, &err);
+	}
+	if (rc == 0) {
+		cli_warn("no policy to trust: '%s' does not exist", path);
+		return ES_IO;
+	}
+	if (rc < 0) {
+		cli_report(&err);
+		return ES_IO;
+	}
+	rc = ES_OK;
+	if (policy_parse(&p, text, len, path, &err) < 0 ||
+	    policy_compile(&p, &err) < 0) {
+		cli_report(&err);
+		rc = err.code == AH_EFORMAT ? ES_POLICY : ES_IO;
+	} else if (policy_trust(path, text, len, &err) < 0) {
+		cli_report(&err);
+		rc = ES_IO;
+	} else {
+		policy_hash(text, len, hex);
+		printf("trusted '%s' (sha256:%s)\n", path, hex);
+	}
+	policy_free(&p);
+	free(text);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
-	enum { O_POLICY = 256, O_TIMEOUT, O_PRINT, O_SERVE, O_WATCH, O_CONNECT };
+	enum { O_POLICY = 256, O_TIMEOUT, O_PRINT, O_SERVE, O_WATCH, O_CONNECT,
+	       O_TRUST };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "policy", required_argument, NULL, O_POLICY },
@@ -490,6 +634,7 @@ main(int argc, char **argv)
 		{ "serve", required_argument, NULL, O_SERVE },
 		{ "watch", required_argument, NULL, O_WATCH },
 		{ "connect", required_argument, NULL, O_CONNECT },
+		{ "trust", no_argument, NULL, O_TRUST },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -502,7 +647,7 @@ main(int argc, char **argv)
 	double w;
 	const cJSON *role, *tc;
 	cJSON *msg, *call;
-	int c, print = 0, rc = ES_OK;
+	int c, print = 0, trusting = 0, policy_opt = 0, rc = ES_OK;
 	char *s;
 
 	pm.timeout = 2;
@@ -513,6 +658,7 @@ main(int argc, char **argv)
 			break;
 		case O_POLICY:
 			file = optarg;
+			policy_opt = 1;
 			break;
 		case 'y':
 			pm.yes = 1;
@@ -536,6 +682,9 @@ main(int argc, char **argv)
 		case O_CONNECT:
 			pm.server = optarg;
 			break;
+		case O_TRUST:
+			trusting = 1;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return cli_finish(ES_OK);
@@ -543,8 +692,13 @@ main(int argc, char **argv)
 			return cli_bad_option(argv, c);
 		}
 	}
-	if (optind < argc)
-		return cli_usage_error("unexpected argument '%s'", argv[optind]);
+	if (optind < argc && !(trusting && optind == argc - 1))
+		return cli_usage_error("unexpected argument '%s'",
+				       argv[optind + trusting]);
+	if (trusting && (serve_at || pm.server || print || pm.yes ||
+			 policy_opt))
+		return cli_usage_error("--trust goes with -C only (a policy "
+				       "given with --policy needs no trust)");
 	if (serve_at && (pm.server || print || pm.yes))
 		return cli_usage_error("--serve cannot go with %s", pm.server ?
 				       "--connect" : print ? "--print-policy"
@@ -554,25 +708,24 @@ main(int argc, char **argv)
 			 strerror(errno));
 		return ES_IO;
 	}
+	snprintf(pm.project, sizeof pm.project, "%s/.agent/policy.json",
+		 pm.workdir);
+	if (trusting)
+		return cli_finish(trust(&pm, optind < argc ? argv[optind] : NULL));
 	pm.file = file;
-	resolve(&pm);
 	if (print) {
 		char *text = NULL;
 		size_t len;
 
-		if (!pm.policy_file) {
-			fputs(policy_builtin(), stdout);
-			return cli_finish(ES_OK);
-		}
-		if (file_read(pm.policy_file, 4u << 20, &text, &len, &err) <= 0) {
-			if (!err.msg[0])
-				cli_warn("cannot open policy '%s': %s",
-					 pm.policy_file, strerror(ENOENT));
-			else
-				cli_report(&err);
+		if (resolve(&pm, &text, &len, &err) < 0) {
+			cli_report(&err);
 			return ES_IO;
 		}
-		fwrite(text, 1, len, stdout);
+		untrusted_notice(&pm);
+		if (!text)
+			fputs(policy_builtin(), stdout);
+		else
+			fwrite(text, 1, len, stdout);
 		free(text);
 		return cli_finish(ES_OK);
 	}

@@ -31,6 +31,28 @@ static const char usage[] =
 
 enum { MODE_WRITE, MODE_SHOW, MODE_CHECK };
 
+/* Prints a list the model wrote.  On a terminal, escape sequences in it
+ * (a title, the clipboard through OSC 52, concealed text) would act:
+ * they are shown as \xnn, and what reorders or hides text as \u{XXXX}.
+ * Into a pipe or a file it goes as stored. */
+static int
+put_list(const char *text)
+{
+	size_t len;
+	char *t;
+
+	if (!isatty(STDOUT_FILENO))
+		return printf("%s\n", text) < 0 ? -1 : 0;
+	t = utf8_for_terminal(text, strlen(text),
+			      TERM_KEEP_LINES | TERM_SHOW_HIDDEN, &len);
+	if (!t)
+		return -1;
+	fwrite(t, 1, len, stdout);
+	putchar('\n');
+	free(t);
+	return 0;
+}
+
 static int
 show(const char *path, int mode)
 {
@@ -51,7 +73,11 @@ show(const char *path, int mode)
 		rc = ES_IO;
 		goto out;
 	}
-	printf("%s\n", text);
+	if (put_list(text) < 0) {
+		cli_warn("cannot render '%s': out of memory", path);
+		rc = ES_IO;
+		goto out;
+	}
 	if (mode == MODE_CHECK)
 		rc = ES_UNFINISHED;
 out:
@@ -83,8 +109,11 @@ write_list(const char *path, int dry_run, int quiet)
 		rc = ES_IO;
 		goto out;
 	}
-	if (rc == 1 || !quiet)
-		printf("%s\n", answer);
+	if ((rc == 1 || !quiet) && put_list(answer) < 0) {
+		cli_warn("out of memory");
+		rc = ES_IO;
+		goto out;
+	}
 	rc = rc == 1 ? ES_REJECTED : ES_OK;
 out:
 	free(args);

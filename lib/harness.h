@@ -448,14 +448,21 @@ unsigned long long model_connections(const struct model *m);
 
 /* --- shsplit.c: shell command lines for permission rules ------------- */
 
-/* Splits a command line into the simple commands it would run, at ; & &&
- * || | newlines, subshells, groups, $(...), backquotes and <(...):
- * {"commands": [[argv...], ...], "redirects": [targets...], "complex": b}.
- * Quotes are removed; expansions are kept as text.  "complex" is true when
- * it met something it cannot follow (unbalanced quotes, here-documents,
- * arithmetic, if/for/while/case, function definitions, a command name
- * that is itself an expansion): a rule must then not trust "commands".
- * NULL when out of memory. */
+/* Splits a command line into the simple commands it would run, as bash
+ * parses it, at ; & && || | newlines, subshells, groups, $(...),
+ * backquotes (nested ones unescaped), <(...), sh -c STRING and eval:
+ * {"commands": [[argv...], ...], "redirects": [targets...],
+ *  "outputs": [output targets, a descriptor as "&N"], "complex": b}.
+ * Quotes are removed; expansions are kept as text.  A command goes in as
+ * written, leading NAME=value assignments included; when it has
+ * assignments or is a wrapper (command, env, sudo, time, nice, timeout,
+ * xargs, busybox, ...), the command it runs follows as an entry of its
+ * own.  "complex" is true when it met something it cannot follow
+ * (unbalanced quotes, here-documents, arithmetic, if/for/while/case,
+ * function definitions, a command name that is itself an expansion, any
+ * expansion but $NAME, ${NAME}, ${#NAME} and the special parameters, a
+ * control character, builtins that take code or subscripted names): a
+ * rule must then not trust "commands".  NULL when out of memory. */
 cJSON *shell_split(const char *cmd);
 
 /* --- policy.c: permission rules in jq ---------------------------------- */
@@ -514,6 +521,20 @@ int policy_program(struct policy *p);
  * forked children only: it never returns. */
 void policy_worker(struct policy *p, int in, int out, double limit)
 	__attribute__((noreturn));
+
+/* Trust in a policy found in a working directory: its SHA-256 and its
+ * absolute path, one "sha256:HEX PATH" line each, in the store
+ * ${XDG_CONFIG_HOME:-$HOME/.config}/agent-harness/trusted-policies. */
+void policy_hash(const char *text, size_t len, char hex[65]);
+/* The store's path; -1 when there is no absolute one. */
+int policy_trust_store(char *path, size_t size);
+/* 1 when this text of file is trusted, 0 when not, -1 on error. */
+int policy_is_trusted(const char *file, const char *text, size_t len,
+		      struct ah_error *err);
+/* Records this text of file as trusted, replacing what was recorded for
+ * file before. */
+int policy_trust(const char *file, const char *text, size_t len,
+		 struct ah_error *err);
 
 /* --- policysrv.c: the compiled rules, kept for other processes ------- */
 

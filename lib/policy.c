@@ -1,11 +1,15 @@
 /* policy.c: permission rules written as jq expressions (libjq). */
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -27,31 +31,40 @@ static const char builtin[] =
 "     \"decision\": \"ask\", \"reason\": \"{tool} modifies files\"},\n"
 "    {\"name\": \"shell\", \"if\": \".tool == \\\"bash\\\"\",\n"
 "     \"decision\": \"ask\", \"reason\": \"bash runs a shell command\"},\n"
-"    {\"name\": \"rm-root-or-home\", \"if\": \"any_command(.[0] == \\\"rm\\\" and (.[1:] | any(test(\\\"^-[a-zA-Z]*[rR]\\\") or . == \\\"--recursive\\\")) and (.[1:] | any(. == \\\"/\\\" or . == \\\"/*\\\" or . == \\\"~\\\" or . == \\\"~/\\\" or . == \\\"~/*\\\" or . == \\\"$HOME\\\" or . == \\\"$HOME/\\\" or . == \\\"$HOME/*\\\" or . == \\\".\\\" or . == \\\"..\\\" or . == \\\"*\\\")))\",\n"
+"    {\"name\": \"rm-root-or-home\", \"if\": \"any_command(cmdname == \\\"rm\\\" and (.[1:] | any(test(\\\"^-[a-zA-Z]*[rR]\\\") or . == \\\"--recursive\\\")) and (.[1:] | any(test(\\\"^(/|~|\\\\\\\\$HOME|\\\\\\\\$\\\\\\\\{HOME\\\\\\\\}|\\\\\\\\$PWD|\\\\\\\\$\\\\\\\\{PWD\\\\\\\\}|\\\\\\\\.|\\\\\\\\.\\\\\\\\.)?(/+\\\\\\\\.{0,2})*/*(\\\\\\\\.?\\\\\\\\*)?$\\\") and . != \\\"\\\")))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"deletes the root, the home or the working directory\"},\n"
-"    {\"name\": \"privilege\", \"if\": \"any_command(.[0] | IN(\\\"sudo\\\", \\\"su\\\", \\\"doas\\\", \\\"pkexec\\\"))\",\n"
+"    {\"name\": \"privilege\", \"if\": \"any_command(cmdname | IN(\\\"sudo\\\", \\\"sudoedit\\\", \\\"su\\\", \\\"doas\\\", \\\"pkexec\\\", \\\"run0\\\"))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"runs as another user\"},\n"
-"    {\"name\": \"filesystems\", \"if\": \"any_command(.[0] | test(\\\"^(mkfs|mke2fs|mkswap|fdisk|sfdisk|parted|wipefs)\\\"))\",\n"
+"    {\"name\": \"filesystems\", \"if\": \"any_command(cmdname | test(\\\"^(mkfs|mke2fs|mkswap|fdisk|sfdisk|parted|wipefs)\\\"))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"formats or partitions a disk\"},\n"
-"    {\"name\": \"raw-devices\", \"if\": \"any_command(.[0] == \\\"dd\\\" and any(.[]; test(\\\"^of=/dev/\\\"))) or ((.redirects // []) | any(test(\\\"^/dev/(sd|nvme|hd|vd|xvd|mmcblk|disk)\\\")))\",\n"
+"    {\"name\": \"raw-devices\", \"if\": \"any_command(cmdname == \\\"dd\\\" and any(.[]; test(\\\"^of=/dev/\\\"))) or ((.redirects // []) | any(test(\\\"^/dev/(sd|nvme|hd|vd|xvd|mmcblk|disk)\\\")))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"writes to a disk device\"},\n"
 "    {\"name\": \"fork-bomb\", \"if\": \".tool == \\\"bash\\\" and ((.args.command // \\\"\\\") | tostring | test(\\\"(\\\\\\\\S+)\\\\\\\\s*\\\\\\\\(\\\\\\\\)\\\\\\\\s*\\\\\\\\{[^}]*\\\\\\\\1\\\\\\\\s*\\\\\\\\|\\\\\\\\s*\\\\\\\\1\\\"))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"looks like a fork bomb\"},\n"
-"    {\"name\": \"pipe-to-shell\", \"if\": \"(.commands // [] | any(.[0] | IN(\\\"curl\\\", \\\"wget\\\", \\\"fetch\\\"))) and (.commands // [] | any(.[0] | IN(\\\"sh\\\", \\\"bash\\\", \\\"zsh\\\", \\\"dash\\\", \\\"ksh\\\", \\\"python\\\", \\\"python3\\\", \\\"perl\\\")))\",\n"
+"    {\"name\": \"pipe-to-shell\", \"if\": \"(.commands // [] | any(cmdname | IN(\\\"curl\\\", \\\"wget\\\", \\\"fetch\\\"))) and (.commands // [] | any(cmdname | IN(\\\"sh\\\", \\\"bash\\\", \\\"zsh\\\", \\\"dash\\\", \\\"ksh\\\", \\\"mksh\\\", \\\"ash\\\", \\\"fish\\\", \\\"python\\\", \\\"python3\\\", \\\"perl\\\", \\\"ruby\\\", \\\"node\\\")))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"runs code downloaded from the network\"},\n"
 "    {\"name\": \"system-files\", \"if\": \"(.redirects // []) | any(test(\\\"^/(etc|boot|usr|bin|sbin|lib)/\\\"))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"writes to system files\"}\n"
 "  ]\n"
 "}\n";
 
-/* Helpers every rule can use.  all_commands is the safe way to allow a
- * command: it is false when the splitter could not follow the line. */
+/* Helpers every rule can use (hook-perm(1) documents them).
+ * all_commands is the safe way to allow a command: it is false when the
+ * splitter could not follow the line.  all_readonly adds what a
+ * read-only rule needs: no write-or-exec option of a common read-only
+ * tool (writes), no output redirection but to /dev/null or a descriptor
+ * (quiet_outputs).  cmdname compares a command's basename, so that
+ * /usr/bin/sudo is sudo. */
 static const char prelude[] =
 	"def commands: (.commands // []);"
 	"def any_command(f): (.commands // []) | any(.[]; f);"
-	"def all_commands(f): (.complex | not) and ((.commands // []) | length > 0)"
-	" and ((.commands // []) | all(.[]; f));"
-	"def prefix($p): .[0:($p | length)] == $p;";
+	"def all_commands(f): (.complex | not) and ((.commands // []) | length > 0) and ((.commands // []) | all(.[]; f));"
+	"def prefix($p): .[0:($p | length)] == $p;"
+	"def cmdname: (.[0] // \"\") | split(\"/\") | last // \"\";"
+	"def assigns: (.[0] // \"\") | test(\"^[A-Za-z_][A-Za-z0-9_]*\\\\+?=\");"
+	"def writes: cmdname as $n | .[1:] as $a | if $n == \"git\" then $a | any(.[]; test(\"^(-c|--config-env|--exec-path|--git-dir|--work-tree|--namespace|--super-prefix|--output|--ext-diff|--textconv|--open-files-in-pager|-O|--upload-pack|--receive-pack|--exec|--template)\")) elif $n == \"find\" then $a | any(.[]; IN(\"-exec\", \"-execdir\", \"-ok\", \"-okdir\", \"-delete\", \"-fprint\", \"-fprint0\", \"-fprintf\", \"-fls\")) elif $n == \"sed\" then $a | any(.[]; test(\"^-[a-zA-Z]*[if]|^--(in-place|file)\") or test(\"(^|[;}\\\\n/])[[:space:]]*[0-9gpIiMm]*[ewW]\")) elif $n == \"sort\" then $a | any(.[]; test(\"^-[a-zA-Z]*o|^--(output|compress-program)\")) elif $n | IN(\"awk\", \"gawk\", \"mawk\", \"nawk\") then $a | any(.[]; test(\"system|getline|[|>]|^-[a-zA-Z]*[fiEl]|^--(file|include|load|exec|source)\")) elif $n == \"tee\" then $a | any(.[]; (startswith(\"-\") | not) and . != \"/dev/null\") elif $n == \"rg\" then $a | any(.[]; test(\"^--pre\")) elif $n == \"man\" then $a | any(.[]; test(\"^-[a-zA-Z]*[PH]|^--(pager|html)\")) elif $n == \"tar\" then $a | any(.[]; test(\"^--(to-command|checkpoint-action|use-compress-program|info-script|new-volume-script)|^-[a-zA-Z]*[IF]\")) elif $n | IN(\"less\", \"more\") then $a | any(.[]; test(\"^-[a-zA-Z]*[oO]|^--log-file\")) else false end;"
+	"def quiet_outputs: (.outputs // []) | all(.[]; . == \"/dev/null\" or test(\"^&([0-9]+|-)$\"));"
+	"def all_readonly(f): all_commands(f and (writes | not)) and quiet_outputs;";
 
 const char *
 policy_builtin(void)
@@ -574,5 +587,189 @@ policy_eval(struct policy *p, const cJSON *input, double timeout,
 out:
 	buf_free(&got);
 	free(in);
+	return rc;
+}
+
+/* --- trust in a project's policy ------------------------------------------ */
+
+/* SHA-256 (FIPS 180-4); the constants are the cube and square roots of
+ * the first primes, as the standard defines them. */
+static const uint32_t sha_k[64] = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5,
+	0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+	0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
+	0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+	0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc,
+	0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+	0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+	0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+	0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+	0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+	0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3,
+	0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+	0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5,
+	0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+	0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void
+sha_block(uint32_t h[8], const unsigned char *b)
+{
+	uint32_t w[64], a[8], t1, t2;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		w[i] = (uint32_t)b[4 * i] << 24 | (uint32_t)b[4 * i + 1] << 16 |
+		       (uint32_t)b[4 * i + 2] << 8 | b[4 * i + 3];
+	for (; i < 64; i++)
+		w[i] = (ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10)) +
+		       w[i - 7] +
+		       (ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3)) +
+		       w[i - 16];
+	memcpy(a, h, sizeof a);
+	for (i = 0; i < 64; i++) {
+		t1 = a[7] + (ROR(a[4], 6) ^ ROR(a[4], 11) ^ ROR(a[4], 25)) +
+		     ((a[4] & a[5]) ^ (~a[4] & a[6])) + sha_k[i] + w[i];
+		t2 = (ROR(a[0], 2) ^ ROR(a[0], 13) ^ ROR(a[0], 22)) +
+		     ((a[0] & a[1]) ^ (a[0] & a[2]) ^ (a[1] & a[2]));
+		memmove(a + 1, a, 7 * sizeof *a);
+		a[4] += t1;
+		a[0] = t1 + t2;
+	}
+	for (i = 0; i < 8; i++)
+		h[i] += a[i];
+}
+
+void
+policy_hash(const char *text, size_t len, char hex[65])
+{
+	uint32_t h[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+			  0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+	const unsigned char *p = (const unsigned char *)text;
+	unsigned char last[128] = { 0 };
+	uint64_t bits = (uint64_t)len * 8;
+	size_t rest, n, i;
+
+	for (n = 0; n + 64 <= len; n += 64)
+		sha_block(h, p + n);
+	rest = len - n;
+	memcpy(last, p + n, rest);
+	last[rest] = 0x80;
+	n = rest < 56 ? 64 : 128;
+	for (i = 0; i < 8; i++)
+		last[n - 1 - i] = (unsigned char)(bits >> (8 * i));
+	sha_block(h, last);
+	if (n == 128)
+		sha_block(h, last + 64);
+	for (i = 0; i < 8; i++)
+		snprintf(hex + 8 * i, 9, "%08x", h[i]);
+}
+
+int
+policy_trust_store(char *path, size_t size)
+{
+	const char *x = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	int n;
+
+	if (x && *x == '/')
+		n = snprintf(path, size, "%s/agent-harness/trusted-policies", x);
+	else if (home && *home == '/')
+		n = snprintf(path, size, "%s/.config/agent-harness/"
+			     "trusted-policies", home);
+	else
+		return -1;
+	return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
+/* The store holds one line per trusted file: "sha256:HEX PATH". */
+int
+policy_is_trusted(const char *file, const char *text, size_t len,
+		  struct ah_error *err)
+{
+	char store[PATH_MAX], hex[65], *data = NULL, *line, *save = NULL;
+	struct buf want = BUF_INIT(0);
+	size_t dlen;
+	int rc;
+
+	if (policy_trust_store(store, sizeof store) < 0)
+		return 0;
+	rc = file_read(store, 16u << 20, &data, &dlen, err);
+	if (rc <= 0)
+		return rc;
+	policy_hash(text, len, hex);
+	if (buf_printf(&want, "sha256:%s %s", hex, file) < 0) {
+		free(data);
+		return ah_fail(err, AH_ENOMEM, "out of memory");
+	}
+	rc = 0;
+	for (line = strtok_r(data, "\n", &save); line && !rc;
+	     line = strtok_r(NULL, "\n", &save))
+		rc = !strcmp(line, want.data);
+	buf_free(&want);
+	free(data);
+	return rc;
+}
+
+static int
+mkdirs(char *path)
+{
+	char *s;
+
+	for (s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
+		*s = '\0';
+		if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+			*s = '/';
+			return -1;
+		}
+		*s = '/';
+	}
+	return 0;
+}
+
+int
+policy_trust(const char *file, const char *text, size_t len,
+	     struct ah_error *err)
+{
+	char store[PATH_MAX], hex[65], *data = NULL, *line, *save = NULL;
+	struct buf out = BUF_INIT(0);
+	size_t dlen, flen = strlen(file);
+	int rc = -1;
+
+	if (strchr(file, '\n'))
+		return ah_fail(err, AH_EIO, "cannot record trust in '%s': the "
+			       "name holds a newline", file);
+	if (policy_trust_store(store, sizeof store) < 0)
+		return ah_fail(err, AH_EIO, "cannot record trust: neither "
+			       "XDG_CONFIG_HOME nor HOME is an absolute path");
+	if (file_read(store, 16u << 20, &data, &dlen, err) < 0)
+		return -1;
+	/* earlier entries for the same file go: only this text is trusted */
+	for (line = data ? strtok_r(data, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		const char *sp = strchr(line, ' ');
+
+		if (sp && !strcmp(sp + 1, file))
+			continue;
+		if (buf_printf(&out, "%s\n", line) < 0)
+			goto nomem;
+	}
+	policy_hash(text, len, hex);
+	if (buf_printf(&out, "sha256:%s %.*s\n", hex, (int)flen, file) < 0)
+		goto nomem;
+	if (mkdirs(store) < 0) {
+		ah_fail_errno(err, errno, "cannot create the directory of '%s'",
+			      store);
+		goto out;
+	}
+	rc = file_replace(store, out.data, out.len, err);
+	goto out;
+nomem:
+	ah_fail(err, AH_ENOMEM, "out of memory");
+out:
+	buf_free(&out);
+	free(data);
 	return rc;
 }

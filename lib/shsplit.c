@@ -1,24 +1,37 @@
 /* shsplit.c: a shell command line split into its simple commands, for
  * permission rules.  It does not run or expand anything: it finds every
- * command a line would start, and says when it cannot be sure. */
+ * command a line would start, as bash would parse it, and says when it
+ * cannot be sure ("complex").  Whatever it cannot prove harmless to follow
+ * is complex: a rule that allows must then not trust the split. */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
 
 #define SH_MAX_DEPTH 32
+#define SH_MAX_WORDS 4096
 
 struct sp {
 	const char *s;
 	size_t i, n;
 	cJSON *cmds;      /* array of argv arrays */
 	cJSON *redirs;    /* array of redirection targets */
+	cJSON *outs;      /* the targets of output redirections */
 	int complex;      /* something we could not follow */
 	int depth;
 	int oom;
 };
 
+/* The words of one simple command, and which hold an expansion. */
+struct words {
+	char **w;
+	unsigned char *dyn;
+	size_t n, cap;
+};
+
 static int parse_list(struct sp *p, char close);
+static void analyse(struct sp *p, struct words *v);
 
 static int
 is_op(char c)
@@ -27,10 +40,12 @@ is_op(char c)
 	       c == '<' || c == '>' || c == '\n';
 }
 
+/* bash's blanks are space and tab only: a carriage return is part of a
+ * word (and makes the line complex, as every control character does). */
 static int
 is_blank(char c)
 {
-	return c == ' ' || c == '\t' || c == '\r';
+	return c == ' ' || c == '\t';
 }
 
 static int
@@ -43,7 +58,26 @@ push(struct buf *w, char c, struct sp *p)
 	return 0;
 }
 
-/* A nested command, $(...), `...`, <(...), parsed as a list of its own. */
+/* Parses text as a command line of its own, into p's lists. */
+static void
+sub_parse(struct sp *p, const char *text, size_t len)
+{
+	struct sp sub = *p;
+
+	if (p->depth >= SH_MAX_DEPTH) {
+		p->complex = 1;
+		return;
+	}
+	sub.s = text;
+	sub.i = 0;
+	sub.n = len;
+	sub.depth = p->depth + 1;
+	parse_list(&sub, 0);
+	p->complex |= sub.complex;
+	p->oom |= sub.oom;
+}
+
+/* A nested command, $(...), <(...), ( ... ), parsed as a list of its own. */
 static int
 nested(struct sp *p, char close)
 {
@@ -52,6 +86,7 @@ nested(struct sp *p, char close)
 	if (++p->depth > SH_MAX_DEPTH) {
 		p->complex = 1;
 		p->i = p->n;
+		p->depth--;
 		return -1;
 	}
 	rc = parse_list(p, close);
@@ -59,67 +94,184 @@ nested(struct sp *p, char close)
 	return rc;
 }
 
-/* Backquotes: the text up to the closing ` is a command line. */
+/* Backquotes: the text up to the closing ` is a command line once the
+ * backslashes before \ ` $ (and " inside double quotes) are removed, as
+ * bash does; so `ls \`rm x\`` runs rm x, and we see it. */
 static int
-backquote(struct sp *p)
+backquote(struct sp *p, int in_dq)
 {
-	struct sp sub = *p;
-	size_t start = ++p->i, end;
+	struct buf t = BUF_INIT(1u << 20);
+	char c;
 
+	p->i++;
 	while (p->i < p->n && p->s[p->i] != '`') {
-		if (p->s[p->i] == '\\' && p->i + 1 < p->n)
+		c = p->s[p->i];
+		if (c == '\\' && p->i + 1 < p->n &&
+		    (p->s[p->i + 1] == '\\' || p->s[p->i + 1] == '`' ||
+		     p->s[p->i + 1] == '$' || (in_dq && p->s[p->i + 1] == '"'))) {
 			p->i++;
+			c = p->s[p->i];
+		}
+		if (push(&t, c, p) < 0) {
+			buf_free(&t);
+			return -1;
+		}
 		p->i++;
 	}
 	if (p->i >= p->n) {
 		p->complex = 1;
+		buf_free(&t);
 		return -1;
 	}
-	end = p->i++;
-	if (p->depth >= SH_MAX_DEPTH) {
-		p->complex = 1;
-		return 0;
-	}
-	sub.s = p->s + start;
-	sub.i = 0;
-	sub.n = end - start;
-	sub.depth = p->depth + 1;
-	parse_list(&sub, 0);
-	p->complex |= sub.complex;
-	p->oom |= sub.oom;
+	p->i++;
+	sub_parse(p, t.data ? t.data : "", t.len);
+	buf_free(&t);
 	return 0;
 }
 
-/* $(...) or `...` at p->i, in a word or inside double quotes: the
- * command in it is split as a list of its own, and the word gets a "$"
- * for its unknown value.  Returns 1 when there was one, 0 when not, -1
- * on error; $(( arithmetic is beyond us: complex. */
 static int
-substitution(struct sp *p, struct buf *w, int *dynamic)
+name_start(char c)
 {
-	if (p->s[p->i] == '`') {
-		*dynamic = 1;
-		return backquote(p) < 0 || push(w, '$', p) < 0 ? -1 : 1;
+	return isalpha((unsigned char)c) || c == '_';
+}
+
+static int
+name_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Is s[0..len) a parameter whose plain expansion runs nothing: a name,
+ * a positional parameter, or a special parameter?  With len_ok, also
+ * ${#NAME}, the length. */
+static int
+plain_param(const char *s, size_t len, int len_ok)
+{
+	size_t k = 0;
+
+	if (len_ok && len > 1 && s[0] == '#') {
+		s++;
+		len--;
 	}
-	if (p->s[p->i] != '$' || p->i + 1 >= p->n || p->s[p->i + 1] != '(')
+	if (!len)
 		return 0;
-	*dynamic = 1;
-	if (p->i + 2 < p->n && p->s[p->i + 2] == '(') {
-		p->complex = 1;
+	if (len == 1 && strchr("@*#?$!-0123456789", s[0]))
+		return 1;
+	if (isdigit((unsigned char)s[0])) {
+		while (k < len && isdigit((unsigned char)s[k]))
+			k++;
+		return k == len;
+	}
+	if (!name_start(s[0]))
+		return 0;
+	while (k < len && name_char(s[k]))
+		k++;
+	return k == len;
+}
+
+/* Skips from the open character at j to its match, a "$" in the word. */
+static int
+skip_to(struct sp *p, size_t j, char open, char close, struct buf *w)
+{
+	int depth = 0;
+
+	for (; j < p->n; j++) {
+		if (p->s[j] == open)
+			depth++;
+		else if (p->s[j] == close && !--depth)
+			break;
+	}
+	if (j >= p->n) {
+		p->i = p->n;
 		return -1;
 	}
-	p->i += 2;
-	return nested(p, ')') < 0 || push(w, '$', p) < 0 ? -1 : 1;
+	p->i = j + 1;
+	return push(w, '$', p) < 0 ? -1 : 1;
+}
+
+/* $ at p->i, in a word or inside double quotes.  $(...) is split as a
+ * list of its own; $NAME, ${NAME}, ${#NAME} and the special parameters
+ * are kept as text.  Every other expansion may run code (${x@P},
+ * ${!x}, ${a[$(cmd)]}, ${x:$(cmd)}, $[...], $((...))), or decodes text
+ * ($'\x73udo'): complex.  Returns 1 when it took something, 0 when the $
+ * is a plain character, -1 on error. */
+static int
+dollar(struct sp *p, struct buf *w, int *dynamic, int in_dq)
+{
+	const char *s = p->s;
+	size_t j = p->i + 1, start;
+	int depth;
+	char c = j < p->n ? s[j] : '\0';
+
+	if (c == '(') {
+		*dynamic = 1;
+		if (j + 1 < p->n && s[j + 1] == '(') {
+			p->complex = 1; /* arithmetic: skipped */
+			return skip_to(p, j, '(', ')', w);
+		}
+		p->i += 2;
+		return nested(p, ')') < 0 || push(w, '$', p) < 0 ? -1 : 1;
+	}
+	if (c == '{') {
+		*dynamic = 1;
+		start = j + 1;
+		for (j = start, depth = 1; j < p->n; j++) {
+			if (s[j] == '\\')
+				j++;
+			else if (s[j] == '{')
+				depth++;
+			else if (s[j] == '}' && !--depth)
+				break;
+		}
+		if (j >= p->n) {
+			p->complex = 1;
+			p->i = p->n;
+			return -1;
+		}
+		if (!plain_param(s + start, j - start, 1))
+			p->complex = 1;
+		if (buf_append(w, s + p->i, j + 1 - p->i) < 0) {
+			p->oom = 1;
+			return -1;
+		}
+		p->i = j + 1;
+		return 1;
+	}
+	if (c == '[' || (!in_dq && (c == '\'' || c == '"'))) {
+		/* $[ arithmetic ], $'ANSI-C', $"translated" */
+		*dynamic = 1;
+		p->complex = 1;
+		if (c == '[')
+			return skip_to(p, j, '[', ']', w);
+		p->i++; /* the quotes are read as plain ones */
+		return push(w, '$', p) < 0 ? -1 : 1;
+	}
+	if (name_start(c)) {
+		*dynamic = 1;
+		while (j < p->n && name_char(s[j]))
+			j++;
+	} else if (c && strchr("@*#?$!-0123456789", c)) {
+		*dynamic = 1;
+		j++;
+	} else
+		return 0;
+	if (buf_append(w, s + p->i, j - p->i) < 0) {
+		p->oom = 1;
+		return -1;
+	}
+	p->i = j;
+	return 1;
 }
 
 /* Reads one word (quotes removed, expansions kept as text) into w.
- * *dynamic is set when the word holds an expansion ($x, $(...), `...`),
- * whose value only the shell knows. */
+ * *dynamic is set when the word holds an expansion ($x, $(...), `...`,
+ * a glob, a leading ~, a brace expansion), whose value only the shell
+ * knows. */
 static int
 word(struct sp *p, struct buf *w, int *dynamic)
 {
+	int k, brace = 0, brace_sep = 0;
 	char c;
-	int k;
 
 	while (p->i < p->n) {
 		c = p->s[p->i];
@@ -127,8 +279,9 @@ word(struct sp *p, struct buf *w, int *dynamic)
 			break;
 		if (c == '\\') {
 			p->i++;
-			if (p->i < p->n && p->s[p->i] != '\n' &&
-			    push(w, p->s[p->i], p) < 0)
+			if (p->i >= p->n)
+				break;
+			if (p->s[p->i] != '\n' && push(w, p->s[p->i], p) < 0)
 				return -1;
 			p->i++;
 		} else if (c == '\'') {
@@ -145,16 +298,23 @@ word(struct sp *p, struct buf *w, int *dynamic)
 			p->i++;
 			while (p->i < p->n && p->s[p->i] != '"') {
 				c = p->s[p->i];
-				if (c == '\\' && p->i + 1 < p->n) {
+				if (c == '\\' && p->i + 1 < p->n &&
+				    strchr("$`\"\\\n", p->s[p->i + 1])) {
 					p->i++;
-					if (push(w, p->s[p->i++], p) < 0)
+					if (p->s[p->i] != '\n' &&
+					    push(w, p->s[p->i], p) < 0)
 						return -1;
-				} else if ((k = substitution(p, w, dynamic)) != 0) {
+					p->i++;
+				} else if (c == '`') {
+					*dynamic = 1;
+					if (backquote(p, 1) < 0 ||
+					    push(w, '$', p) < 0)
+						return -1;
+				} else if (c == '$' &&
+					   (k = dollar(p, w, dynamic, 1)) != 0) {
 					if (k < 0)
 						return -1;
 				} else {
-					if (c == '$')
-						*dynamic = 1;
 					if (push(w, c, p) < 0)
 						return -1;
 					p->i++;
@@ -165,15 +325,27 @@ word(struct sp *p, struct buf *w, int *dynamic)
 				return -1;
 			}
 			p->i++;
-		} else if ((k = substitution(p, w, dynamic)) != 0) {
+		} else if (c == '`') {
+			*dynamic = 1;
+			if (backquote(p, 0) < 0 || push(w, '$', p) < 0)
+				return -1;
+		} else if (c == '$' && (k = dollar(p, w, dynamic, 0)) != 0) {
 			if (k < 0)
 				return -1;
 		} else {
-			if (c == '$' || c == '*' || c == '?' || c == '[' ||
+			if (c == '*' || c == '?' || c == '[' ||
 			    (c == '~' && !w->len))
 				*dynamic = 1;
-			if (c == '$' && p->i + 1 < p->n && p->s[p->i + 1] == '{')
+			/* {a,b} and {1..3}: one word becomes several */
+			if (c == '{')
+				brace = 1;
+			else if (brace && (c == ',' || (c == '.' &&
+				 p->i + 1 < p->n && p->s[p->i + 1] == '.')))
+				brace_sep = 1;
+			else if (c == '}' && brace_sep) {
 				*dynamic = 1;
+				p->complex = 1;
+			}
 			if (push(w, c, p) < 0)
 				return -1;
 			p->i++;
@@ -196,45 +368,131 @@ reserved(const char *w)
 	return 0;
 }
 
+/* NAME=value or NAME+=value. */
 static int
 assignment(const char *w)
 {
-	const char *eq = strchr(w, '=');
-	const char *q;
+	const char *q = w;
 
-	if (!eq || eq == w || !(isalpha((unsigned char)*w) || *w == '_'))
+	if (!name_start(*q))
 		return 0;
-	for (q = w; q < eq; q++)
-		if (!isalnum((unsigned char)*q) && *q != '_')
-			return 0;
-	return 1;
+	while (name_char(*q))
+		q++;
+	return *q == '=' || (q[0] == '+' && q[1] == '=');
+}
+
+/* Variables bash gives the integer attribute: a value assigned to them is
+ * evaluated as arithmetic, which expands a[$(cmd)]. */
+static int
+integer_var(const char *w)
+{
+	static const char *const v[] = { "RANDOM", "SRANDOM", "OPTIND",
+		"HISTCMD", "SECONDS", "LINENO", "BASH_ARGV0", NULL };
+	size_t len = strcspn(w, "+=");
+	int i;
+
+	for (i = 0; v[i]; i++)
+		if (strlen(v[i]) == len && !strncmp(w, v[i], len))
+			return 1;
+	return 0;
+}
+
+static int
+words_add(struct words *v, const char *s, size_t len, int dyn)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 8;
+		char **w;
+		unsigned char *d;
+
+		if (cap > SH_MAX_WORDS)
+			return 1;
+		w = realloc(v->w, cap * sizeof *w);
+		if (!w)
+			return -1;
+		v->w = w;
+		d = realloc(v->dyn, cap);
+		if (!d)
+			return -1;
+		v->dyn = d;
+		v->cap = cap;
+	}
+	v->w[v->n] = malloc(len + 1);
+	if (!v->w[v->n])
+		return -1;
+	memcpy(v->w[v->n], s, len);
+	v->w[v->n][len] = '\0';
+	v->dyn[v->n++] = (unsigned char)dyn;
+	return 0;
+}
+
+static void
+words_free(struct words *v)
+{
+	size_t k;
+
+	for (k = 0; k < v->n; k++)
+		free(v->w[k]);
+	free(v->w);
+	free(v->dyn);
+	memset(v, 0, sizeof *v);
+}
+
+/* An output redirection's target as rules see it in "outputs": a
+ * duplicated descriptor as &N. */
+static void
+add_redirect(struct sp *p, const char *op, const char *target)
+{
+	int output = strchr(op, '>') != NULL;
+	int dup = op[strlen(op) - 1] == '&' &&
+		  (!strcmp(target, "-") ||
+		   (*target && strspn(target, "0123456789") == strlen(target)));
+	cJSON *s;
+
+	if (!cJSON_AddItemToArray(p->redirs, cJSON_CreateString(target)))
+		p->oom = 1;
+	if (!output)
+		return;
+	if (dup) {
+		char *t = malloc(strlen(target) + 2);
+
+		if (!t) {
+			p->oom = 1;
+			return;
+		}
+		t[0] = '&';
+		strcpy(t + 1, target);
+		s = cJSON_CreateString(t);
+		free(t);
+	} else
+		s = cJSON_CreateString(target);
+	if (!cJSON_AddItemToArray(p->outs, s))
+		p->oom = 1;
 }
 
 /* One simple command; returns at an operator or the end. */
 static int
-simple(struct sp *p, char close)
+simple(struct sp *p)
 {
 	struct buf w = BUF_INIT(1u << 20);
-	cJSON *argv = cJSON_CreateArray();
-	int dynamic, redirect = 0, first = 1, rc = 0;
+	struct words v = { 0 };
+	char op[4] = "";
+	int dynamic, added, rc = 0;
+	size_t k;
 	char c;
 
-	if (!argv) {
-		p->oom = 1;
-		return -1;
-	}
 	for (;;) {
 		while (p->i < p->n && is_blank(p->s[p->i]))
 			p->i++;
 		if (p->i >= p->n)
 			break;
 		c = p->s[p->i];
-		if (c == '#') { /* only ever seen at the start of a word */
+		if (c == '#' && !op[0]) { /* only ever seen at a word's start */
 			while (p->i < p->n && p->s[p->i] != '\n')
 				p->i++;
 			break;
 		}
-		if (c == '<' || c == '>') {
+		if ((c == '<' || c == '>') && !op[0]) {
 			if (p->i + 1 < p->n && p->s[p->i + 1] == '(') {
 				/* process substitution <(...) >(...) */
 				p->i += 2;
@@ -244,17 +502,25 @@ simple(struct sp *p, char close)
 				}
 				continue;
 			}
+			if (c == '<' && p->i + 2 < p->n && p->s[p->i + 1] == '<' &&
+			    p->s[p->i + 2] == '<') {
+				/* a here-string: its word is the input */
+				p->i += 3;
+				strcpy(op, "<<<");
+				continue;
+			}
 			if (c == '<' && p->i + 1 < p->n && p->s[p->i + 1] == '<') {
 				p->complex = 1; /* here-documents */
 				p->i = p->n;
 				break;
 			}
+			k = 0;
+			op[k++] = c;
 			p->i++;
-			while (p->i < p->n && (p->s[p->i] == '>' ||
-					       p->s[p->i] == '&' ||
-					       p->s[p->i] == '|'))
-				p->i++;
-			redirect = 1;
+			while (k < 2 && p->i < p->n && (p->s[p->i] == '>' ||
+			       p->s[p->i] == '&' || p->s[p->i] == '|'))
+				op[k++] = p->s[p->i++];
+			op[k] = '\0';
 			continue;
 		}
 		if (is_op(c))
@@ -271,53 +537,371 @@ simple(struct sp *p, char close)
 			break;
 		}
 		/* "2>file": the digits were a word; the > follows at once */
-		if (p->i < p->n && (p->s[p->i] == '>' || p->s[p->i] == '<') &&
+		if (!op[0] && p->i < p->n &&
+		    (p->s[p->i] == '>' || p->s[p->i] == '<') &&
 		    w.len && strspn(w.data, "0123456789") == w.len)
 			continue;
-		if (redirect) {
-			redirect = 0;
-			if (!cJSON_AddItemToArray(p->redirs,
-						  cJSON_CreateString(w.data)))
-				p->oom = 1;
+		if (op[0]) {
+			if (strcmp(op, "<<<"))
+				add_redirect(p, op, w.data);
+			op[0] = '\0';
 			continue;
 		}
-		if (first && assignment(w.data))
-			continue;
-		if (first && (reserved(w.data) || !strcmp(w.data, "{") ||
-			      !strcmp(w.data, "}") || !strcmp(w.data, "!"))) {
+		if (!v.n && (reserved(w.data) || !strcmp(w.data, "{") ||
+			     !strcmp(w.data, "}") || !strcmp(w.data, "!"))) {
 			if (reserved(w.data))
 				p->complex = 1;
 			continue;
 		}
-		if (first && dynamic)
-			p->complex = 1; /* the command itself is unknown */
-		if (first && p->i + 1 < p->n && p->s[p->i] == '(' &&
+		if (p->i < p->n && p->s[p->i] == '(' && w.len &&
+		    w.data[w.len - 1] == '=' && assignment(w.data))
+			p->complex = 1; /* NAME=(...): subscripts are arithmetic */
+		if (!v.n && p->i + 1 < p->n && p->s[p->i] == '(' &&
 		    p->s[p->i + 1] == ')') {
 			p->complex = 1; /* a function definition */
 			p->i = p->n;
 			break;
 		}
-		first = 0;
-		if (!cJSON_AddItemToArray(argv, cJSON_CreateString(w.data)))
+		added = words_add(&v, w.data, w.len, dynamic);
+		if (added > 0)
+			p->complex = 1; /* too many words to follow */
+		else if (added < 0) {
 			p->oom = 1;
+			rc = -1;
+			break;
+		}
 	}
-	(void)close;
-	if (cJSON_GetArraySize(argv))
-		cJSON_AddItemToArray(p->cmds, argv);
-	else
-		cJSON_Delete(argv);
+	if (op[0])
+		p->complex = 1; /* a redirection with no target */
+	analyse(p, &v);
+	words_free(&v);
 	buf_free(&w);
 	return rc;
+}
+
+/* --- what a command runs ------------------------------------------------ */
+
+static const char *
+base(const char *w)
+{
+	const char *s = strrchr(w, '/');
+
+	return s ? s + 1 : w;
+}
+
+static int
+in_list(const char *w, const char *const *list)
+{
+	for (; list && *list; list++)
+		if (!strcmp(w, *list))
+			return 1;
+	return 0;
+}
+
+/* A program that runs the command given in its arguments. */
+struct wrapper {
+	const char *name;
+	const char *argopts;        /* short options taking an argument */
+	const char *flags;          /* short options taking none */
+	const char *const *longarg; /* long options taking an argument */
+	const char *const *longflag;
+	int operands;               /* operands before the command */
+	int assigns;                /* NAME=value words before the command */
+	int digits;                 /* -NUM is an option (nice) */
+};
+
+static const char *const env_long[] = { "unset", "chdir", NULL };
+static const char *const env_flag[] = { "ignore-environment", "null",
+	"debug", "default-signal", "ignore-signal", "block-signal",
+	"list-signal-handling", NULL };
+static const char *const nice_long[] = { "adjustment", NULL };
+static const char *const timeout_long[] = { "signal", "kill-after", NULL };
+static const char *const timeout_flag[] = { "foreground",
+	"preserve-status", "verbose", NULL };
+static const char *const stdbuf_long[] = { "input", "output", "error", NULL };
+static const char *const xargs_long[] = { "arg-file", "delimiter",
+	"max-args", "max-procs", "max-chars", "process-slot-var", NULL };
+static const char *const xargs_flag[] = { "null", "interactive",
+	"no-run-if-empty", "verbose", "exit", "open-tty", "show-limits", "eof",
+	"replace", "max-lines", NULL };
+static const char *const sudo_long[] = { "close-from", "chdir", "group",
+	"prompt", "chroot", "role", "type", "command-timeout", "other-user",
+	"user", "host", NULL };
+static const char *const sudo_flag[] = { "askpass", "background", "bell",
+	"preserve-env", "edit", "help", "set-home", "login",
+	"remove-timestamp", "reset-timestamp", "list", "non-interactive",
+	"preserve-groups", "stdin", "shell", "version", "validate", NULL };
+static const char *const setsid_flag[] = { "ctty", "fork", "wait", NULL };
+static const char *const chroot_long[] = { "userspec", "groups", NULL };
+static const char *const chroot_flag[] = { "skip-chdir", NULL };
+
+static const struct wrapper wrappers[] = {
+	{ "command", "", "pvV", NULL, NULL, 0, 0, 0 },
+	{ "builtin", "", "", NULL, NULL, 0, 0, 0 },
+	{ "exec", "a", "cl", NULL, NULL, 0, 0, 0 },
+	{ "env", "uC", "i0v", env_long, env_flag, 0, 1, 0 },
+	{ "time", "of", "pvaq", NULL, NULL, 0, 0, 0 },
+	{ "nice", "n", "", nice_long, NULL, 0, 0, 1 },
+	{ "nohup", "", "", NULL, NULL, 0, 0, 0 },
+	{ "timeout", "sk", "v", timeout_long, timeout_flag, 1, 0, 0 },
+	{ "stdbuf", "ioe", "", stdbuf_long, NULL, 0, 0, 0 },
+	{ "xargs", "aEILnPsd", "0opriltxe", xargs_long, xargs_flag, 0, 0, 0 },
+	{ "busybox", "", "", NULL, NULL, 0, 0, 0 },
+	{ "sudo", "CDgpRrTtUu", "AbEeHhiKklnPSsVv", sudo_long, sudo_flag, 0, 1, 0 },
+	{ "doas", "uC", "Lns", NULL, NULL, 0, 0, 0 },
+	{ "setsid", "", "cfw", NULL, setsid_flag, 0, 0, 0 },
+	{ "chroot", "", "", chroot_long, chroot_flag, 1, 0, 0 },
+	{ "ionice", "cn", "t", NULL, NULL, 0, 0, 0 },
+	{ "taskset", "", "ac", NULL, NULL, 1, 0, 0 },
+	{ NULL, NULL, NULL, NULL, NULL, 0, 0, 0 },
+};
+
+/* When argv[i] is a wrapper, the index of the command it runs; 0 when it
+ * is none, or runs none.  An option we do not know makes the line
+ * complex: it might take the command's place as its argument. */
+static size_t
+unwrap(struct sp *p, const struct words *v, size_t i, const char *name)
+{
+	const struct wrapper *wr;
+	size_t k = i + 1;
+	int operands;
+
+	for (wr = wrappers; wr->name && strcmp(wr->name, name); wr++)
+		;
+	if (!wr->name)
+		return 0;
+	operands = wr->operands;
+	if (!strcmp(name, "command") && k < v->n && v->w[k][0] == '-' &&
+	    strpbrk(v->w[k], "vV"))
+		return 0; /* command -v NAME only says what NAME is */
+	while (k < v->n) {
+		const char *a = v->w[k];
+
+		if (v->dyn[k]) {
+			p->complex = 1; /* an option or a name we cannot know */
+			return 0;
+		}
+		if (!strcmp(a, "--")) {
+			k++;
+			break;
+		}
+		if (wr->assigns && assignment(a)) {
+			k++;
+			continue;
+		}
+		if (!strcmp(a, "-") && !strcmp(wr->name, "env")) {
+			k++;
+			continue;
+		}
+		if (a[0] != '-' || !a[1])
+			break;
+		if (a[1] == '-') {
+			size_t len = strcspn(a + 2, "=");
+			char opt[64];
+
+			if (len >= sizeof opt) {
+				p->complex = 1;
+				k++;
+				continue;
+			}
+			memcpy(opt, a + 2, len);
+			opt[len] = '\0';
+			if (in_list(opt, wr->longarg) && !a[2 + len])
+				k++;
+			else if (!in_list(opt, wr->longarg) &&
+				 !in_list(opt, wr->longflag))
+				p->complex = 1; /* env --split-string, ... */
+			k++;
+			continue;
+		}
+		if (wr->digits && strspn(a + 1, "0123456789") == strlen(a + 1)) {
+			k++;
+			continue;
+		}
+		{
+			const char *o;
+
+			for (o = a + 1; *o; o++) {
+				if (strchr(wr->argopts, *o)) {
+					if (!o[1])
+						k++; /* the argument is the next word */
+					break;
+				}
+				if (!strchr(wr->flags, *o))
+					p->complex = 1; /* env -S, ... */
+			}
+		}
+		k++;
+	}
+	while (operands-- > 0 && k < v->n)
+		k++;
+	return k < v->n ? k : 0;
+}
+
+/* sh -c STRING: the string is a command line to split too. */
+static void
+shell_c(struct sp *p, const struct words *v, size_t i, const char *name)
+{
+	static const char *const shells[] = { "sh", "bash", "dash", "zsh",
+		"ksh", "mksh", "ash", "yash", "posh", "rbash", NULL };
+	static const char *const longarg[] = { "--rcfile", "--init-file", NULL };
+	size_t k;
+	int c = 0;
+
+	if (!in_list(name, shells))
+		return;
+	for (k = i + 1; k < v->n; k++) {
+		const char *a = v->w[k];
+
+		if (v->dyn[k]) {
+			p->complex = 1;
+			return;
+		}
+		if (!strcmp(a, "--") || !strcmp(a, "-")) {
+			k++;
+			break;
+		}
+		if ((a[0] != '-' && a[0] != '+') || !a[1])
+			break;
+		if (in_list(a, longarg))
+			k++;
+		else if (a[1] != '-') {
+			if (strchr(a + 1, 'c'))
+				c = 1;
+			if (strchr(a + 1, 'o') || strchr(a + 1, 'O'))
+				k++;
+		}
+	}
+	if (!c || k >= v->n)
+		return;
+	if (v->dyn[k])
+		p->complex = 1;
+	else
+		sub_parse(p, v->w[k], strlen(v->w[k]));
+}
+
+/* Builtins whose arguments run code the splitter cannot see. */
+static void
+builtin_check(struct sp *p, const struct words *v, size_t i,
+	      const char *name)
+{
+	/* eval runs its arguments, trap and the others store code for
+	 * later, let is arithmetic */
+	static const char *const opaque[] = { "eval", "let", "trap", "alias",
+		"enable", "compgen", "complete", "fc", "bind", "hash", NULL };
+	/* they take variable names: a[$(cmd)] runs cmd, so does a value
+	 * given to an integer variable */
+	static const char *const names[] = { "declare", "typeset", "local",
+		"export", "readonly", "read", "mapfile", "readarray", "printf",
+		"unset", "getopts", "wait", "test", "[", NULL };
+	static const char *const decl[] = { "declare", "typeset", "local",
+		"export", "readonly", NULL };
+	size_t k;
+
+	if (in_list(name, opaque)) {
+		p->complex = 1;
+		if (!strcmp(name, "eval")) {
+			struct buf t = BUF_INIT(1u << 20);
+
+			for (k = i + 1; k < v->n; k++)
+				if ((k > i + 1 && buf_putc(&t, ' ') < 0) ||
+				    buf_append(&t, v->w[k], strlen(v->w[k])) < 0)
+					p->oom = 1;
+			if (t.data)
+				sub_parse(p, t.data, t.len);
+			buf_free(&t);
+		}
+		return;
+	}
+	if (!in_list(name, names))
+		return;
+	if (!strcmp(name, "printf") || !strcmp(name, "test") ||
+	    !strcmp(name, "[")) {
+		/* only printf -v NAME and test -v NAME take a name */
+		for (k = i + 1; k < v->n; k++)
+			if (!strncmp(v->w[k], "-v", 2) ||
+			    !strcmp(v->w[k], "-R"))
+				break;
+		if (k >= v->n)
+			return;
+	}
+	for (k = i + 1; k < v->n; k++) {
+		const char *a = v->w[k];
+
+		if (strchr(a, '[') || integer_var(a))
+			p->complex = 1;
+		if (in_list(name, decl) && (a[0] == '-' || a[0] == '+') &&
+		    strpbrk(a + 1, "in"))
+			p->complex = 1; /* -i integer, -n name reference */
+	}
+}
+
+static void
+emit(struct sp *p, struct words *v, size_t from)
+{
+	cJSON *argv = cJSON_CreateArray();
+	size_t k;
+
+	if (!argv) {
+		p->oom = 1;
+		return;
+	}
+	for (k = from; k < v->n; k++)
+		if (!cJSON_AddItemToArray(argv, cJSON_CreateString(v->w[k])))
+			p->oom = 1;
+	if (!cJSON_AddItemToArray(p->cmds, argv)) {
+		cJSON_Delete(argv);
+		p->oom = 1;
+	}
+}
+
+/* A simple command goes to "commands" as written, assignments included;
+ * then, each on its own, the command it runs after its assignments, and
+ * the one every wrapper runs: "A=1 env sudo rm x" gives
+ * ["A=1","env","sudo","rm","x"], ["env","sudo","rm","x"],
+ * ["sudo","rm","x"], ["rm","x"]. */
+static void
+analyse(struct sp *p, struct words *v)
+{
+	size_t i = 0, j, k;
+	const char *name;
+
+	if (!v->n)
+		return;
+	emit(p, v, 0);
+	for (k = 0; k < v->n && assignment(v->w[k]); k++)
+		if (integer_var(v->w[k]) &&
+		    strspn(strchr(v->w[k], '=') + 1, "0123456789") !=
+		    strlen(strchr(v->w[k], '=') + 1))
+			p->complex = 1;
+	i = k;
+	while (i < v->n) {
+		if (i > 0)
+			emit(p, v, i);
+		if (v->dyn[i]) {
+			p->complex = 1; /* the command itself is unknown */
+			return;
+		}
+		name = base(v->w[i]);
+		builtin_check(p, v, i, name);
+		j = unwrap(p, v, i, name);
+		if (!j) {
+			shell_c(p, v, i, name);
+			return;
+		}
+		i = j;
+	}
 }
 
 /* A list of commands joined by operators, up to close (or the end). */
 static int
 parse_list(struct sp *p, char close)
 {
+	size_t j;
 	char c;
 
 	for (;;) {
-		if (simple(p, close) < 0)
+		if (simple(p) < 0)
 			return -1;
 		if (p->i >= p->n) {
 			if (close)
@@ -331,6 +915,12 @@ parse_list(struct sp *p, char close)
 		}
 		if (c == '(') {
 			p->i++;
+			if (p->i < p->n && p->s[p->i] == '(')
+				p->complex = 1; /* (( arithmetic )) */
+			for (j = p->i; j < p->n && is_blank(p->s[j]); j++)
+				;
+			if (j < p->n && p->s[j] == ')')
+				p->complex = 1; /* "f ()": a function */
 			if (nested(p, ')') < 0)
 				return -1;
 			continue;
@@ -350,20 +940,29 @@ shell_split(const char *cmd)
 {
 	struct sp p = { 0 };
 	cJSON *o = cJSON_CreateObject();
+	const unsigned char *c;
 
 	p.s = cmd;
 	p.n = strlen(cmd);
 	p.cmds = cJSON_CreateArray();
 	p.redirs = cJSON_CreateArray();
-	if (!o || !p.cmds || !p.redirs) {
+	p.outs = cJSON_CreateArray();
+	if (!o || !p.cmds || !p.redirs || !p.outs) {
 		cJSON_Delete(o);
 		cJSON_Delete(p.cmds);
 		cJSON_Delete(p.redirs);
+		cJSON_Delete(p.outs);
 		return NULL;
 	}
+	/* a control character (a carriage return, an escape) is where a
+	 * reader and bash may see different things */
+	for (c = (const unsigned char *)cmd; *c; c++)
+		if ((*c < 0x20 && *c != '\t' && *c != '\n') || *c == 0x7f)
+			p.complex = 1;
 	parse_list(&p, 0);
 	cJSON_AddItemToObject(o, "commands", p.cmds);
 	cJSON_AddItemToObject(o, "redirects", p.redirs);
+	cJSON_AddItemToObject(o, "outputs", p.outs);
 	cJSON_AddBoolToObject(o, "complex", p.complex);
 	if (p.oom) {
 		cJSON_Delete(o);

@@ -1,6 +1,8 @@
 #!/bin/sh
 # hook-perm: rules in jq, strictest wins, the shell splitter, asking.
 . "$(dirname "$0")/lib.sh"
+# a project's policy is used once trusted; the trust store is under $HOME
+unset XDG_CONFIG_HOME
 
 # decide TOOL ARGS [OPTIONS...]: the permission hook-perm writes for one
 # call, as "decision rule: reason" in file "got".
@@ -169,6 +171,7 @@ test_expect_success 'the policy comes from --policy, AGENT_POLICY, .agent/policy
 	echo "{\"default\": \"deny\", \"rules\": [{\"name\": \"flag\", \"if\": \"true\", \"decision\": \"allow\", \"reason\": \"from-option\"}]}" >opt.json &&
 	echo "{\"default\": \"deny\", \"rules\": [{\"name\": \"flag\", \"if\": \"true\", \"decision\": \"allow\", \"reason\": \"from-env\"}]}" >env.json &&
 	mkdir -p .agent && echo "{\"default\": \"deny\", \"rules\": [{\"name\": \"flag\", \"if\": \"true\", \"decision\": \"allow\", \"reason\": \"from-project\"}]}" >.agent/policy.json &&
+	hook-perm --trust >/dev/null &&
 	decide bash "$(bash_args ls)" && test "$(cat got)" = "allow flag: from-project" &&
 	AGENT_POLICY=env.json decide bash "$(bash_args ls)" && test "$(cat got)" = "allow flag: from-env" &&
 	AGENT_POLICY=env.json decide bash "$(bash_args ls)" --policy opt.json &&
@@ -206,10 +209,12 @@ test_expect_success 'a permission the input already carries is decided again' '
 	jq -e ".tool_calls[0].permission.decision == \"deny\"" out
 '
 
-if command -v script >/dev/null 2>&1; then
+# The answer is typed once the question is there: hook-perm discards what
+# was typed before it (tcflush).
+if command -v python3 >/dev/null 2>&1; then
 	test_expect_success 'ask at a terminal: yes once' '
 		call_msg write_file "{\"path\":\"x\",\"content\":\"y\"}" none >in &&
-		printf "y\n" | script -qec "hook-perm <in >out" /dev/null >tty &&
+		"$TEST_DIR/pty-run.py" "hook-perm <in >out" y >tty &&
 		jq -e ".tool_calls[0].permission.decision == \"allow\"" out &&
 		jq -e ".tool_calls[0].permission.reason | endswith(\"approved at the terminal\")" out &&
 		test_contains tty "hook-perm: write_file wants to act on:" &&
@@ -217,14 +222,14 @@ if command -v script >/dev/null 2>&1; then
 	'
 	test_expect_success 'ask at a terminal: no' '
 		call_msg bash "{\"command\":\"make\"}" none >in &&
-		printf "n\n" | script -qec "hook-perm <in >out" /dev/null >tty &&
+		"$TEST_DIR/pty-run.py" "hook-perm <in >out" n >tty &&
 		jq -e ".tool_calls[0].permission.decision == \"deny\"" out &&
 		jq -e ".tool_calls[0].permission.reason | endswith(\"refused at the terminal\")" out &&
 		test_contains tty "make"
 	'
 	test_expect_success 'ask at a terminal: always adds a rule to the project policy' '
 		call_msg bash "{\"command\":\"make test\"}" none >in &&
-		printf "a\n" | script -qec "hook-perm <in >out" /dev/null >tty &&
+		"$TEST_DIR/pty-run.py" "hook-perm <in >out" a >tty &&
 		jq -e ".tool_calls[0].permission.decision == \"allow\"" out &&
 		jq -e "(.rules | length) > 5 and (.rules[-1].if == \".tool == \\\"bash\\\" and .args.command == \\\"make test\\\"\")" .agent/policy.json &&
 		hook-perm <in >out2 </dev/null &&
@@ -235,23 +240,23 @@ if command -v script >/dev/null 2>&1; then
 	'
 	test_expect_success 'the prompt shows control characters escaped' '
 		call_msg bash "$(bash_args "$(printf "ls\033[2K\rrm -rf x")")" none >in &&
-		printf "n\n" | script -qec "hook-perm <in >out" /dev/null >tty &&
+		"$TEST_DIR/pty-run.py" "hook-perm <in >out" n >tty &&
 		test_contains tty "ls\\x1b[2K\\x0drm -rf x"
 	'
 	test_expect_success 'the prompt shows what reorders or hides text: bidi, zero-width, C1' '
 		call_msg bash "$(bash_args "$(printf "ls \342\200\256txt.hs\342\200\213 \302\233 \363\240\201\201")")" none >in &&
-		printf "n\n" | script -qec "hook-perm <in >out" /dev/null >tty &&
+		"$TEST_DIR/pty-run.py" "hook-perm <in >out" n >tty &&
 		test_contains tty "ls \\u{202E}txt.hs\\u{200B} \\u{009B} \\u{E0041}" &&
 		jq -e ".tool_calls[0].permission.decision == \"deny\"" out
 	'
 	test_expect_success 'the prompt cuts a long command between characters' '
 		call_msg bash "$(bash_args "$(printf "echo %s" "$(printf "\303\251%.0s" $(seq 1500))")")" none >in &&
-		printf "n\n" | script -qec "hook-perm <in >out" /dev/null >tty &&
+		"$TEST_DIR/pty-run.py" "hook-perm <in >out" n >tty &&
 		test_contains tty " [...]" &&
 		LC_ALL=C.UTF-8 grep -a "echo" tty | iconv -f UTF-8 -t UTF-8 >/dev/null
 	'
 else
-	test_skip 'ask at a terminal' 'script(1) is not installed'
+	test_skip 'ask at a terminal' 'python3 is not installed'
 fi
 
 test_expect_success 'bad input lines and write errors' '

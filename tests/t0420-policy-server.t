@@ -1,6 +1,8 @@
 #!/bin/sh
 # hook-perm --serve / --connect: the rules compiled once, for every step.
 . "$(dirname "$0")/lib.sh"
+# a project's policy is used once trusted; the trust store is under $HOME
+unset XDG_CONFIG_HOME
 
 bash_args() { jq -nc --arg c "$1" "{command: \$c}"; }
 
@@ -76,10 +78,12 @@ test_expect_success 'other rules than the server has are evaluated by the client
 test_expect_success 'when the policy file changes, the server reads it again' '
 	call_msg bash "$(bash_args ls)" none >in &&
 	mkdir .agent && cp "$SCRATCH/who.json" .agent/policy.json &&
+	hook-perm -C . --trust >/dev/null &&
 	WHO=server serve -C . &&
 	test "$(perm in -C . --connect "$PWD/s")" = "deny who" &&
 	jq ".rules[0] |= (.name = \"who2\" | .if += \" and true\")" \
 		"$SCRATCH/who.json" >.agent/policy.json &&
+	hook-perm -C . --trust >/dev/null &&
 	test "$(perm in -C . --connect "$PWD/s")" = "deny who2" &&
 	test "$(perm in -C .)" = "allow default" &&
 	kill "$srv" && gone "$srv"
@@ -88,8 +92,10 @@ test_expect_success 'when the policy file changes, the server reads it again' '
 test_expect_success 'names and reasons come from the client'\''s policy' '
 	call_msg bash "$(bash_args ls)" none >in &&
 	mkdir .agent && cp "$SCRATCH/who.json" .agent/policy.json &&
+	hook-perm -C . --trust >/dev/null &&
 	WHO=server serve -C . &&
 	jq ".rules[0].reason = \"changed\"" "$SCRATCH/who.json" >.agent/policy.json &&
+	hook-perm -C . --trust >/dev/null &&
 	test "$(perm in -C . --connect "$PWD/s")" = "deny who" &&
 	jq -e ".tool_calls[0].permission.reason == \"changed\"" out &&
 	kill "$srv" && gone "$srv"

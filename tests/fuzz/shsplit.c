@@ -19,6 +19,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(s != NULL);
 	CHECK(cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(s, "complex")));
 	CHECK(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(s, "redirects")));
+	CHECK(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(s, "outputs")));
+	/* a control character (but tab and newline) always makes it complex */
+	{
+		size_t k, n = strlen(cmd);
+
+		for (k = 0; k < n; k++)
+			if (((unsigned char)cmd[k] < 0x20 && cmd[k] != '\t' &&
+			     cmd[k] != '\n') || cmd[k] == 0x7f)
+				CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+					s, "complex")));
+	}
 	c = cJSON_GetObjectItemCaseSensitive(s, "commands");
 	CHECK(cJSON_IsArray(c));
 	cJSON_ArrayForEach(argv, c) {

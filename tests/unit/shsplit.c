@@ -21,11 +21,31 @@ static const struct {
 	{ "(cd a && rm x)", "[[\"cd\",\"a\"],[\"rm\",\"x\"]]" },
 	{ "echo \"a $(rm x) b\"", "[[\"rm\",\"x\"],[\"echo\",\"a $ b\"]]" },
 	{ "echo 'a; rm x' \"b && c\"", "[[\"echo\",\"a; rm x\",\"b && c\"]]" },
-	{ "FOO=1 BAR=2 git status", "[[\"git\",\"status\"]]" },
+	/* assignments stay visible; the command they apply to follows */
+	{ "FOO=1 BAR=2 git status",
+	  "[[\"FOO=1\",\"BAR=2\",\"git\",\"status\"],[\"git\",\"status\"]]" },
+	{ "PATH=/tmp/x; git status", "[[\"PATH=/tmp/x\"],[\"git\",\"status\"]]" },
+	/* wrappers: the command each runs is listed too */
+	{ "command sudo ls", "[[\"command\",\"sudo\",\"ls\"],[\"sudo\",\"ls\"],[\"ls\"]]" },
+	{ "env -i A=1 -u B sudo -u root id",
+	  "[[\"env\",\"-i\",\"A=1\",\"-u\",\"B\",\"sudo\",\"-u\",\"root\",\"id\"],"
+	  "[\"sudo\",\"-u\",\"root\",\"id\"],[\"id\"]]" },
+	{ "timeout -s KILL 5 rm x", "[[\"timeout\",\"-s\",\"KILL\",\"5\",\"rm\",\"x\"],[\"rm\",\"x\"]]" },
+	{ "nice -n 5 nohup stdbuf -oL x", "[[\"nice\",\"-n\",\"5\",\"nohup\",\"stdbuf\",\"-oL\",\"x\"],"
+	  "[\"nohup\",\"stdbuf\",\"-oL\",\"x\"],[\"stdbuf\",\"-oL\",\"x\"],[\"x\"]]" },
+	{ "xargs -0 -n1 rm", "[[\"xargs\",\"-0\",\"-n1\",\"rm\"],[\"rm\"]]" },
+	{ "busybox sh", "[[\"busybox\",\"sh\"],[\"sh\"]]" },
+	{ "command -v sudo", "[[\"command\",\"-v\",\"sudo\"]]" },
+	{ "bash -c 'rm x'", "[[\"bash\",\"-c\",\"rm x\"],[\"rm\",\"x\"]]" },
+	/* nested escaped backquotes are unescaped, as bash does */
+	{ "ls `ls \\`rm x\\``", "[[\"rm\",\"x\"],[\"ls\",\"$\"],[\"ls\",\"$\"]]" },
+	{ "echo \"a\\b \\$x\"", "[[\"echo\",\"a\\\\b $x\"]]" },
+	{ "echo $HOME ${HOME} ${#x} $1 $@", "[[\"echo\",\"$HOME\",\"${HOME}\",\"${#x}\",\"$1\",\"$@\"]]" },
 	{ "make >out.log 2>&1", "[[\"make\"]]" },
 	{ "echo hi > /etc/passwd", "[[\"echo\",\"hi\"]]" },
 	{ "a\\ b c", "[[\"a b\",\"c\"]]" },
 	{ "ls # ; rm x", "[[\"ls\"]]" },
+	{ "grep x <<< \"$(rm x)\"", "[[\"rm\",\"x\"],[\"grep\",\"x\"]]" },
 	{ "! grep x f", "[[\"grep\",\"x\",\"f\"]]" },
 };
 
@@ -34,6 +54,17 @@ static const char *const complex_cases[] = {
 	"echo $((1+2))", "if true; then rm x; fi", "for f in *; do rm $f; done",
 	":(){ :|:& };:", "$CMD x", "`echo rm` x", "(rm x", "rm x)",
 	"while true; do :; done", "case x in y) rm z;; esac", "f() { rm x; }",
+	/* control characters: \r is no blank to bash */
+	"ls \r#; rm x", "ls\033[2K", "echo \x7f",
+	/* expansions that may run code */
+	"echo ${x@P}", "echo ${!x}", "echo ${a[$(rm x)]}", "echo ${a['$(rm x)']}",
+	"echo $[1+2]", "((x=1))", "echo ${x:$(rm x)}", "echo ${x:-y}",
+	"printf -v 'a[$(rm x)]' x", "test -v 'a[$(rm x)]'", "[ -v 'a[$(rm x)]' ]",
+	"read 'a[$(rm x)]'", "declare 'a[$(rm x)]=1'", "declare -n r=x",
+	"typeset -i n", "RANDOM='a[$(rm x)]' ls", "a=([x]=1)", "let x=1",
+	"eval ls", "trap 'rm x' EXIT", "echo $'\\x73udo'", "echo {/,x}",
+	"f () { rm x; }", "env -S 'rm x'", "env $X ls", "bash -c \"$X\"",
+	"printf -v RANDOM 1",
 };
 
 int
@@ -74,10 +105,20 @@ main(void)
 	{
 		cJSON *o = shell_split("echo hi > /etc/passwd; cat < in 2> err");
 		char *r = cJSON_PrintUnformatted(cJSON_GetObjectItem(o, "redirects"));
+		char *w = cJSON_PrintUnformatted(cJSON_GetObjectItem(o, "outputs"));
 
 		ok(r && !strcmp(r, "[\"/etc/passwd\",\"in\",\"err\"]"),
 		   "redirect targets: %s", r);
+		ok(w && !strcmp(w, "[\"/etc/passwd\",\"err\"]"),
+		   "output targets: %s", w);
 		free(r);
+		free(w);
+		cJSON_Delete(o);
+		o = shell_split("x >/dev/null 2>&1 >&- <>rw >|f >>g 3<&0");
+		w = cJSON_PrintUnformatted(cJSON_GetObjectItem(o, "outputs"));
+		ok(w && !strcmp(w, "[\"/dev/null\",\"&1\",\"&-\",\"rw\",\"f\",\"g\"]"),
+		   "outputs: descriptors as &N: %s", w);
+		free(w);
 		cJSON_Delete(o);
 	}
 	{
