@@ -107,9 +107,12 @@ on_retry(void *ctx, const char *why)
 }
 
 static int
-exit_for(int code)
+exit_for(int code, long window)
 {
 	switch (code) {
+	case AH_ETOOLONG:
+		/* with a budget, the driver compacts and goes on */
+		return window ? ES_FULL : ES_REFUSED;
 	case AH_EAPI:
 		return ES_REFUSED;
 	case AH_EAPIRETRY:
@@ -185,7 +188,7 @@ step(struct run *r, struct chat *chat, int *stop)
 			goto out;
 		}
 		cli_warn("%s", err.msg);
-		rc = exit_for(err.code);
+		rc = exit_for(err.code, r->window);
 		goto out;
 	}
 	if (r->streamed_text)

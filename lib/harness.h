@@ -36,6 +36,7 @@ enum {
 	AH_ENET,     /* the server could not be reached, or broke off */
 	AH_EAPI,     /* the API refused the request */
 	AH_EAPIRETRY, /* the API failed (429, 5xx) and retries ran out */
+	AH_ETOOLONG, /* the API refused the request as too long for the model */
 };
 
 /* Sets err (when not NULL) and returns -1, so that `return ah_fail(...)`
@@ -429,6 +430,12 @@ struct model_opts {
 };
 
 struct model;
+
+/* Whether an API error (status, error.code or .type, message) says the
+ * request is longer than the model's context: the words of OpenAI,
+ * Azure, Anthropic, vLLM, llama.cpp, Ollama, Mistral, DeepSeek, Groq,
+ * Gemini and others. */
+int model_too_long(long status, const char *code, const char *msg);
 
 int model_global_init(void);
 void model_global_cleanup(void);

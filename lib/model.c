@@ -129,6 +129,40 @@ model_connections(const struct model *m)
 	return m->connects;
 }
 
+int
+model_too_long(long status, const char *code, const char *msg)
+{
+	static const char *const codes[] = {
+		"context_length_exceeded", "exceed_context_size_error",
+		"string_above_max_length", "request_too_large",
+	};
+	/* lowercase; matched anywhere in the lowercased message */
+	static const char *const words[] = {
+		"maximum context length", "context length exceeded",
+		"exceeds the available context size", "context window",
+		"prompt is too long", "too many tokens", "context_length",
+		"exceeds the context length", "input is too long",
+		"exceeds the maximum number of tokens",
+		"reduce the length of the messages",
+		"longer than the model's context length",
+	};
+	char low[1024];
+	size_t i;
+
+	if (status != 400 && status != 413 && status != 422 && status != 0)
+		return 0;
+	for (i = 0; code && i < sizeof codes / sizeof *codes; i++)
+		if (!strcmp(code, codes[i]))
+			return 1;
+	for (i = 0; msg && msg[i] && i < sizeof low - 1; i++)
+		low[i] = (char)tolower((unsigned char)msg[i]);
+	low[i] = '\0';
+	for (i = 0; msg && i < sizeof words / sizeof *words; i++)
+		if (strstr(low, words[i]))
+			return 1;
+	return 0;
+}
+
 /* "Retry-After: 3" or an HTTP date; "retry-after-ms: 1500". */
 static double
 parse_retry_after(const char *name, const char *v)
@@ -367,7 +401,9 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 				    a.status >= 500 ||
 				    (a.status == 429 &&
 				     strcmp(code, "insufficient_quota"));
-			err->code = retryable ? AH_EAPIRETRY : AH_EAPI;
+			err->code = retryable ? AH_EAPIRETRY :
+				    model_too_long(a.status, code, msg) ?
+				    AH_ETOOLONG : AH_EAPI;
 		}
 		if (!retryable || attempt >= o->retries) {
 			if (retryable && attempt)

@@ -63,6 +63,27 @@ test_expect_success 'a context too full even with stubs: exit 10, nothing sent' 
 	test ! -s out && test ! -e requests.jsonl
 '
 
+test_expect_success 'a server refusing the request as too long: exit 10 with a window, 6 without' '
+	cat >script <<-\EOF &&
+	{"status": 400, "error": {"message": "This model'"'"'s maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.", "type": "invalid_request_error", "code": "context_length_exceeded"}}
+	{"raw": "{\"error\":{\"code\":400,\"message\":\"request (20010 tokens) exceeds the available context size (2048 tokens), try increasing it\",\"type\":\"exceed_context_size_error\"}}", "status": 400}
+	{"raw": "{\"object\":\"error\",\"message\":\"This model'"'"'s maximum context length is 1600 tokens. However, you requested 1914 tokens.\",\"type\":\"BadRequestError\",\"code\":400}", "status": 400}
+	{"status": 400, "error": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens > 200000 maximum"}}
+	{"status": 400, "error": {"message": "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).", "status": "INVALID_ARGUMENT"}}
+	{"status": 400, "error": {"message": "Unsupported parameter: max_tokens", "type": "invalid_request_error"}}
+	{"status": 400, "error": {"message": "This model'"'"'s maximum context length is 128000 tokens.", "code": "context_length_exceeded"}}
+	EOF
+	start_model script &&
+	echo "{\"role\":\"user\",\"content\":\"x\"}" >t.jsonl &&
+	for i in 1 2 3 4 5; do
+		test_expect_code 10 agent-step --context-window 100000 <t.jsonl >out 2>err || return 1
+	done &&
+	test_expect_code 6 agent-step --context-window 100000 <t.jsonl >out 2>err &&
+	test_grep "Unsupported parameter" err &&
+	test_expect_code 6 agent-step <t.jsonl >out 2>err &&
+	test_grep "maximum context length" err
+'
+
 test_expect_success '--context-window auto: the table, else 32768; bad values are usage errors' '
 	jq -nc "{role: \"user\", content: (\"word \" * 40000)}" >big.jsonl &&
 	test_expect_code 10 agent-step --dry-run --context-window auto <big.jsonl >out 2>err &&
