@@ -301,13 +301,16 @@ wait_until() {
 	done
 }
 
-# start_model SCRIPT: starts tests/model-server.py on 127.0.0.1 with the
-# script (JSON Lines) and sets AGENT_BASE_URL to it; requests are logged to
-# $PWD/requests.jsonl.  The server is stopped when the script exits.
+# start_model SCRIPT [OPTION...]: starts tests/model-server.py on 127.0.0.1
+# with the script (JSON Lines) and the options (--window-bytes N, ...), and
+# sets AGENT_BASE_URL to it; requests are logged to $PWD/requests.jsonl.
+# The server is stopped when the script exits.
 start_model() {
 	rm -f port
-	python3 "$TEST_DIR/model-server.py" --script "$1" --port-file "$PWD/port" \
-		--log "$PWD/requests.jsonl" --idle 120 &
+	sm_script_=$1
+	shift
+	python3 "$TEST_DIR/model-server.py" --script "$sm_script_" \
+		--port-file "$PWD/port" --log "$PWD/requests.jsonl" --idle 120 "$@" &
 	echo $! >>"$SCRATCH/.servers"
 	i=0
 	while [ ! -s port ]; do

@@ -33,6 +33,18 @@ Streaming requests ("stream": true) get the answer as server-sent events:
   "drip": S           each event sent on its own, S seconds apart
   "reset": K          after K events the connection is reset (TCP RST)
 
+A context window can be enforced and summaries answered, for the tests
+and the benchmark of compaction:
+  --window-bytes N  a request body over N bytes is refused with OpenAI's
+                    400 context_length_exceeded, and consumes no entry
+  --summaries       a request whose last message asks for a summary
+                    (agent-compact's) is answered "Summary of the work so
+                    far." without consuming an entry
+  --sizes FILE      each request adds {"n", "bytes", "prefix", "refused",
+                    "summary"} there: its size, and how many of its first
+                    bytes are those of the request before (a provider's
+                    prompt cache would hit them)
+
 Every request is logged to --log as one JSON line: n, connection number,
 method, path, headers, body (parsed), the time its first line came
 ("start") and the time its whole body was in ("time").  With
@@ -52,7 +64,30 @@ import time
 
 lock = threading.Lock()
 state = {"n": 0, "conn": 0, "script": [], "pos": 0, "repeat": None,
-         "last": time.time()}
+         "last": time.time(), "prev": b""}
+
+
+def common_prefix(a, b):
+    """The length of the common prefix of two byte strings."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # the longest k with a[:k] == b[:k], by halves
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def asks_summary(req):
+    try:
+        last = req["messages"][-1]
+        text = last["content"] if isinstance(last["content"], str) else \
+            json.dumps(last["content"])
+        return last["role"] == "user" and \
+            "write a summary of this conversation" in text
+    except (KeyError, IndexError, TypeError):
+        return False
 
 
 def next_entry():
@@ -298,7 +333,29 @@ def serve(conn, cid, args):
                 "message": "no such route: %s %s" % (method, path),
                 "type": "invalid_request_error"}})))
             continue
-        entry = next_entry()
+        refused = args.window_bytes and len(body) > args.window_bytes
+        summary = args.summaries and isinstance(req, dict) and \
+            asks_summary(req)
+        if args.sizes:
+            with lock, open(args.sizes, "a") as log:
+                log.write(json.dumps({
+                    "n": n, "bytes": len(body),
+                    "prefix": common_prefix(state["prev"], body),
+                    "refused": bool(refused), "summary": bool(summary)})
+                    + "\n")
+                state["prev"] = body
+        if refused:
+            conn.sendall(response(400, json.dumps({"error": {
+                "message": "This model's maximum context length is %d "
+                           "tokens. However, your messages resulted in %d "
+                           "tokens. Please reduce the length of the "
+                           "messages." % (args.window_bytes // 4,
+                                          len(body) // 4),
+                "type": "invalid_request_error", "param": "messages",
+                "code": "context_length_exceeded"}})))
+            continue
+        entry = {"content": "Summary of the work so far."} if summary \
+            else next_entry()
         if entry.get("delay"):
             time.sleep(float(entry["delay"]))
         if entry.get("hang"):
@@ -377,6 +434,9 @@ def main():
     ap.add_argument("--log")
     ap.add_argument("--sent-log")
     ap.add_argument("--idle", type=float, default=300)
+    ap.add_argument("--window-bytes", type=int, default=0)
+    ap.add_argument("--summaries", action="store_true")
+    ap.add_argument("--sizes")
     args = ap.parse_args()
     with open(args.script) as s:
         state["script"] = [json.loads(l) for l in s
