@@ -402,10 +402,11 @@ main(int argc, char **argv)
 	const char *window = env("AGENT_CONTEXT_WINDOW", NULL);
 	const char *outputs = env("AGENT_OUTPUTS", NULL);
 	const char *api = env("AGENT_API", NULL), *base = NULL;
-	double maxcalls = -1, compact_at = 0.8, w = 0;
+	long maxcalls = -1, maxtok = -1, retries = 2, w = 0;
+	double compact_at = 0.8;
 	struct sigaction sa;
 	char *key = NULL, *tooltext = NULL;
-	double temp = -1, maxtok = -1, retries = 2;
+	double temp = -1;
 	cJSON *msg, *t;
 	size_t tlen;
 	int c, stream = 0, stop = 0, rc = ES_OK, nparams = 0, answer = 0;
@@ -436,7 +437,8 @@ main(int argc, char **argv)
 				return ES_USAGE;
 			break;
 		case O_MAXTOK:
-			if (cli_number("--max-tokens", optarg, 1, 1e9, &maxtok))
+			if (cli_whole("--max-tokens", optarg, 1, 1000000000,
+				      &maxtok))
 				return ES_USAGE;
 			break;
 		case O_PARAM:
@@ -453,7 +455,7 @@ main(int argc, char **argv)
 				return ES_USAGE;
 			break;
 		case O_RETRIES:
-			if (cli_number("--retries", optarg, 0, 100, &retries))
+			if (cli_whole("--retries", optarg, 0, 100, &retries))
 				return ES_USAGE;
 			break;
 		case O_UNTIL:
@@ -483,7 +485,8 @@ main(int argc, char **argv)
 				return ES_USAGE;
 			break;
 		case O_MAXCALLS:
-			if (cli_number("--max-calls", optarg, 0, 1e9, &maxcalls))
+			if (cli_whole("--max-calls", optarg, 0, 1000000000,
+				      &maxcalls))
 				return ES_USAGE;
 			break;
 		case 'q':
@@ -509,8 +512,8 @@ main(int argc, char **argv)
 		return cli_usage_error("no model: give --model or set AGENT_MODEL");
 	if (window && !strcmp(window, "auto"))
 		w = chat_model_window(model) ? chat_model_window(model) : 32768;
-	else if (window && cli_number("--context-window", window, 256, 1e9,
-				      &w)) {
+	else if (window && cli_whole("--context-window", window, 256,
+				     1000000000, &w)) {
 		free(key);
 		return ES_USAGE;
 	}
@@ -566,7 +569,7 @@ main(int argc, char **argv)
 	if (temp >= 0)
 		cJSON_AddNumberToObject(r.head, "temperature", temp);
 	if (maxtok > 0)
-		cJSON_AddNumberToObject(r.head, "max_tokens", maxtok);
+		cJSON_AddNumberToObject(r.head, "max_tokens", (double)maxtok);
 	if (stream) {
 		cJSON_AddTrueToObject(r.head, "stream");
 		t = cJSON_AddObjectToObject(r.head, "stream_options");

@@ -125,3 +125,20 @@ cli_number(const char *what, const char *s, double min, double max,
 	*out = v;
 	return 0;
 }
+
+int
+cli_whole(const char *what, const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (!*s || *end || errno || v < min || v > max) {
+		cli_warn("%s: '%s' is not a whole number from %ld to %ld", what,
+			 s, min, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}

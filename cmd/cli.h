@@ -44,6 +44,9 @@ int cli_bad_option(char **argv, int c);
 int cli_number(const char *what, const char *s, double min, double max,
 	       double *out);
 
+/* The same for a whole number: "10.5" or "1e3" is refused, not rounded. */
+int cli_whole(const char *what, const char *s, long min, long max, long *out);
+
 /* Says "cannot write stdout: why" on stderr, once per process: later
  * failures, and cli_finish, stay quiet.  The exit status becomes ES_IO. */
 void cli_stdout_failed(int errnum);

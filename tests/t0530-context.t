@@ -84,14 +84,19 @@ test_expect_success 'a server refusing the request as too long: exit 10 with a w
 	test_grep "maximum context length" err
 '
 
-test_expect_success '--context-window auto: the table, else 32768; bad values are usage errors' '
+test_expect_success '--context-window auto: the table, else 32768; bad values, fractions of whole numbers, are usage errors' '
 	jq -nc "{role: \"user\", content: (\"word \" * 40000)}" >big.jsonl &&
 	test_expect_code 10 agent-step --dry-run --context-window auto <big.jsonl >out 2>err &&
 	test_grep "window.s 32768 tokens" err &&
 	agent-step -m gpt-4o --dry-run --context-window auto <big.jsonl >out &&
 	test_must_fail 2 agent-step --context-window lots <big.jsonl 2>err &&
 	test_grep "context-window" err &&
-	test_must_fail 2 agent-step --compact-at 2 <big.jsonl 2>err
+	test_must_fail 2 agent-step --compact-at 2 <big.jsonl 2>err &&
+	test_must_fail 2 agent-step --context-window 1e5 <big.jsonl 2>err &&
+	test_must_fail 2 agent-step --max-tokens 10.5 <big.jsonl 2>err &&
+	test_grep "max-tokens: .10.5. is not a whole number" err &&
+	test_must_fail 2 agent-step --max-calls 1.5 <big.jsonl 2>err &&
+	test_must_fail 2 agent-step --retries 0x3 <big.jsonl 2>err
 '
 
 test_expect_success 'agent-compact: a summary entry with the todo list; the newest turns kept' '
