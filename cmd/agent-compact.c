@@ -199,13 +199,13 @@ main(int argc, char **argv)
 	const char *env = getenv("AGENT_CONTEXT_WINDOW");
 	char *prompt = NULL, *request = NULL, *list = NULL, *entry = NULL;
 	char **sargv = NULL;
-	double keep_bytes = 24000, window = 0;
+	long keep_bytes = 24000, window = 0;
 	size_t len;
 	int c, i, keep, dry_run = 0, quiet = 0, rc = ES_OK;
 	struct chat chat;
 
-	if (env && *env && cli_number("AGENT_CONTEXT_WINDOW", env, 256, 1e9,
-				      &window))
+	if (env && *env && strcmp(env, "auto") &&
+	    cli_whole("AGENT_CONTEXT_WINDOW", env, 256, 1000000000, &window))
 		return ES_USAGE;
 	while ((c = getopt_long(argc, argv, ":f:C:nqh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -216,13 +216,13 @@ main(int argc, char **argv)
 			dir = optarg;
 			break;
 		case OPT_KEEP:
-			if (cli_number("--keep-bytes", optarg, 0, 1e9,
-				       &keep_bytes))
+			if (cli_whole("--keep-bytes", optarg, 0, 1000000000,
+				      &keep_bytes))
 				return ES_USAGE;
 			break;
 		case OPT_WINDOW:
-			if (cli_number("--context-window", optarg, 256, 1e9,
-				       &window))
+			if (cli_whole("--context-window", optarg, 256,
+				      1000000000, &window))
 				return ES_USAGE;
 			break;
 		case OPT_PROMPT:
@@ -258,7 +258,7 @@ main(int argc, char **argv)
 	}
 	chat_init(&chat);
 	if (window > 0)
-		chat_budget_default(&chat.budget, (long)window,
+		chat_budget_default(&chat.budget, window,
 				    getenv("AGENT_OUTPUTS"));
 	rc = read_transcript(&chat);
 	if (rc)
