@@ -27,8 +27,9 @@ static const char usage[] =
 	"  -C, --directory DIR  work in DIR, as if started there\n"
 	"      --keep-bytes N   keep the newest messages within N bytes whole\n"
 	"                       (default 24000)\n"
-	"      --context-window N  the model's window in tokens, for the stubs\n"
-	"                       of old tool output ($AGENT_CONTEXT_WINDOW)\n"
+	"      --context-window N  the model's window in tokens, or auto, for\n"
+	"                       the stubs of old tool output\n"
+	"                       ($AGENT_CONTEXT_WINDOW)\n"
 	"      --prompt FILE    the summary instruction instead of the built-in\n"
 	"  -n, --dry-run        print the summary request, send nothing\n"
 	"  -q, --quiet          no progress on stderr\n"
@@ -197,6 +198,7 @@ main(int argc, char **argv)
 	struct buf summary = BUF_INIT(0);
 	const char *path = NULL, *dir = NULL, *promptfile = NULL;
 	const char *env = getenv("AGENT_CONTEXT_WINDOW");
+	const char *wopt = env && *env ? env : NULL;
 	char *prompt = NULL, *request = NULL, *list = NULL, *entry = NULL;
 	char **sargv = NULL;
 	long keep_bytes = 24000, window = 0;
@@ -204,9 +206,7 @@ main(int argc, char **argv)
 	int c, i, keep, dry_run = 0, quiet = 0, rc = ES_OK;
 	struct chat chat;
 
-	if (env && *env && strcmp(env, "auto") &&
-	    cli_whole("AGENT_CONTEXT_WINDOW", env, 256, 1000000000, &window))
-		return ES_USAGE;
+
 	while ((c = getopt_long(argc, argv, ":f:C:nqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
@@ -221,9 +221,7 @@ main(int argc, char **argv)
 				return ES_USAGE;
 			break;
 		case OPT_WINDOW:
-			if (cli_whole("--context-window", optarg, 256,
-				      1000000000, &window))
-				return ES_USAGE;
+			wopt = optarg;
 			break;
 		case OPT_PROMPT:
 			promptfile = optarg;
@@ -241,6 +239,14 @@ main(int argc, char **argv)
 			return cli_bad_option(argv, c);
 		}
 	}
+	if (wopt && !strcmp(wopt, "auto")) {
+		const char *model = getenv("AGENT_MODEL");
+
+		window = chat_model_window(model) ? chat_model_window(model)
+						  : 32768;
+	} else if (wopt && cli_whole("--context-window", wopt, 256,
+				     1000000000, &window))
+		return ES_USAGE;
 	if (promptfile && file_read(promptfile, 1 << 20, &prompt, &len,
 				    &err) != 1) {
 		if (!err.msg[0])
