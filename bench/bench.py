@@ -10,6 +10,15 @@ and all processes together, sampled from /proc).
 
   bench/bench.py [--steps 20,100,400] [--runs 5] [--modes ring,step]
                  [--big MB]   (a session whose transcript grows to MB)
+  bench/bench.py --context 300 [--windows 32000,200000] [--output 8192]
+
+--context runs one long session per window: each step a bash call with
+--output bytes of output, against a server that refuses a request over
+the window (4 bytes a token) with OpenAI's 400 and answers summary
+requests.  It prints, for the whole session, the bytes sent, the largest
+request, the requests refused, the compactions, and the share of the
+bytes sent that repeat the start of the request before (what a provider's
+prompt cache bills at about a tenth).
 
 Figures are medians of several runs on a noisy machine: compare ratios,
 not absolute numbers.  Nothing here is a test.
@@ -140,6 +149,55 @@ def one_run(steps, mode, bindir, payload=0, max_output=30000):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def context_run(steps, window, output, bindir):
+    """One long session under a window: the figures of the bytes sent."""
+    work = tempfile.mkdtemp(prefix="ah-bench.")
+    try:
+        with open(os.path.join(work, "script"), "w") as f:
+            f.write(script(steps, output))
+        port = os.path.join(work, "port")
+        sizes = os.path.join(work, "sizes.jsonl")
+        srv = subprocess.Popen([sys.executable, os.path.join(SRC, "tests", "model-server.py"),
+                                "--script", os.path.join(work, "script"), "--port-file", port,
+                                "--sizes", sizes, "--summaries", "--real-usage",
+                                "--window-bytes", str(window * 4), "--idle", "600"])
+        while not os.path.exists(port):
+            time.sleep(0.01)
+        os.mkdir(os.path.join(work, "w"))
+        env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"],
+                   AGENT_BASE_URL="http://127.0.0.1:%s/v1" % open(port).read().strip(),
+                   AGENT_MODEL="bench", AGENT_MAX_OUTPUT=str(output + 1024),
+                   AGENT_CONTEXT_WINDOW=str(window))
+        args = [os.path.join(bindir, "agent-run"), "-q", "-y", "--max-steps",
+                str(steps + 50), "-C", os.path.join(work, "w"), "run the steps"]
+        t0 = time.time()
+        rc = subprocess.call(args, env=env, stdout=subprocess.DEVNULL)
+        wall = time.time() - t0
+        srv.terminate()
+        srv.wait()
+        reqs = [json.loads(l) for l in open(sizes)]
+        sent = sum(r["bytes"] for r in reqs)
+        return {"rc": rc, "wall": wall, "requests": len(reqs), "sent": sent,
+                "largest": max(r["bytes"] for r in reqs),
+                "refused": sum(r["refused"] for r in reqs),
+                "compactions": sum(r["summary"] for r in reqs),
+                "cached": sum(r["prefix"] for r in reqs) / max(1, sent)}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def context_main(a):
+    print("%8s %6s | %5s %8s %10s %10s %8s %11s %8s | %s" % (
+        "window", "steps", "exit", "requests", "sent MB", "largest KB", "refused",
+        "compactions", "cached", "wall s"))
+    for w in a.windows.split(","):
+        r = context_run(a.context, int(w), a.output, a.bin)
+        print("%8s %6d | %5d %8d %10.1f %10.1f %8d %11d %7.1f%% | %.1f" % (
+            w, a.context, r["rc"], r["requests"], r["sent"] / 1e6, r["largest"] / 1e3,
+            r["refused"], r["compactions"], 100 * r["cached"], r["wall"]))
+        sys.stdout.flush()
+
+
 def pct(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
@@ -152,7 +210,13 @@ def main():
     ap.add_argument("--modes", default="ring,step")
     ap.add_argument("--big", type=float, default=0, help="also a session growing to MB")
     ap.add_argument("--bin", default=os.path.join(SRC, "build", "bin"))
+    ap.add_argument("--context", type=int, default=0,
+                    help="instead: a long session of N steps under each window")
+    ap.add_argument("--windows", default="32000,200000")
+    ap.add_argument("--output", type=int, default=8192)
     a = ap.parse_args()
+    if a.context:
+        return context_main(a)
     print("%-5s %5s %4s | %-22s %8s | %8s | %7s %7s | %8s %8s %8s" % (
         "mode", "steps", "runs", "per step ms (p10-p90)", "1st byte", "first ms", "wall s",
         "cpu s", "rss1 MB", "rssAll MB", "pssAll MB"))

@@ -37,6 +37,7 @@ A context window can be enforced and summaries answered, for the tests
 and the benchmark of compaction:
   --window-bytes N  a request body over N bytes is refused with OpenAI's
                     400 context_length_exceeded, and consumes no entry
+  --real-usage      usage.prompt_tokens is the request's bytes / 4, not 10n
   --summaries       a request whose last message asks for a summary
                     (agent-compact's) is answered "Summary of the work so
                     far." without consuming an entry
@@ -64,7 +65,7 @@ import time
 
 lock = threading.Lock()
 state = {"n": 0, "conn": 0, "script": [], "pos": 0, "repeat": None,
-         "last": time.time(), "prev": b""}
+         "last": time.time(), "prev": b"", "tokens": {}}
 
 
 def common_prefix(a, b):
@@ -135,6 +136,11 @@ def calls_of(entry):
     return out
 
 
+def prompt_tokens(n):
+    """10 a request, or with --real-usage the body's bytes / 4."""
+    return state["tokens"].get(n, 10 * n)
+
+
 def completion(entry, n, model):
     calls = calls_of(entry)
     msg = {"role": "assistant", "content": entry.get("content")}
@@ -145,8 +151,8 @@ def completion(entry, n, model):
             "created": int(time.time()), "model": model,
             "choices": [{"index": 0, "message": msg,
                          "finish_reason": finish}],
-            "usage": {"prompt_tokens": 10 * n, "completion_tokens": 5,
-                      "total_tokens": 10 * n + 5}}
+            "usage": {"prompt_tokens": prompt_tokens(n), "completion_tokens": 5,
+                      "total_tokens": prompt_tokens(n) + 5}}
 
 
 def pieces(s, k):
@@ -192,8 +198,8 @@ def stream_events(entry, n, model):
     events.append(chunk({}, finish))
     usage = dict(base)
     usage["choices"] = []
-    usage["usage"] = {"prompt_tokens": 10 * n, "completion_tokens": 5,
-                      "total_tokens": 10 * n + 5}
+    usage["usage"] = {"prompt_tokens": prompt_tokens(n), "completion_tokens": 5,
+                      "total_tokens": prompt_tokens(n) + 5}
     events.append(usage)
     return events
 
@@ -333,6 +339,9 @@ def serve(conn, cid, args):
                 "message": "no such route: %s %s" % (method, path),
                 "type": "invalid_request_error"}})))
             continue
+        if args.real_usage:
+            with lock:
+                state["tokens"][n] = len(body) // 4
         refused = args.window_bytes and len(body) > args.window_bytes
         summary = args.summaries and isinstance(req, dict) and \
             asks_summary(req)
@@ -436,6 +445,7 @@ def main():
     ap.add_argument("--idle", type=float, default=300)
     ap.add_argument("--window-bytes", type=int, default=0)
     ap.add_argument("--summaries", action="store_true")
+    ap.add_argument("--real-usage", action="store_true")
     ap.add_argument("--sizes")
     args = ap.parse_args()
     with open(args.script) as s:
