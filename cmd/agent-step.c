@@ -34,7 +34,8 @@ static const char usage[] =
 	"      --retries N        retries of connection errors, 408, 409, 429\n"
 	"                         and 5xx (2)\n"
 	"      --until-done       exit after an answer without tool calls\n"
-	"      --history FILE     read FILE (a transcript) first, then stdin\n"
+	"      --history FILE     read FILE (a transcript) first, then stdin;\n"
+	"                         never through a link, never a FIFO\n"
 	"      --max-calls N      stop, exit 9, rather than call the model an\n"
 	"                         N+1th time\n"
 	"      --dry-run          print the request body instead of sending it\n"
@@ -526,10 +527,12 @@ main(int argc, char **argv)
 	}
 	if (history) {
 		struct jsonl_reader h;
-		int fd = open(history, O_RDONLY | O_CLOEXEC);
+		/* never through a symbolic link, never a FIFO or a device
+		 * (agent-run's is .agent/transcript.jsonl) */
+		int fd = agent_open(history, NULL, O_RDONLY, 0, &err);
 
 		if (fd < 0) {
-			cli_warn("cannot open '%s': %s", history, strerror(errno));
+			cli_report(&err);
 			rc = ES_IO;
 			goto out_reader;
 		}

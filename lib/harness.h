@@ -467,6 +467,28 @@ int file_replace(const char *path, const void *data, size_t len,
 int file_replace_at(int dfd, const char *name, const char *shown,
 		    const void *data, size_t len, struct ah_error *err);
 
+/* --- agentdir.c: the harness's own files, never through a link ------- */
+
+/* Nonzero when a component of path is named ".agent". */
+int agent_path_inside(const char *path);
+
+/* Opens a file the harness reads or appends to (a transcript, the audit
+ * log) with open(2)'s flags and mode, O_CLOEXEC added.  Under .agent
+ * (a path with a component named ".agent"), that directory and every
+ * component after it are opened beneath the one before without
+ * following symbolic links (O_DIRECTORY|O_NOFOLLOW, the file O_NOFOLLOW)
+ * and ".." there is refused; what comes before .agent is resolved as
+ * usual.  With O_CREAT a missing .agent is made (0777 less the umask).
+ * Any other path: its last component is not followed.  In both cases
+ * the file must be a regular file: a symbolic link, a FIFO, a device, a
+ * socket or a directory is an AH_EFORMAT error naming the path, found
+ * before the file is opened (and checked again on the descriptor), so
+ * nothing is ever read from or written to it.  what (NULL, or a noun
+ * with a trailing space, "the audit log ") goes before the quoted path
+ * in messages.  Returns the descriptor (blocking), or -1. */
+int agent_open(const char *path, const char *what, int flags, mode_t mode,
+	       struct ah_error *err);
+
 /* --- path.c: files the model names, kept inside the working directory -- */
 
 struct root {
