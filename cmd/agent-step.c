@@ -4,7 +4,10 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -56,6 +59,7 @@ struct run {
 	cJSON *head;
 	int dry_run, until_done, quiet, verbose, called, streamed_text;
 	long calls, max_calls;
+	struct buf held; /* streamed text not shown yet (see on_text) */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -66,21 +70,84 @@ on_signal(int sig)
 	interrupted = sig;
 }
 
+/* A diagnostic that quotes the server (its message, a request id):
+ * the whole line is redacted last, whatever was redacted before. */
+static void
+warn_server(const struct run *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+warn_server(const struct run *r, const char *fmt, ...)
+{
+	const char *secrets[] = { r->mo.api_key, NULL };
+	char *msg = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		cli_warn("(a message, lost: out of memory)");
+		return;
+	}
+	redact(msg, secrets);
+	cli_warn("%s", msg);
+	free(msg);
+}
+
+/* Shows r->held[0..n) on stderr, without its escape sequences: none
+ * reaches the terminal to move the cursor or set the clipboard. */
+static void
+show_held(struct run *r, size_t n)
+{
+	char *safe = utf8_for_terminal(r->held.data, n, TERM_KEEP_LINES, NULL);
+
+	if (safe)
+		fputs(safe, stderr);
+	free(safe);
+	memmove(r->held.data, r->held.data + n, r->held.len - n + 1);
+	r->held.len -= n;
+}
+
+/* The streamed text, with the key we hold starred out should the server
+ * echo it: the last strlen(key) - 1 bytes wait for the next piece, so
+ * that a key split across pieces is whole when it is looked for. */
 static void
 on_text(void *ctx, const char *text)
 {
 	struct run *r = ctx;
-	char *safe;
+	const char *secrets[] = { r->mo.api_key, NULL };
+	size_t keep = r->mo.api_key ? strlen(r->mo.api_key) : 0, n;
 
 	if (r->quiet)
 		return;
-	/* the model's text, not its escape sequences: none reaches the
-	 * terminal to move the cursor or set the clipboard */
-	safe = utf8_for_terminal(text, strlen(text), TERM_KEEP_LINES, NULL);
-	if (safe)
-		fputs(safe, stderr);
-	free(safe);
 	r->streamed_text = 1;
+	if (buf_append(&r->held, text, strlen(text)) < 0) {
+		/* over the bound: show what is held, then this piece */
+		show_held(r, r->held.len);
+		if (buf_append(&r->held, text, strlen(text)) < 0)
+			return;
+	}
+	redact_exact(r->held.data, secrets);
+	r->held.len = strlen(r->held.data);
+	keep = keep ? keep - 1 : 0;
+	if (r->held.len <= keep)
+		return;
+	n = utf8_floor(r->held.data, r->held.len, r->held.len - keep);
+	if (n)
+		show_held(r, n);
+}
+
+/* The end of a streamed answer: what is still held, then a newline. */
+static void
+end_text(struct run *r)
+{
+	if (!r->streamed_text)
+		return;
+	if (r->held.len)
+		show_held(r, r->held.len);
+	fputc('\n', stderr);
 }
 
 static void
@@ -89,7 +156,7 @@ on_retry(void *ctx, const char *why)
 	struct run *r = ctx;
 
 	if (!r->quiet)
-		cli_warn("%s", why);
+		warn_server(r, "%s", why);
 }
 
 static int
@@ -114,6 +181,7 @@ static int
 step(struct run *r, struct chat *chat, int *stop)
 {
 	struct ah_error err = { 0 };
+	const char *secrets[] = { r->mo.api_key, NULL };
 	struct reply reply;
 	const char *body;
 	char rid[128];
@@ -150,22 +218,20 @@ step(struct run *r, struct chat *chat, int *stop)
 	r->streamed_text = 0;
 	if (model_call(r->model, &r->mo, body, len, &reply, rid, sizeof rid,
 		       &err) < 0) {
-		if (r->streamed_text)
-			fputc('\n', stderr);
+		end_text(r);
 		if (interrupted) {
 			rc = 128 + (int)interrupted;
 			*stop = 1;
 			goto out;
 		}
-		cli_warn("%s", err.msg);
+		warn_server(r, "%s", err.msg);
 		rc = exit_for(err.code);
 		goto out;
 	}
-	if (r->streamed_text)
-		fputc('\n', stderr);
+	end_text(r);
 	if (!strcmp(reply.finish, "length") ||
 	    !strcmp(reply.finish, "content_filter")) {
-		cli_warn("the answer %s (finish_reason %s%s%s)%s",
+		warn_server(r, "the answer %s (finish_reason %.32s%s%s)%s",
 			 reply.finish[0] == 'l' ? "was cut short"
 						: "was withheld by a content filter",
 			 reply.finish, rid[0] ? ", request " : "", rid,
@@ -179,13 +245,17 @@ step(struct run *r, struct chat *chat, int *stop)
 		rc = ES_IO;
 		goto out;
 	}
+	/* A key the server echoes (in the text, the arguments, the usage)
+	 * reaches neither the transcript nor the model again.  Only the
+	 * key itself: the model may quote key-like strings on purpose. */
+	redact_json_exact(msg, secrets);
 	if (r->verbose) {
 		const cJSON *u = cJSON_GetObjectItemCaseSensitive(msg, "usage");
 		const cJSON *pt = cJSON_GetObjectItemCaseSensitive(u, "prompt_tokens");
 		const cJSON *ct = cJSON_GetObjectItemCaseSensitive(u,
 								   "completion_tokens");
 
-		cli_warn("request %s: %d prompt + %d completion tokens, %d tool "
+		warn_server(r, "request %s: %d prompt + %d completion tokens, %d tool "
 			 "call%s", rid[0] ? rid : "(no id)",
 			 cJSON_IsNumber(pt) ? pt->valueint : 0,
 			 cJSON_IsNumber(ct) ? ct->valueint : 0, reply.ncalls,
@@ -367,6 +437,22 @@ main(int argc, char **argv)
 	int c, stream = 0, stop = 0, rc = ES_OK, nparams = 0, answer = 0;
 	const char *params[64];
 
+	/* The key lives in this process: a crash must not write it to a
+	 * core file in the workspace, and no other process of the user (a
+	 * command the model runs) may read our memory or environment
+	 * through /proc/PID/mem, /proc/PID/environ or ptrace.  Before the
+	 * key is read; it cannot fail, but if it did we would not go on. */
+	{
+		struct rlimit nocore = { 0, 0 };
+
+		if (setrlimit(RLIMIT_CORE, &nocore) < 0 ||
+		    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+			cli_warn("cannot keep the key out of core files: %s",
+				 strerror(errno));
+			return ES_IO;
+		}
+	}
+	r.held = (struct buf)BUF_INIT(1u << 20);
 	r.mo.base_url = env("AGENT_BASE_URL", "OPENAI_BASE_URL");
 	if (!r.mo.base_url)
 		r.mo.base_url = "https://api.openai.com/v1";
@@ -620,6 +706,7 @@ out:
 		memset(key, 0, strlen(key));
 		free(key);
 	}
+	buf_free(&r.held);
 	free(tooltext);
 	cJSON_Delete(r.head);
 	model_free(r.model);

@@ -428,6 +428,12 @@ int policy_connect(struct policy *p, struct ah_error *err);
 void redact(char *s, const char *const *secrets);
 /* redact on every string of v, object keys included. */
 void redact_json(cJSON *v, const char *const *secrets);
+/* Only the first part of redact: the strings of secrets (8 bytes or
+ * more; one shorter than the mark becomes as many '*'), nothing that
+ * merely looks like a key.  For the model's own text, which may quote
+ * key-like strings on purpose but must never carry the key we hold. */
+void redact_exact(char *s, const char *const *secrets);
+void redact_json_exact(cJSON *v, const char *const *secrets);
 
 /* One audit record for a message, as a line without its newline: time,
  * session, seq, role, bytes, tools (id, name, decision, reason, rule),

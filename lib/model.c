@@ -34,6 +34,7 @@ struct attempt {
 	int event_stream;       /* the answer is text/event-stream */
 	struct ah_error err;    /* a failure while reading the answer */
 	int failed;
+	const char *const *secrets; /* redacted from the server's text */
 };
 
 int
@@ -174,8 +175,20 @@ on_header(char *p, size_t size, size_t n, void *ctx)
 		vlen = sizeof value - 1;
 	memcpy(value, v, vlen);
 	value[vlen] = '\0';
-	if (!strcasecmp(name, "x-request-id") || !strcasecmp(name, "request-id"))
-		snprintf(a->request_id, sizeof a->request_id, "%.127s", value);
+	if (!strcasecmp(name, "x-request-id") || !strcasecmp(name, "request-id")) {
+		/* redacted whole, before it is cut to size: a key the server
+		 * echoes must not survive even in part */
+		char *id = strndup(v, vlen);
+
+		if (id) {
+			redact(id, a->secrets);
+			snprintf(a->request_id, sizeof a->request_id, "%.127s",
+				 id);
+		} else
+			snprintf(a->request_id, sizeof a->request_id,
+				 "(lost: out of memory)");
+		free(id);
+	}
 	else if (!strcasecmp(name, "retry-after-ms") ||
 		 (!strcasecmp(name, "retry-after") && a->retry_after < 0)) {
 		ra = parse_retry_after(name, value);
@@ -279,6 +292,7 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 		a.reply = reply;
 		a.body = b;
 		a.retry_after = -1;
+		a.secrets = secrets;
 		reply_free(reply);
 		reply_init(reply, o->max_answer);
 		reply->on_text = o->on_text;
@@ -307,6 +321,8 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 				      &connects) == CURLE_OK)
 			m->connects += (unsigned long long)connects;
 		curl_easy_getinfo(m->curl, CURLINFO_RESPONSE_CODE, &a.status);
+		/* the server's text: it may echo the key */
+		redact(a.request_id, secrets);
 		snprintf(request_id, idsize, "%s", a.request_id);
 		retryable = 0;
 		if (a.failed) {
@@ -335,6 +351,8 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 					       : "", a.body.len, err) < 0)
 				goto out;
 			if (reply->error) {
+				/* whole, before any of it is cut to size */
+				redact_json(reply->error, secrets);
 				api_error(NULL, 0, reply->error, msg, sizeof msg,
 					  code, sizeof code);
 				ah_fail(err, AH_EAPI, "the stream ended with an "
@@ -352,6 +370,10 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 			rc = 0;
 			goto out;
 		} else {
+			if (a.body.data) {
+				redact(a.body.data, secrets);
+				a.body.len = strlen(a.body.data);
+			}
 			api_error(a.body.data ? a.body.data : "", a.body.len,
 				  NULL, msg, sizeof msg, code, sizeof code);
 			snprintf(why, sizeof why, "%ld%s%.500s%s%.100s%s", a.status,
@@ -394,13 +416,15 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 	}
 out:
 	buf_free(&a.body);
-	redact(err->msg, secrets);
 	if (rc < 0 && request_id[0]) {
 		size_t n = strlen(err->msg);
 
 		snprintf(err->msg + n, sizeof err->msg - n, " (request %s)",
 			 request_id);
 	}
+	/* last, over the whole line: the request id is the server's text
+	 * too, and a key it echoes must not reach stderr */
+	redact(err->msg, secrets);
 	return rc;
 }
 

@@ -114,4 +114,115 @@ test_expect_success 'elsewhere, --log and --tee refuse a link as the last compon
 	test "$(cat target)" = keep && test ! -s out
 '
 
+# --- item 12: the key never reaches stderr, the transcript, or a core ------
+
+# A key no pattern of redact() knows: only the exact value can catch it.
+KEY=Zq9-secret-key-for-tests-4242
+
+test_expect_success 'a key the server echoes in the request id and the error: never on stderr' '
+	cat >script <<-EOF &&
+	{"status": 401, "headers": {"x-request-id": "req-$KEY"}, "error": {"message": "Incorrect API key provided: $KEY", "code": "invalid_api_key"}}
+	{"status": 503, "headers": {"x-request-id": "req-$KEY-5xx"}, "error": {"message": "overloaded"}}
+	EOF
+	start_model script &&
+	user hi >in &&
+	AGENT_API_KEY=$KEY test_must_fail 6 agent-step <in >out 2>err &&
+	test_grep ! -F "$KEY" err &&
+	test_contains err "agent-step: 401: Incorrect API key provided: [REDACTED] (invalid_api_key) (request req-[REDACTED])" &&
+	AGENT_API_KEY=$KEY test_must_fail 7 agent-step --retries 0 <in >out 2>err &&
+	test_grep ! -F "$KEY" err &&
+	test_contains err "(request req-[REDACTED]-5xx)" &&
+	test ! -s out
+'
+
+test_expect_success 'an echoed key reaches neither the answer line nor -v, streamed (split) or not' '
+	cat >script <<-EOF &&
+	{"content": "ok", "headers": {"x-request-id": "req-$KEY"}}
+	{"content": "your key is $KEY, right?", "chunk": 4, "headers": {"request-id": "$KEY"}}
+	{"content": "cut", "finish_reason": "length", "headers": {"x-request-id": "$KEY"}}
+	EOF
+	start_model script &&
+	user hi >in &&
+	AGENT_API_KEY=$KEY agent-step -v <in >out 2>err &&
+	test_grep ! -F "$KEY" out && test_grep ! -F "$KEY" err &&
+	jq -e ".request_id == \"req-[REDACTED]\"" out &&
+	test_contains err "request req-[REDACTED]: " &&
+	AGENT_API_KEY=$KEY agent-step -v --stream <in >out 2>err &&
+	test_grep ! -F "$KEY" out && test_grep ! -F "$KEY" err &&
+	jq -e ".content == \"your key is [REDACTED], right?\" and .request_id == \"[REDACTED]\"" out &&
+	test_contains err "your key is [REDACTED], right?" &&
+	AGENT_API_KEY=$KEY test_must_fail 8 agent-step <in >out 2>err &&
+	test_grep ! -F "$KEY" err &&
+	test_contains err "request [REDACTED]"
+'
+
+test_expect_success 'a key of 8 or 9 bytes echoed: starred out, no endless loop' '
+	cat >script <<-\EOF &&
+	{"status": 401, "error": {"message": "bad key k8-short"}}
+	EOF
+	start_model script &&
+	user "the key k8-short again" >in &&
+	AGENT_API_KEY=k8-short test_must_fail 6 timeout -s KILL 20 agent-step <in >out 2>err &&
+	test_contains err "agent-step: 401: bad key ********" &&
+	AGENT_API_KEY=k8-short timeout -s KILL 20 hook-audit --log log <in >out &&
+	test_grep ! -F k8-short log &&
+	test "$(jq -r .message.content log)" = "the key ******** again"
+'
+
+# $as_nobody CMD...: CMD as an unprivileged user when we are root (root
+# may read any process), else as ourselves; setpriv execs, so $! of a
+# "$as_nobody CMD &" is the pid of CMD.
+as_nobody=
+[ "$(id -u)" = 0 ] && as_nobody="setpriv --reuid=65534 --regid=65534 --clear-groups --"
+
+if [ "$(id -u)" = 0 ] && ! command -v setpriv >/dev/null; then
+	test_skip 'agent-step is not dumpable: core limit 0, memory and environment closed to the user' \
+		'running as root without setpriv(1): cannot test as a user'
+else
+test_expect_success 'agent-step is not dumpable: core limit 0, memory and environment closed to the user' '
+	echo "{\"hang\": true}" >script &&
+	start_model script &&
+	user hi >in &&
+	{ AGENT_API_KEY=$KEY $as_nobody agent-step --retries 0 <in >out 2>err & pid=$!; } &&
+	test_when_finished "kill $pid 2>/dev/null || :" &&
+	wait_until 10 test -s requests.jsonl &&
+	grep "^Max core file size" /proc/$pid/limits >limits &&
+	test_grep "size  *0  *0  *bytes" limits &&
+	test_must_fail $as_nobody cat /proc/$pid/environ >environ 2>/dev/null &&
+	test_grep ! -F "$KEY" environ &&
+	test_must_fail $as_nobody od -c /proc/$pid/mem >/dev/null 2>&1
+'
+fi
+
+# Cores are observable here only when the kernel writes them as a file in
+# the working directory (core_pattern without a pipe or a directory).
+pattern=$(cat /proc/sys/kernel/core_pattern 2>/dev/null)
+case $pattern in
+''|'|'*|*/*)
+	test_skip 'a crash (SIGSEGV, SIGABRT) of agent-step leaves no core file' \
+		"core_pattern is '$pattern': cores cannot be observed here" ;;
+*)
+	if ! (ulimit -c unlimited) 2>/dev/null; then
+		test_skip 'a crash (SIGSEGV, SIGABRT) of agent-step leaves no core file' \
+			'ulimit -c unlimited is not allowed here'
+	else
+test_expect_success 'a crash (SIGSEGV, SIGABRT) of agent-step leaves no core file' '
+	printf "%s\n" "{\"hang\": true}" "{\"hang\": true}" >script &&
+	start_model script &&
+	user hi >in &&
+	mkdir crash &&
+	for sig in SEGV ABRT; do
+		(ulimit -c unlimited &&
+		 cd crash &&
+		 { AGENT_API_KEY=$KEY agent-step --retries 0 <../in >out 2>err & pid=$!; } &&
+		 wait_until 10 grep -q "^" ../requests.jsonl &&
+		 kill -$sig $pid && { wait $pid; test $? -gt 128; }) || return 1
+		rm -f requests.jsonl
+	done &&
+	ls -a crash >files &&
+	test_grep ! "core" files
+'
+	fi ;;
+esac
+
 test_done
