@@ -33,7 +33,11 @@ static const char usage[] =
 	"      --max-tokens N     the most tokens of an answer\n"
 	"      --param JSON       more request fields, an object (repeatable)\n"
 	"      --stream           stream the answer; its text goes to stderr\n"
-	"      --timeout SEC      connect timeout, and for an idle answer (60)\n"
+	"      --timeout SEC      connect timeout, and the most seconds between\n"
+	"                         two data events of an answer; keep-alives do\n"
+	"                         not count (60)\n"
+	"      --deadline SEC     the most seconds for one answer, retries\n"
+	"                         included; 0 for none ($AGENT_DEADLINE, 600)\n"
 	"      --retries N        retries of connection errors, 408, 409, 429\n"
 	"                         and 5xx (2)\n"
 	"      --until-done       exit after an answer without tool calls\n"
@@ -400,7 +404,7 @@ main(int argc, char **argv)
 {
 	enum { O_BASE = 256, O_KEYFILE, O_TOOLS, O_TEMP, O_MAXTOK, O_PARAM,
 	       O_STREAM, O_TIMEOUT, O_RETRIES, O_UNTIL, O_DRY, O_HISTORY,
-	       O_MAXCALLS, O_ANSWER };
+	       O_MAXCALLS, O_ANSWER, O_DEADLINE };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "base-url", required_argument, NULL, O_BASE },
@@ -411,6 +415,7 @@ main(int argc, char **argv)
 		{ "param", required_argument, NULL, O_PARAM },
 		{ "stream", no_argument, NULL, O_STREAM },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "deadline", required_argument, NULL, O_DEADLINE },
 		{ "retries", required_argument, NULL, O_RETRIES },
 		{ "until-done", no_argument, NULL, O_UNTIL },
 		{ "dry-run", no_argument, NULL, O_DRY },
@@ -457,6 +462,12 @@ main(int argc, char **argv)
 	if (!r.mo.base_url)
 		r.mo.base_url = "https://api.openai.com/v1";
 	r.mo.timeout = 60;
+	/* as the official SDKs' request timeout, but for the whole answer */
+	r.mo.deadline = 600;
+	if (env("AGENT_DEADLINE", NULL) &&
+	    cli_number("AGENT_DEADLINE", env("AGENT_DEADLINE", NULL), 0, 1e7,
+		       &r.mo.deadline))
+		return ES_USAGE;
 	r.mo.max_answer = 64u << 20;
 	while ((c = getopt_long(argc, argv, ":m:qvh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -494,6 +505,11 @@ main(int argc, char **argv)
 		case O_TIMEOUT:
 			if (cli_number("--timeout", optarg, 0.001, 1e6,
 				       &r.mo.timeout))
+				return ES_USAGE;
+			break;
+		case O_DEADLINE:
+			if (cli_number("--deadline", optarg, 0, 1e7,
+				       &r.mo.deadline))
 				return ES_USAGE;
 			break;
 		case O_RETRIES:

@@ -283,6 +283,9 @@ struct reply {
 	/* server-sent events parsing */
 	struct buf sse_line, sse_data;
 	int sse_event_error;
+	/* data events applied so far: what counts as progress (comments and
+	 * keep-alives do not) */
+	unsigned long events;
 };
 
 /* max bounds the text, each call's arguments and each event. */
@@ -303,7 +306,10 @@ cJSON *reply_message(const struct reply *r, const char *request_id);
 struct model_opts {
 	const char *base_url;  /* up to /v1; /chat/completions is added */
 	const char *api_key;   /* NULL or "" for none */
-	double timeout;        /* seconds: connect, and an idle connection */
+	double timeout;        /* seconds: connect, and the most between two
+				  data events (or bytes of a whole answer) */
+	double deadline;       /* seconds for one answer, retries and their
+				  waits included; 0 for none */
 	int retries;           /* on connection errors, 408, 409, 429, 5xx */
 	size_t max_answer;     /* bytes */
 	void (*on_text)(void *ctx, const char *text); /* streamed text */
@@ -323,7 +329,9 @@ void model_free(struct model *m);
  * request id the server gave goes to request_id.  On failure err->code
  * is AH_ENET, AH_EAPI or AH_EAPIRETRY, or AH_EFORMAT/AH_ETOOBIG for an
  * answer we cannot use; the message has the status, the API's message and
- * the request id, never the key. */
+ * the request id, never the key.  An attempt ends when no data event (a
+ * stream) or no byte (a whole answer) came for o->timeout seconds; the
+ * call ends, AH_ENET, not retried, when o->deadline passes. */
 int model_call(struct model *m, const struct model_opts *o, const char *body,
 	       size_t len, struct reply *reply, char *request_id,
 	       size_t idsize, struct ah_error *err);

@@ -199,9 +199,11 @@ dispatch(struct reply *r, struct ah_error *err)
 {
 	int rc = 0;
 
-	if (r->sse_data.len)
+	if (r->sse_data.len) {
+		r->events++;
 		rc = apply_chunk(r, r->sse_data.data, r->sse_data.len,
 				 r->sse_event_error, err);
+	}
 	buf_reset(&r->sse_data);
 	r->sse_event_error = 0;
 	return rc;

@@ -117,6 +117,7 @@ test_expect_success 'elsewhere, --log and --tee refuse a link as the last compon
 # --- item 12: the key never reaches stderr, the transcript, or a core ------
 
 # A key no pattern of redact() knows: only the exact value can catch it.
+# shellcheck disable=SC2034 # used in the test bodies
 KEY=Zq9-secret-key-for-tests-4242
 
 test_expect_success 'a key the server echoes in the request id and the error: never on stderr' '
@@ -173,6 +174,7 @@ test_expect_success 'a key of 8 or 9 bytes echoed: starred out, no endless loop'
 # may read any process), else as ourselves; setpriv execs, so $! of a
 # "$as_nobody CMD &" is the pid of CMD.
 as_nobody=
+# shellcheck disable=SC2034 # used in the test bodies
 [ "$(id -u)" = 0 ] && as_nobody="setpriv --reuid=65534 --regid=65534 --clear-groups --"
 
 if [ "$(id -u)" = 0 ] && ! command -v setpriv >/dev/null; then
@@ -202,6 +204,7 @@ case $pattern in
 	test_skip 'a crash (SIGSEGV, SIGABRT) of agent-step leaves no core file' \
 		"core_pattern is '$pattern': cores cannot be observed here" ;;
 *)
+	# shellcheck disable=SC3045 # dash and bash have ulimit -c
 	if ! (ulimit -c unlimited) 2>/dev/null; then
 		test_skip 'a crash (SIGSEGV, SIGABRT) of agent-step leaves no core file' \
 			'ulimit -c unlimited is not allowed here'
@@ -224,5 +227,58 @@ test_expect_success 'a crash (SIGSEGV, SIGABRT) of agent-step leaves no core fil
 '
 	fi ;;
 esac
+
+# --- item 21: a server cannot hold a step for ever ------------------------
+
+test_expect_success 'a stream of only keep-alive comments ends the attempt after --timeout, not retried' '
+	echo "{\"keepalive\": 0.2}" >script &&
+	start_model script &&
+	user hi >in &&
+	test_must_fail 7 timeout -s KILL 60 agent-step --stream --timeout 2 <in >out 2>err &&
+	test ! -s out &&
+	test_contains err "agent-step: the stream sent no data for 2 s (--timeout; comments and keep-alives do not count)" &&
+	test_line_count = 1 requests.jsonl
+'
+
+test_expect_success 'a valid stream dripped a byte at a time, slower than --timeout between events: ended' '
+	echo "{\"content\": \"a dripped answer\", \"drip_bytes\": 0.05}" >script &&
+	start_model script &&
+	user hi >in &&
+	test_must_fail 7 timeout -s KILL 100 agent-step --stream --timeout 2 <in >out 2>err &&
+	test ! -s out &&
+	test_contains err "the stream sent no data for 2 s"
+'
+
+test_expect_success 'a valid stream dripped a byte at a time, each event in time: the deadline ends it' '
+	printf "%s\n" "{\"content\": \"a dripped answer\", \"drip_bytes\": 0.05}" \
+		"{\"content\": \"one two three four five six seven eight\", \"chunk\": 1, \"drip\": 0.3}" \
+		"{\"content\": \"a whole answer, dripped\", \"drip_bytes\": 0.1}" >script &&
+	start_model script &&
+	user hi >in &&
+	AGENT_DEADLINE=4 test_must_fail 7 timeout -s KILL 100 agent-step --stream --timeout 30 <in >out 2>err &&
+	test ! -s out &&
+	test_contains err "agent-step: no answer within the deadline of 4 s (--deadline)" &&
+	test_must_fail 7 timeout -s KILL 100 agent-step --stream --deadline 3 --timeout 30 <in >out 2>err &&
+	test ! -s out &&
+	test_contains err "agent-step: no answer within the deadline of 3 s (--deadline)" &&
+	AGENT_DEADLINE=3 test_must_fail 7 timeout -s KILL 100 agent-step --timeout 30 <in >out 2>err &&
+	test ! -s out &&
+	test_contains err "agent-step: no answer within the deadline of 3 s (--deadline)"
+'
+
+test_expect_success 'the deadline bounds retries and their waits; --deadline 0 is none' '
+	printf "%s\n" "{\"status\": 503, \"headers\": {\"retry-after\": \"5\"}}" \
+		"{\"status\": 503, \"headers\": {\"retry-after\": \"2\"}}" "{\"content\": \"late\"}" >script &&
+	start_model script &&
+	user hi >in &&
+	AGENT_DEADLINE=3 test_must_fail 7 timeout -s KILL 100 agent-step --retries 3 <in >out 2>err &&
+	test ! -s out &&
+	test_contains err "503: scripted error; not retried: the deadline of 3 s (--deadline) would pass in the wait of 5.0 s" &&
+	test_line_count = 1 requests.jsonl &&
+	user again >in &&
+	AGENT_DEADLINE=1 agent-step --deadline 0 --retries 3 <in >out 2>err &&
+	jq -e ".content == \"late\"" out &&
+	test_line_count = 3 requests.jsonl
+'
 
 test_done
