@@ -128,10 +128,9 @@ on_text(void *ctx, const char *text)
 		return;
 	r->streamed_text = 1;
 	if (buf_append(&r->held, text, strlen(text)) < 0) {
-		/* over the bound: show what is held, then this piece */
+		/* out of memory: what is held is shown, the piece is not */
 		show_held(r, r->held.len);
-		if (buf_append(&r->held, text, strlen(text)) < 0)
-			return;
+		return;
 	}
 	redact_exact(r->held.data, secrets);
 	r->held.len = strlen(r->held.data);
@@ -457,7 +456,6 @@ main(int argc, char **argv)
 			return ES_IO;
 		}
 	}
-	r.held = (struct buf)BUF_INIT(1u << 20);
 	r.mo.base_url = env("AGENT_BASE_URL", "OPENAI_BASE_URL");
 	if (!r.mo.base_url)
 		r.mo.base_url = "https://api.openai.com/v1";
@@ -469,6 +467,8 @@ main(int argc, char **argv)
 		       &r.mo.deadline))
 		return ES_USAGE;
 	r.mo.max_answer = 64u << 20;
+	/* a piece of text is an event's, bounded by the answer's bound */
+	r.held = (struct buf)BUF_INIT(r.mo.max_answer);
 	while ((c = getopt_long(argc, argv, ":m:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'm':

@@ -35,7 +35,9 @@ kind(mode_t m)
 		return "a socket";
 	if (S_ISLNK(m))
 		return "a symbolic link";
-	return "not a regular file";
+	if (S_ISREG(m))
+		return "a regular file";
+	return "of an unknown type";
 }
 
 /* The message for an entry of type m at shown (the path up to it). */
@@ -208,7 +210,7 @@ agent_open(const char *path, const char *what, int flags, mode_t mode,
 			}
 			memcpy(comp, p, n);
 			comp[n] = '\0';
-			next = openat(dfd, comp, O_RDONLY | O_DIRECTORY |
+			next = openat(dfd, comp, O_PATH | O_DIRECTORY |
 				      O_NOFOLLOW | O_CLOEXEC);
 			/* the .agent a new log needs is made here, as before */
 			if (next < 0 && errno == ENOENT && (flags & O_CREAT) &&
@@ -219,7 +221,7 @@ agent_open(const char *path, const char *what, int flags, mode_t mode,
 						      "'%s'", shown);
 					goto out;
 				}
-				next = openat(dfd, comp, O_RDONLY | O_DIRECTORY |
+				next = openat(dfd, comp, O_PATH | O_DIRECTORY |
 					      O_NOFOLLOW | O_CLOEXEC);
 			}
 			if (next < 0) {
