@@ -4,7 +4,10 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -33,11 +36,16 @@ static const char usage[] =
 	"      --max-tokens N     the most tokens of an answer\n"
 	"      --param JSON       more request fields, an object (repeatable)\n"
 	"      --stream           stream the answer; its text goes to stderr\n"
-	"      --timeout SEC      connect timeout, and for an idle answer (60)\n"
+	"      --timeout SEC      connect timeout, and the most seconds between\n"
+	"                         two data events of an answer; keep-alives do\n"
+	"                         not count (60)\n"
+	"      --deadline SEC     the most seconds for one answer, retries\n"
+	"                         included; 0 for none ($AGENT_DEADLINE, 600)\n"
 	"      --retries N        retries of connection errors, 408, 409, 429\n"
 	"                         and 5xx (2)\n"
 	"      --until-done       exit after an answer without tool calls\n"
-	"      --history FILE     read FILE (a transcript) first, then stdin\n"
+	"      --history FILE     read FILE (a transcript) first, then stdin;\n"
+	"                         never through a link, never a FIFO\n"
 	"      --max-calls N      stop, exit 9, rather than call the model an\n"
 	"                         N+1th time\n"
 	"      --dry-run          print the request body instead of sending it\n"
@@ -70,6 +78,7 @@ struct run {
 	long window;        /* tokens, 0: no budget */
 	struct buf abody;   /* the request, in Anthropic's shape */
 	double compact_at;  /* share of the window */
+	struct buf held; /* streamed text not shown yet (see on_text) */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -80,21 +89,83 @@ on_signal(int sig)
 	interrupted = sig;
 }
 
+/* A diagnostic that quotes the server (its message, a request id):
+ * the whole line is redacted last, whatever was redacted before. */
+static void
+warn_server(const struct run *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+warn_server(const struct run *r, const char *fmt, ...)
+{
+	const char *secrets[] = { r->mo.api_key, NULL };
+	char *msg = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		cli_warn("(a message, lost: out of memory)");
+		return;
+	}
+	redact(msg, secrets);
+	cli_warn("%s", msg);
+	free(msg);
+}
+
+/* Shows r->held[0..n) on stderr, without its escape sequences: none
+ * reaches the terminal to move the cursor or set the clipboard. */
+static void
+show_held(struct run *r, size_t n)
+{
+	char *safe = utf8_for_terminal(r->held.data, n, TERM_KEEP_LINES, NULL);
+
+	if (safe)
+		fputs(safe, stderr);
+	free(safe);
+	memmove(r->held.data, r->held.data + n, r->held.len - n + 1);
+	r->held.len -= n;
+}
+
+/* The streamed text, with the key we hold starred out should the server
+ * echo it: the last strlen(key) - 1 bytes wait for the next piece, so
+ * that a key split across pieces is whole when it is looked for. */
 static void
 on_text(void *ctx, const char *text)
 {
 	struct run *r = ctx;
-	char *safe;
+	const char *secrets[] = { r->mo.api_key, NULL };
+	size_t keep = r->mo.api_key ? strlen(r->mo.api_key) : 0, n;
 
 	if (r->quiet)
 		return;
-	/* the model's text, not its escape sequences: none reaches the
-	 * terminal to move the cursor or set the clipboard */
-	safe = utf8_for_terminal(text, strlen(text), TERM_KEEP_LINES, NULL);
-	if (safe)
-		fputs(safe, stderr);
-	free(safe);
 	r->streamed_text = 1;
+	if (buf_append(&r->held, text, strlen(text)) < 0) {
+		/* out of memory: what is held is shown, the piece is not */
+		show_held(r, r->held.len);
+		return;
+	}
+	redact_exact(r->held.data, secrets);
+	r->held.len = strlen(r->held.data);
+	keep = keep ? keep - 1 : 0;
+	if (r->held.len <= keep)
+		return;
+	n = utf8_floor(r->held.data, r->held.len, r->held.len - keep);
+	if (n)
+		show_held(r, n);
+}
+
+/* The end of a streamed answer: what is still held, then a newline. */
+static void
+end_text(struct run *r)
+{
+	if (!r->streamed_text)
+		return;
+	if (r->held.len)
+		show_held(r, r->held.len);
+	fputc('\n', stderr);
 }
 
 static void
@@ -103,7 +174,7 @@ on_retry(void *ctx, const char *why)
 	struct run *r = ctx;
 
 	if (!r->quiet)
-		cli_warn("%s", why);
+		warn_server(r, "%s", why);
 }
 
 static int
@@ -131,6 +202,7 @@ static int
 step(struct run *r, struct chat *chat, int *stop)
 {
 	struct ah_error err = { 0 };
+	const char *secrets[] = { r->mo.api_key, NULL };
 	struct reply reply;
 	const char *body;
 	char rid[128];
@@ -180,22 +252,20 @@ step(struct run *r, struct chat *chat, int *stop)
 	r->streamed_text = 0;
 	if (model_call(r->model, &r->mo, body, len, &reply, rid, sizeof rid,
 		       &err) < 0) {
-		if (r->streamed_text)
-			fputc('\n', stderr);
+		end_text(r);
 		if (interrupted) {
 			rc = 128 + (int)interrupted;
 			*stop = 1;
 			goto out;
 		}
-		cli_warn("%s", err.msg);
+		warn_server(r, "%s", err.msg);
 		rc = exit_for(err.code, r->window);
 		goto out;
 	}
-	if (r->streamed_text)
-		fputc('\n', stderr);
+	end_text(r);
 	if (!strcmp(reply.finish, "length") ||
 	    !strcmp(reply.finish, "content_filter")) {
-		cli_warn("the answer %s (finish_reason %s%s%s)%s",
+		warn_server(r, "the answer %s (finish_reason %.32s%s%s)%s",
 			 reply.finish[0] == 'l' ? "was cut short"
 						: "was withheld by a content filter",
 			 reply.finish, rid[0] ? ", request " : "", rid,
@@ -209,8 +279,12 @@ step(struct run *r, struct chat *chat, int *stop)
 		rc = ES_IO;
 		goto out;
 	}
+	/* A key the server echoes (in the text, the arguments, the usage)
+	 * reaches neither the transcript nor the model again.  Only the
+	 * key itself: the model may quote key-like strings on purpose. */
+	redact_json_exact(msg, secrets);
 	if (reply.refusal.len && !r->quiet)
-		cli_warn("the model refused: %s", reply.refusal.data);
+		warn_server(r, "the model refused: %s", reply.refusal.data);
 	if (r->verbose) {
 		const cJSON *u = cJSON_GetObjectItemCaseSensitive(msg, "usage");
 		const cJSON *pt = cJSON_GetObjectItemCaseSensitive(u, "prompt_tokens");
@@ -222,8 +296,8 @@ step(struct run *r, struct chat *chat, int *stop)
 		if (r->window && cJSON_IsNumber(pt))
 			snprintf(share, sizeof share, " (%.0f%% of the window)",
 				 100.0 * pt->valuedouble / (double)r->window);
-		cli_warn("request %s: %d prompt + %d completion tokens%s, %d "
-			 "tool call%s", rid[0] ? rid : "(no id)",
+		warn_server(r, "request %s: %d prompt + %d completion tokens%s, "
+			 "%d tool call%s", rid[0] ? rid : "(no id)",
 			 cJSON_IsNumber(pt) ? pt->valueint : 0,
 			 cJSON_IsNumber(ct) ? ct->valueint : 0, share,
 			 reply.ncalls, reply.ncalls == 1 ? "" : "s");
@@ -367,7 +441,8 @@ main(int argc, char **argv)
 {
 	enum { O_BASE = 256, O_KEYFILE, O_TOOLS, O_TEMP, O_MAXTOK, O_PARAM,
 	       O_STREAM, O_TIMEOUT, O_RETRIES, O_UNTIL, O_DRY, O_HISTORY,
-	       O_MAXCALLS, O_ANSWER, O_WINDOW, O_OUTPUTS, O_COMPACTAT, O_API };
+	       O_MAXCALLS, O_ANSWER, O_WINDOW, O_OUTPUTS, O_COMPACTAT, O_API,
+	       O_DEADLINE };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "base-url", required_argument, NULL, O_BASE },
@@ -378,6 +453,7 @@ main(int argc, char **argv)
 		{ "param", required_argument, NULL, O_PARAM },
 		{ "stream", no_argument, NULL, O_STREAM },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "deadline", required_argument, NULL, O_DEADLINE },
 		{ "retries", required_argument, NULL, O_RETRIES },
 		{ "until-done", no_argument, NULL, O_UNTIL },
 		{ "dry-run", no_argument, NULL, O_DRY },
@@ -412,9 +488,32 @@ main(int argc, char **argv)
 	int c, stream = 0, stop = 0, rc = ES_OK, nparams = 0, answer = 0;
 	const char *params[64];
 
+	/* The key lives in this process: a crash must not write it to a
+	 * core file in the workspace, and no other process of the user (a
+	 * command the model runs) may read our memory or environment
+	 * through /proc/PID/mem, /proc/PID/environ or ptrace.  Before the
+	 * key is read; it cannot fail, but if it did we would not go on. */
+	{
+		struct rlimit nocore = { 0, 0 };
+
+		if (setrlimit(RLIMIT_CORE, &nocore) < 0 ||
+		    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+			cli_warn("cannot keep the key out of core files: %s",
+				 strerror(errno));
+			return ES_IO;
+		}
+	}
 	base = env("AGENT_BASE_URL", NULL);
 	r.mo.timeout = 60;
+	/* as the official SDKs' request timeout, but for the whole answer */
+	r.mo.deadline = 600;
+	if (env("AGENT_DEADLINE", NULL) &&
+	    cli_number("AGENT_DEADLINE", env("AGENT_DEADLINE", NULL), 0, 1e7,
+		       &r.mo.deadline))
+		return ES_USAGE;
 	r.mo.max_answer = 64u << 20;
+	/* a piece of text is an event's, bounded by the answer's bound */
+	r.held = (struct buf)BUF_INIT(r.mo.max_answer);
 	while ((c = getopt_long(argc, argv, ":m:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
@@ -452,6 +551,11 @@ main(int argc, char **argv)
 		case O_TIMEOUT:
 			if (cli_number("--timeout", optarg, 0.001, 1e6,
 				       &r.mo.timeout))
+				return ES_USAGE;
+			break;
+		case O_DEADLINE:
+			if (cli_number("--deadline", optarg, 0, 1e7,
+				       &r.mo.deadline))
 				return ES_USAGE;
 			break;
 		case O_RETRIES:
@@ -613,10 +717,12 @@ main(int argc, char **argv)
 	}
 	if (history) {
 		struct jsonl_reader h;
-		int fd = open(history, O_RDONLY | O_CLOEXEC);
+		/* never through a symbolic link, never a FIFO or a device
+		 * (agent-run's is .agent/transcript.jsonl) */
+		int fd = agent_open(history, NULL, O_RDONLY, 0, &err);
 
 		if (fd < 0) {
-			cli_warn("cannot open '%s': %s", history, strerror(errno));
+			cli_report(&err);
 			rc = ES_IO;
 			goto out_reader;
 		}
@@ -704,6 +810,7 @@ out:
 		memset(key, 0, strlen(key));
 		free(key);
 	}
+	buf_free(&r.held);
 	free(tooltext);
 	buf_free(&r.abody);
 	cJSON_Delete(r.head);

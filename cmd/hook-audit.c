@@ -36,6 +36,10 @@ static const char usage[] =
 	"                       messages: pass {\"role\":ROLE,\"content\":TEXT}\n"
 	"  -h, --help           print this help and exit\n"
 	"\n"
+	"The log and the --tee file are never opened through a symbolic link\n"
+	"under .agent, nor with a link as last component elsewhere, and must\n"
+	"be regular files.\n"
+	"\n"
 	"Exit status: 0 done, 2 usage, 3 the log or a stream failed,\n"
 	"5 a line is not a JSON object.\n";
 
@@ -189,6 +193,7 @@ main(int argc, char **argv)
 	const char *secrets[] = { getenv("AGENT_API_KEY"),
 				  getenv("OPENAI_API_KEY"), NULL };
 	char path[PATH_MAX + 32], sid[64];
+	struct ah_error err = { 0 };
 	struct pass p = { .tfd = -1 };
 	int c, rc = ES_OK;
 
@@ -230,16 +235,11 @@ main(int argc, char **argv)
 	}
 	if (!dir || !*dir)
 		dir = ".";
+	/* agent_open makes a missing .agent of the default log */
 	if (log && *log)
 		snprintf(path, sizeof path, "%s", log);
-	else {
-		snprintf(path, sizeof path, "%s/.agent", dir);
-		if (mkdir(path, 0777) < 0 && errno != EEXIST) {
-			cli_warn("cannot create '%s': %s", path, strerror(errno));
-			return ES_IO;
-		}
+	else
 		snprintf(path, sizeof path, "%s/.agent/audit.jsonl", dir);
-	}
 	if (!session || !*session) {
 		char when[32];
 		time_t t = time(NULL);
@@ -250,18 +250,21 @@ main(int argc, char **argv)
 		snprintf(sid, sizeof sid, "%s-%ld", when, (long)getpid());
 		session = sid;
 	}
-	/* The log may hold what the model saw: readable by its owner only. */
-	errno = 0;
-	p.fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	/* The log may hold what the model saw: readable by its owner only.
+	 * Both files are opened without following a symbolic link, and
+	 * must be regular files (see agent_open): a repository's
+	 * .agent/audit.jsonl -> ~/.bashrc gets an error, not our records. */
+	p.fd = agent_open(path, "the audit log ", O_RDWR | O_APPEND | O_CREAT,
+			  0600, &err);
 	if (p.fd < 0) {
-		cli_warn("cannot open the audit log '%s': %s", path,
-			 strerror(errno));
+		cli_report(&err);
 		return ES_IO;
 	}
 	if (tee) {
-		p.tfd = open(tee, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		p.tfd = agent_open(tee, NULL, O_RDWR | O_APPEND | O_CREAT, 0600,
+				   &err);
 		if (p.tfd < 0) {
-			cli_warn("cannot open '%s': %s", tee, strerror(errno));
+			cli_report(&err);
 			close(p.fd);
 			return ES_IO;
 		}

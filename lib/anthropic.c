@@ -532,6 +532,8 @@ anthropic_event(struct reply *r, const char *data, size_t n,
 			       "is not JSON (at byte %zu)", off + 1);
 	type = cJSON_GetObjectItemCaseSensitive(v, "type");
 	t = cJSON_IsString(type) ? type->valuestring : "";
+	if (strcmp(t, "ping"))
+		r->events++; /* progress, which a keep-alive ping is not */
 	if (!strcmp(t, "message_start")) {
 		e = cJSON_GetObjectItemCaseSensitive(v, "message");
 		if (usage(r, cJSON_GetObjectItemCaseSensitive(e, "usage")) < 0)

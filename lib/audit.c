@@ -70,21 +70,35 @@ word_start(const char *s, size_t i)
 }
 
 void
-redact(char *s, const char *const *secrets)
+redact_exact(char *s, const char *const *secrets)
 {
-	static unsigned char starts[256];
-	size_t i = 0, k, j;
+	size_t k;
 
-	/* exact values first: the key we were given */
 	for (k = 0; secrets && secrets[k]; k++) {
 		size_t n = strlen(secrets[k]);
 		char *p;
 
 		if (n < 8)
 			continue;
-		while ((p = strstr(s, secrets[k])))
-			cut(s, (size_t)(p - s), n);
+		while ((p = strstr(s, secrets[k]))) {
+			/* a key shorter than the mark is starred out: cut()
+			 * would leave it, and this loop find it for ever */
+			if (n < sizeof mark - 1)
+				memset(p, '*', n);
+			else
+				cut(s, (size_t)(p - s), n);
+		}
 	}
+}
+
+void
+redact(char *s, const char *const *secrets)
+{
+	static unsigned char starts[256];
+	size_t i = 0, k, j;
+
+	/* exact values first: the key we were given */
+	redact_exact(s, secrets);
 	/* Most bytes start nothing: look at the others only. */
 	if (!starts['B']) {
 		for (k = 0; k < sizeof tokens / sizeof *tokens; k++)
@@ -161,6 +175,20 @@ redact_json(cJSON *v, const char *const *secrets)
 		if (c->string && !(c->type & cJSON_StringIsConst))
 			redact(c->string, secrets);
 		redact_json(c, secrets);
+	}
+}
+
+void
+redact_json_exact(cJSON *v, const char *const *secrets)
+{
+	cJSON *c;
+
+	if (cJSON_IsString(v) && v->valuestring)
+		redact_exact(v->valuestring, secrets);
+	for (c = v ? v->child : NULL; c; c = c->next) {
+		if (c->string && !(c->type & cJSON_StringIsConst))
+			redact_exact(c->string, secrets);
+		redact_json_exact(c, secrets);
 	}
 }
 

@@ -371,6 +371,9 @@ struct reply {
 	/* server-sent events parsing */
 	struct buf sse_line, sse_data;
 	int sse_event_error;
+	/* data events applied so far: what counts as progress (comments and
+	 * keep-alives do not) */
+	unsigned long events;
 };
 
 /* max bounds the text, each call's arguments and each event. */
@@ -418,7 +421,10 @@ int anthropic_parse(struct reply *r, const char *body, size_t n,
 struct model_opts {
 	const char *base_url;  /* up to /v1; /chat/completions is added */
 	const char *api_key;   /* NULL or "" for none */
-	double timeout;        /* seconds: connect, and an idle connection */
+	double timeout;        /* seconds: connect, and the most between two
+				  data events (or bytes of a whole answer) */
+	double deadline;       /* seconds for one answer, retries and their
+				  waits included; 0 for none */
 	int retries;           /* on connection errors, 408, 409, 429, 5xx */
 	size_t max_answer;     /* bytes */
 	void (*on_text)(void *ctx, const char *text); /* streamed text */
@@ -446,7 +452,9 @@ void model_free(struct model *m);
  * request id the server gave goes to request_id.  On failure err->code
  * is AH_ENET, AH_EAPI or AH_EAPIRETRY, or AH_EFORMAT/AH_ETOOBIG for an
  * answer we cannot use; the message has the status, the API's message and
- * the request id, never the key. */
+ * the request id, never the key.  An attempt ends when no data event (a
+ * stream) or no byte (a whole answer) came for o->timeout seconds; the
+ * call ends, AH_ENET, not retried, when o->deadline passes. */
 int model_call(struct model *m, const struct model_opts *o, const char *body,
 	       size_t len, struct reply *reply, char *request_id,
 	       size_t idsize, struct ah_error *err);
@@ -572,6 +580,12 @@ int policy_connect(struct policy *p, struct ah_error *err);
 void redact(char *s, const char *const *secrets);
 /* redact on every string of v, object keys included. */
 void redact_json(cJSON *v, const char *const *secrets);
+/* Only the first part of redact: the strings of secrets (8 bytes or
+ * more; one shorter than the mark becomes as many '*'), nothing that
+ * merely looks like a key.  For the model's own text, which may quote
+ * key-like strings on purpose but must never carry the key we hold. */
+void redact_exact(char *s, const char *const *secrets);
+void redact_json_exact(cJSON *v, const char *const *secrets);
 
 /* One audit record for a message, as a line without its newline: time,
  * session, seq, role, bytes, tools (id, name, decision, reason, rule),
@@ -613,6 +627,28 @@ int file_replace(const char *path, const void *data, size_t len,
  * shown is the path to use in messages. */
 int file_replace_at(int dfd, const char *name, const char *shown,
 		    const void *data, size_t len, struct ah_error *err);
+
+/* --- agentdir.c: the harness's own files, never through a link ------- */
+
+/* Nonzero when a component of path is named ".agent". */
+int agent_path_inside(const char *path);
+
+/* Opens a file the harness reads or appends to (a transcript, the audit
+ * log) with open(2)'s flags and mode, O_CLOEXEC added.  Under .agent
+ * (a path with a component named ".agent"), that directory and every
+ * component after it are opened beneath the one before without
+ * following symbolic links (O_DIRECTORY|O_NOFOLLOW, the file O_NOFOLLOW)
+ * and ".." there is refused; what comes before .agent is resolved as
+ * usual.  With O_CREAT a missing .agent is made (0777 less the umask).
+ * Any other path: its last component is not followed.  In both cases
+ * the file must be a regular file: a symbolic link, a FIFO, a device, a
+ * socket or a directory is an AH_EFORMAT error naming the path, found
+ * before the file is opened (and checked again on the descriptor), so
+ * nothing is ever read from or written to it.  what (NULL, or a noun
+ * with a trailing space, "the audit log ") goes before the quoted path
+ * in messages.  Returns the descriptor (blocking), or -1. */
+int agent_open(const char *path, const char *what, int flags, mode_t mode,
+	       struct ah_error *err);
 
 /* --- path.c: files the model names, kept inside the working directory -- */
 

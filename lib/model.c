@@ -34,6 +34,13 @@ struct attempt {
 	int event_stream;       /* the answer is text/event-stream */
 	struct ah_error err;    /* a failure while reading the answer */
 	int failed;
+	const char *const *secrets; /* redacted from the server's text */
+	/* progress: the monotonic time of the last data event (of a
+	 * stream), byte (of a whole answer) or byte sent */
+	double last_data, idle, deadline; /* deadline 0: none */
+	curl_off_t sent;
+	int stalled, late;
+	volatile sig_atomic_t *stop;
 };
 
 int
@@ -102,10 +109,8 @@ model_new(const struct model_opts *o, struct ah_error *err)
 	curl_easy_setopt(m->curl, CURLOPT_USERAGENT, "agent-harness/0.1");
 	curl_easy_setopt(m->curl, CURLOPT_CONNECTTIMEOUT_MS,
 			 (long)(o->timeout * 1000));
-	/* An idle connection: less than 1 byte a second for timeout s. */
-	curl_easy_setopt(m->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(m->curl, CURLOPT_LOW_SPEED_TIME,
-			 (long)(o->timeout < 1 ? 1 : o->timeout));
+	/* An idle answer is judged by on_progress, by data events rather
+	 * than bytes: a keep-alive every second is still no answer. */
 	return m;
 fail:
 	model_free(m);
@@ -212,8 +217,20 @@ on_header(char *p, size_t size, size_t n, void *ctx)
 		vlen = sizeof value - 1;
 	memcpy(value, v, vlen);
 	value[vlen] = '\0';
-	if (!strcasecmp(name, "x-request-id") || !strcasecmp(name, "request-id"))
-		snprintf(a->request_id, sizeof a->request_id, "%.127s", value);
+	if (!strcasecmp(name, "x-request-id") || !strcasecmp(name, "request-id")) {
+		/* redacted whole, before it is cut to size: a key the server
+		 * echoes must not survive even in part */
+		char *id = strndup(v, vlen);
+
+		if (id) {
+			redact(id, a->secrets);
+			snprintf(a->request_id, sizeof a->request_id, "%.127s",
+				 id);
+		} else
+			snprintf(a->request_id, sizeof a->request_id,
+				 "(lost: out of memory)");
+		free(id);
+	}
 	else if (!strcasecmp(name, "retry-after-ms") ||
 		 (!strcasecmp(name, "retry-after") && a->retry_after < 0)) {
 		ra = parse_retry_after(name, value);
@@ -233,12 +250,19 @@ on_body(char *p, size_t size, size_t n, void *ctx)
 	if (!a->status)
 		curl_easy_getinfo(a->m->curl, CURLINFO_RESPONSE_CODE, &a->status);
 	if (a->status == 200 && a->event_stream) {
+		unsigned long events = a->reply->events;
+
 		if (reply_feed(a->reply, p, len, &a->err) < 0) {
 			a->failed = 1;
 			return 0; /* stops the transfer */
 		}
+		/* only a data event is progress, not a comment */
+		if (a->reply->events != events)
+			a->last_data = mono_now();
 		return len;
 	}
+	if (len)
+		a->last_data = mono_now();
 	if (buf_append(&a->body, p, len) < 0) {
 		ah_fail(&a->err, AH_ETOOBIG, "the answer is larger than %zu "
 			"bytes", a->body.max);
@@ -286,13 +310,31 @@ sleep_for(double s, volatile sig_atomic_t *stop)
 		;
 }
 
+/* Called by libcurl at least once a second, also while nothing comes:
+ * nonzero aborts the transfer. */
 static int
-on_progress(void *ctx, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow,
+	    curl_off_t ultotal, curl_off_t ulnow)
 {
-	volatile sig_atomic_t *stop = ctx;
+	struct attempt *a = ctx;
+	double now = mono_now();
 
-	(void)a, (void)b, (void)c, (void)d;
-	return stop && *stop; /* nonzero aborts the transfer */
+	(void)dltotal, (void)dlnow, (void)ultotal;
+	if (a->stop && *a->stop)
+		return 1;
+	if (ulnow != a->sent) { /* a large request still going out */
+		a->sent = ulnow;
+		a->last_data = now;
+	}
+	if (a->deadline > 0 && now >= a->deadline) {
+		a->late = 1;
+		return 1;
+	}
+	if (now - a->last_data >= a->idle) {
+		a->stalled = 1;
+		return 1;
+	}
+	return 0;
 }
 
 int
@@ -304,7 +346,7 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 	char msg[1024], code[128], why[768];
 	struct attempt a;
 	long connects;
-	double wait;
+	double wait, deadline = o->deadline > 0 ? mono_now() + o->deadline : 0;
 	CURLcode cc;
 	int attempt, retryable, rc = -1;
 
@@ -317,6 +359,11 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 		a.reply = reply;
 		a.body = b;
 		a.retry_after = -1;
+		a.secrets = secrets;
+		a.stop = o->interrupted;
+		a.idle = o->timeout;
+		a.deadline = deadline;
+		a.last_data = mono_now();
 		reply_free(reply);
 		reply_init(reply, o->max_answer);
 		reply->choices = o->choices;
@@ -331,13 +378,9 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 		curl_easy_setopt(m->curl, CURLOPT_HEADERDATA, &a);
 		curl_easy_setopt(m->curl, CURLOPT_WRITEFUNCTION, on_body);
 		curl_easy_setopt(m->curl, CURLOPT_WRITEDATA, &a);
-		if (o->interrupted) {
-			curl_easy_setopt(m->curl, CURLOPT_XFERINFOFUNCTION,
-					 on_progress);
-			curl_easy_setopt(m->curl, CURLOPT_XFERINFODATA,
-					 (void *)o->interrupted);
-			curl_easy_setopt(m->curl, CURLOPT_NOPROGRESS, 0L);
-		}
+		curl_easy_setopt(m->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(m->curl, CURLOPT_XFERINFODATA, &a);
+		curl_easy_setopt(m->curl, CURLOPT_NOPROGRESS, 0L);
 		cc = curl_easy_perform(m->curl);
 		if (o->interrupted && *o->interrupted) {
 			ah_fail(err, AH_EINTR, "interrupted");
@@ -347,8 +390,16 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 				      &connects) == CURLE_OK)
 			m->connects += (unsigned long long)connects;
 		curl_easy_getinfo(m->curl, CURLINFO_RESPONSE_CODE, &a.status);
+		/* the server's text: it may echo the key */
+		redact(a.request_id, secrets);
 		snprintf(request_id, idsize, "%s", a.request_id);
 		retryable = 0;
+		if (a.late) {
+			ah_fail(err, AH_ENET, "no answer within the deadline of "
+				"%g s (--deadline)%s", o->deadline, attempt ?
+				", retries included" : "");
+			goto out;
+		}
 		if (a.failed) {
 			/* our own bound or a broken stream: not the network */
 			ah_fail(err, a.err.code, "%s", a.err.msg);
@@ -357,12 +408,23 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 		if (cc != CURLE_OK && a.status == 200 && a.event_stream) {
 			/* The request was taken and half answered: sending it
 			 * again could do the work twice.  It failed. */
-			ah_fail(err, AH_ENET, "the stream broke off before the "
-				"answer was complete: %.400s", m->errbuf[0] ?
-				m->errbuf : curl_easy_strerror(cc));
+			if (a.stalled)
+				ah_fail(err, AH_ENET, "the stream sent no data "
+					"for %g s (--timeout; comments and "
+					"keep-alives do not count)", o->timeout);
+			else
+				ah_fail(err, AH_ENET, "the stream broke off "
+					"before the answer was complete: %.400s",
+					m->errbuf[0] ? m->errbuf
+						     : curl_easy_strerror(cc));
 			goto out;
 		}
-		if (cc != CURLE_OK) {
+		if (cc != CURLE_OK && a.stalled) {
+			snprintf(why, sizeof why, "no answer from %.300s for %g s "
+				 "(--timeout)", m->url, o->timeout);
+			retryable = 1;
+			err->code = AH_ENET;
+		} else if (cc != CURLE_OK) {
 			snprintf(why, sizeof why, "cannot reach %.300s: %.400s", m->url,
 				 m->errbuf[0] ? m->errbuf : curl_easy_strerror(cc));
 			retryable = 1;
@@ -375,6 +437,8 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 					       : "", a.body.len, err) < 0)
 				goto out;
 			if (reply->error) {
+				/* whole, before any of it is cut to size */
+				redact_json(reply->error, secrets);
 				api_error(NULL, 0, reply->error, msg, sizeof msg,
 					  code, sizeof code);
 				ah_fail(err, AH_EAPI, "the stream ended with an "
@@ -392,6 +456,10 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 			rc = 0;
 			goto out;
 		} else {
+			if (a.body.data) {
+				redact(a.body.data, secrets);
+				a.body.len = strlen(a.body.data);
+			}
 			api_error(a.body.data ? a.body.data : "", a.body.len,
 				  NULL, msg, sizeof msg, code, sizeof code);
 			snprintf(why, sizeof why, "%ld%s%.500s%s%.100s%s", a.status,
@@ -421,6 +489,12 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 		wait *= 1 - 0.25 * ((double)rand() / RAND_MAX);
 		if (a.retry_after >= 0)
 			wait = a.retry_after > RETRY_CAP ? RETRY_CAP : a.retry_after;
+		if (deadline > 0 && mono_now() + wait >= deadline) {
+			ah_fail(err, err->code, "%s; not retried: the deadline "
+				"of %g s (--deadline) would pass in the wait of "
+				"%.1f s", why, o->deadline, wait);
+			goto out;
+		}
 		if (o->on_retry) {
 			snprintf(msg, sizeof msg, "%.900s; retrying in %.1f s", why,
 				 wait);
@@ -436,13 +510,15 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 	}
 out:
 	buf_free(&a.body);
-	redact(err->msg, secrets);
 	if (rc < 0 && request_id[0]) {
 		size_t n = strlen(err->msg);
 
 		snprintf(err->msg + n, sizeof err->msg - n, " (request %s)",
 			 request_id);
 	}
+	/* last, over the whole line: the request id is the server's text
+	 * too, and a key it echoes must not reach stderr */
+	redact(err->msg, secrets);
 	return rc;
 }
 

@@ -306,11 +306,16 @@ dispatch(struct reply *r, struct ah_error *err)
 {
 	int rc = 0;
 
-	if (r->sse_data.len)
+	if (r->sse_data.len) {
+		/* Anthropic's pings are keep-alives: anthropic_event counts
+		 * the events that are not */
+		if (r->api != API_ANTHROPIC)
+			r->events++;
 		rc = r->api == API_ANTHROPIC ?
 		     anthropic_event(r, r->sse_data.data, r->sse_data.len, err) :
 		     apply_chunk(r, r->sse_data.data, r->sse_data.len,
 				 r->sse_event_error, err);
+	}
 	buf_reset(&r->sse_data);
 	r->sse_event_error = 0;
 	return rc;

@@ -32,6 +32,10 @@ Streaming requests ("stream": true) get the answer as server-sent events:
   "sse_error": {...}  an error event instead of the answer
   "drip": S           each event sent on its own, S seconds apart
   "reset": K          after K events the connection is reset (TCP RST)
+  "keepalive": S      no answer: an SSE comment ": keep-alive" every S
+                      seconds, until the client goes
+  "drip_bytes": S     the answer (streamed or not) one byte every S
+                      seconds, after the headers
 
 A context window can be enforced and summaries answered, for the tests
 and the benchmark of compaction:
@@ -298,6 +302,19 @@ def log_sent(args, n):
             log.write(json.dumps({"n": n, "sent": time.time()}) + "\n")
 
 
+def drip(conn, data, pause, whole=False):
+    """Sends data one byte (or, whole, all of it) every pause seconds;
+    False when the client went away."""
+    try:
+        for piece in [data] if whole else [data[i:i + 1]
+                                           for i in range(len(data))]:
+            conn.sendall(piece)
+            time.sleep(float(pause))
+    except OSError:
+        return False
+    return True
+
+
 def serve(conn, cid, args):
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     f = conn.makefile("rb")
@@ -410,6 +427,19 @@ def serve(conn, cid, args):
                     "Transfer-Encoding: chunked\r\n" +
                     "".join("%s: %s\r\n" % kv for kv in extra.items()) +
                     "\r\n")
+            if entry.get("keepalive") is not None:
+                conn.sendall(head.encode())
+                piece = b": keep-alive\n\n"
+                while drip(conn, b"%x\r\n%s\r\n" % (len(piece), piece),
+                           entry["keepalive"], whole=True):
+                    pass
+                return
+            if entry.get("drip_bytes") is not None:
+                conn.sendall(head.encode())
+                if drip(conn, body, entry["drip_bytes"]):
+                    log_sent(args, n)
+                    continue
+                return
             if entry.get("drip") is not None or entry.get("reset") is not None:
                 conn.sendall(head.encode())
                 for k, e in enumerate(events):
@@ -431,8 +461,15 @@ def serve(conn, cid, args):
                 conn.shutdown(socket.SHUT_RDWR)
                 return
             continue
-        conn.sendall(response(200, json.dumps(completion(entry, n, model)),
-                              extra=extra))
+        whole = response(200, json.dumps(completion(entry, n, model)),
+                         extra=extra)
+        if entry.get("drip_bytes") is not None:
+            cut = whole.index(b"\r\n\r\n") + 4
+            conn.sendall(whole[:cut])
+            if not drip(conn, whole[cut:], entry["drip_bytes"]):
+                return
+        else:
+            conn.sendall(whole)
         log_sent(args, n)
 
 
