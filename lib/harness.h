@@ -456,9 +456,12 @@ int fd_read(int fd, const char *name, size_t max, char **data, size_t *len,
 
 /* Replaces the file at path with data, so that a reader or a crash at any
  * moment sees the old contents or the new, never a mix: under an exclusive
- * lock on the directory, it writes ".NAME.tmp" beside it, fsyncs it,
- * renames it over path and fsyncs the directory.  An existing file keeps
- * its permission bits. */
+ * lock on the directory, it removes the temporary files of path that
+ * killed writers left, creates ".NAME.XXXXXXXXXXXX.tmp" beside it (a
+ * random name, O_CREAT | O_EXCL | O_NOFOLLOW: nothing planted there is
+ * ever opened), fsyncs it, renames it over path and fsyncs the directory;
+ * on failure the temporary file is removed.  An existing file keeps its
+ * permission bits but for set-user-ID and set-group-ID. */
 int file_replace(const char *path, const void *data, size_t len,
 		 struct ah_error *err);
 
