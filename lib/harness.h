@@ -543,8 +543,9 @@ int sandbox_prepare(struct sandbox *sb, struct ah_error *err);
 /* Removes the temporary directory and frees *sb. */
 void sandbox_free(struct sandbox *sb);
 
-/* Confines the calling process, for good: a mount namespace that keeps the
- * protected paths read-only, all capabilities dropped, no_new_privs,
+/* Confines the calling process, for good: a mount namespace in which all
+ * is read-only but the write roots (nosuid), and the protected paths in
+ * them are read-only too, all capabilities dropped, no_new_privs,
  * Landlock write roots, and a seccomp filter (no inet sockets unless
  * sb->network, no io_uring).  Meant for a child between fork and exec;
  * sets TMPDIR.  On failure the process is in an unknown state and must

@@ -2,7 +2,9 @@
  *
  * Three layers, applied in a child between fork and exec, never to the
  * harness itself:
- *   - a private mount namespace in which the protected paths of the
+ *   - a private mount namespace in which every mount is read-only but
+ *     the write roots (the workspace, the private temporary directory),
+ *     which are nosuid, and in which the protected paths of the
  *     workspace (.agent, todo.json, .git/hooks, ...) are read-only bind
  *     mounts, and their ancestors inside the workspace are mount points,
  *     so that nothing can rename them away;
@@ -76,6 +78,28 @@ struct ll_path_beneath_attr {
 #define SYS_landlock_create_ruleset 444
 #define SYS_landlock_add_rule 445
 #define SYS_landlock_restrict_self 446
+#endif
+
+/* The new mount API (linux/mount.h), written out for the same reason. */
+#define MNT_OPEN_TREE_CLONE   1U
+#define MNT_AT_RECURSIVE      0x8000U
+#define MNT_MOVE_F_EMPTY_PATH 0x4U
+#define MNT_ATTR_RDONLY       0x1ULL
+#define MNT_ATTR_NOSUID       0x2ULL
+
+struct mnt_attr {
+	uint64_t attr_set;
+	uint64_t attr_clr;
+	uint64_t propagation;
+	uint64_t userns_fd;
+};
+
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#define SYS_move_mount 429
+#endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
 #endif
 
 /* The rights that change the file system: what the sandbox handles. */
@@ -353,6 +377,73 @@ bind_self(const char *p, int rdonly, struct ah_error *err)
 	return 0;
 }
 
+/* Makes every mount read-only but the write roots (the workspace in
+ * workspace-write mode, the private temporary directory), which stay
+ * writable and become nosuid.  Landlock refuses to create, write, remove
+ * and rename outside the write roots, but not to change what is already
+ * there: chmod, chown, utimes, setxattr (and truncate below Landlock ABI
+ * 3).  A read-only mount refuses them all; device nodes (/dev/null, a
+ * terminal) stay writable on it.  Each write root is copied (open_tree)
+ * before / is made read-only, and the copy, made nosuid, is mounted back
+ * on it. */
+static int
+read_only_but_roots(const struct sandbox *sb, struct ah_error *err)
+{
+	struct mnt_attr ro = { MNT_ATTR_RDONLY, 0, 0, 0 };
+	struct mnt_attr nosuid = { MNT_ATTR_NOSUID, 0, 0, 0 };
+	const char *roots[2], *t;
+	int fds[2] = { -1, -1 }, rc = -1;
+	size_t n = 0, i;
+
+	if (sb->mode == SANDBOX_WORKSPACE_WRITE)
+		roots[n++] = sb->workspace;
+	if (sb->tmpdir)
+		roots[n++] = sb->tmpdir;
+	/* The outer one first: the temporary directory may lie inside the
+	 * workspace. */
+	if (n == 2 && strlen(roots[1]) < strlen(roots[0])) {
+		t = roots[0];
+		roots[0] = roots[1];
+		roots[1] = t;
+	}
+	for (i = 0; i < n; i++) {
+		fds[i] = (int)syscall(SYS_open_tree, AT_FDCWD, roots[i],
+				      MNT_OPEN_TREE_CLONE | MNT_AT_RECURSIVE |
+				      O_CLOEXEC);
+		if (fds[i] < 0) {
+			ah_fail_errno(err, errno, "cannot copy the mount of "
+				      "'%s'", roots[i]);
+			goto out;
+		}
+	}
+	if (syscall(SYS_mount_setattr, AT_FDCWD, "/", MNT_AT_RECURSIVE, &ro,
+		    sizeof ro) < 0) {
+		ah_fail_errno(err, errno, "cannot make the file system "
+			      "read-only");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		if (syscall(SYS_mount_setattr, fds[i], "", AT_EMPTY_PATH |
+			    MNT_AT_RECURSIVE, &nosuid, sizeof nosuid) < 0) {
+			ah_fail_errno(err, errno, "cannot make '%s' nosuid",
+				      roots[i]);
+			goto out;
+		}
+		if (syscall(SYS_move_mount, fds[i], "", AT_FDCWD, roots[i],
+			    MNT_MOVE_F_EMPTY_PATH) < 0) {
+			ah_fail_errno(err, errno, "cannot mount '%s' writable "
+				      "again", roots[i]);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	for (i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return rc;
+}
+
 /* Makes the existing protected paths read-only bind mounts, and every
  * directory between them and the workspace a mount point, which cannot
  * be renamed or removed. */
@@ -362,15 +453,8 @@ protect_paths(const struct sandbox *sb, struct ah_error *err)
 	struct stat st;
 	char *done[64], *a, *slash;
 	size_t i, j, ndone = 0, n = strlen(sb->workspace);
-	int rc = -1, any = 0;
+	int rc = -1;
 
-	for (i = 0; i < sb->nprotect; i++)
-		if (lstat(sb->protect[i], &st) == 0)
-			any = 1;
-	if (!any)
-		return 0;
-	if (own_namespace(err) < 0)
-		return -1;
 	for (i = 0; i < sb->nprotect; i++) {
 		const char *p = sb->protect[i];
 
@@ -417,6 +501,29 @@ protect_paths(const struct sandbox *sb, struct ah_error *err)
 out:
 	for (j = 0; j < ndone; j++)
 		free(done[j]);
+	return rc;
+}
+
+/* The mount namespace of a command: all read-only but the write roots,
+ * and in those the protected paths.  The working directory is looked up
+ * again, on the new mounts. */
+static int
+confine_mounts(const struct sandbox *sb, struct ah_error *err)
+{
+	char *cwd;
+	int rc;
+
+	if (own_namespace(err) < 0 || read_only_but_roots(sb, err) < 0 ||
+	    (sb->mode == SANDBOX_WORKSPACE_WRITE && protect_paths(sb, err) < 0))
+		return -1;
+	cwd = getcwd(NULL, 0);
+	if (!cwd)
+		return ah_fail_errno(err, errno, "cannot find the working "
+				     "directory");
+	rc = chdir(cwd);
+	if (rc < 0)
+		ah_fail_errno(err, errno, "cannot change to '%s'", cwd);
+	free(cwd);
 	return rc;
 }
 
@@ -577,7 +684,7 @@ sandbox_enter(const struct sandbox *sb, struct ah_error *err)
 {
 	if (sb->mode == SANDBOX_OFF)
 		return 0;
-	if (sb->mode == SANDBOX_WORKSPACE_WRITE && protect_paths(sb, err) < 0)
+	if (confine_mounts(sb, err) < 0)
 		return -1;
 	if (drop_capabilities(err) < 0)
 		return -1;
