@@ -148,7 +148,7 @@ test_expect_success 'the project keeps working: ./x, /dev/null, make, cc, git' '
 		"mkdir -p sub/dir && echo z >sub/dir/f && mv sub/dir/f sub/g && rm -r sub" \
 		"make" "printf \"int main(void){return 0;}\\n\" >m.c && cc -o m m.c && ./m" \
 		"git status --short" \
-		"git add x && git -c user.name=t -c user.email=t@t commit -qm x && git log --oneline | wc -l" \
+		"git add x 2>&1 | grep \"index.lock.*Read-only file system\"" \
 		"cat <<X
 heredoc
 X" >work &&

@@ -80,12 +80,110 @@ test_expect_success 'a failed write leaves no temporary file, and a killed write
 	(cd w && only_planted .todo.json.tmp)
 '
 
-# --- metadata outside the write roots, nosuid (issue 15, item 8)
-
-if [ -n "${AH_NO_SANDBOX:-}" ]; then
+# The rest needs the sandbox (under valgrind, or where this machine has
+# none, it is off).
+if [ -n "${AH_NO_SANDBOX:-}" ] || [ "${AGENT_SANDBOX:-}" = off ]; then
 	test_done
 	exit
 fi
+
+# --- .git (issue 15, item 7)
+
+# gitcfg: git as the user runs it, with an identity and file submodules.
+gitcfg() { git -c user.name=t -c user.email=t@t -c protocol.file.allow=always "$@"; }
+# repo DIR: a repository with one commit.
+repo() { git init -q "$1" && gitcfg -C "$1" commit -q --allow-empty -m init; }
+# pwned: the user's git status in $1 ran nothing the model planted.
+pwned() { (cd "$1" && git status >/dev/null 2>&1); ls "$TRASH" | grep PWNED; }
+
+test_expect_success 'bash: all of .git is read-only: core.fsmonitor, commondir, info, HEAD, refs' '
+	TRASH=$PWD && export TRASH && repo w && head=$(git -C w rev-parse HEAD) &&
+	cp w/.git/info/exclude exclude.before &&
+	cat >cmds <<-\EOF &&
+	git config core.fsmonitor "touch $TRASH/PWNED-config"
+	mkdir -p evil/objects evil/refs && printf "[core]\n\tfsmonitor = touch $TRASH/PWNED-commondir\n" >evil/config && echo ../evil >.git/commondir
+	echo "*" >>.git/info/exclude
+	echo "ref: refs/heads/evil" >.git/HEAD
+	git update-ref refs/heads/master HEAD~0 && echo 0000000000000000000000000000000000000000 >.git/refs/heads/master
+	printf "[core]\n\tfsmonitor = touch $TRASH/PWNED-new\n" >.git/config.worktree
+	rm -rf .git/objects
+	mv .git/config .git/config.old
+	EOF
+	calls cmds && exits >codes && test_grep ! " 0$" codes && test_line_count = 8 codes &&
+	jq -r .content out >text && test_grep "Read-only file system" text &&
+	test_must_fail pwned w && test "$(git -C w rev-parse HEAD)" = "$head" &&
+	test_cmp exclude.before w/.git/info/exclude && ! test -e w/.git/commondir &&
+	test -d w/.git/objects && test -f w/.git/config && ! test -e w/.git/config.worktree
+'
+
+test_expect_success 'bash: a submodule'"'"'s .git file and .git/modules/*/config are read-only' '
+	TRASH=$PWD && export TRASH && repo src && repo w &&
+	gitcfg -C w submodule add -q "$PWD/src" sub && gitcfg -C w commit -qm sub &&
+	cat >cmds <<-\EOF &&
+	git -C sub config core.fsmonitor "touch $TRASH/PWNED-module"
+	echo "[core] fsmonitor = touch $TRASH/PWNED-module2" >>.git/modules/sub/config
+	git init -q --bare evil && git -C evil config core.fsmonitor "touch $TRASH/PWNED-gitdir" && echo "gitdir: ../evil" >sub/.git
+	rm sub/.git
+	EOF
+	calls cmds && exits >codes && test_grep ! " 0$" codes && test_line_count = 4 codes &&
+	test_must_fail pwned w && test "$(cat w/sub/.git)" = "gitdir: ../.git/modules/sub"
+'
+
+test_expect_success 'bash: a worktree'"'"'s .git pointer file, and the git directory it points to inside the workspace, are read-only' '
+	TRASH=$PWD && export TRASH && repo main &&
+	git -C main worktree add -q ../w && mkdir w/inner && repo w/inner/r &&
+	git -C w/inner/r worktree add -q ../../wt2 && cp w/.git pointer &&
+	cat >cmds <<-\EOF &&
+	git init -q --bare evil && git -C evil config core.fsmonitor "touch $TRASH/PWNED-worktree" && echo "gitdir: $PWD/evil" >.git
+	git -C wt2 config core.fsmonitor "touch $TRASH/PWNED-inner"
+	echo "[core] fsmonitor = touch $TRASH/PWNED-wt2" >>inner/r/.git/worktrees/wt2/config.worktree
+	EOF
+	calls cmds && exits >codes && test_grep ! " 0$" codes && test_line_count = 3 codes &&
+	test_cmp pointer w/.git && test_must_fail pwned w && test_must_fail pwned w/wt2
+'
+
+test_expect_success 'bash: a .git the command creates anywhere is moved aside after it, and the result says so' '
+	TRASH=$PWD && export TRASH && mkdir -p w/a/b && echo keep >w/a/b/f &&
+	cat >cmds <<-\EOF &&
+	git init -q && git config core.fsmonitor "touch $TRASH/PWNED-top" && echo top
+	mkdir -p a/b/.git/hooks && printf "#!/bin/sh\ntouch $TRASH/PWNED-hook\n" >a/b/.git/hooks/pre-commit && echo nested
+	git init -q a/c && echo inited
+	ln -s "$TRASH" .GIT && echo "gitdir: ../../evil" >a/.git && echo links
+	EOF
+	calls cmds && exits >codes &&
+	printf "call_%s 0\n" 1 2 3 4 >expect && test_cmp expect codes &&
+	jq -r .content out >text && grep "refused-" text >text.refused &&
+	for g in .git a/b/.git a/c/.git .GIT a/.git
+	do
+		test_grep "^\[sandbox: '"'"'$g'"'"' was made by the command: a .git there would run its hooks and configuration at the user'"'"'s next git command, outside the sandbox; moved aside to '"'"'${g##*/}\.refused-[a-z0-9]\{6\}'"'"'\]$" text || return 1
+	done &&
+	test -z "$(find w -iname .git)" && test "$(cat w/a/b/f)" = keep &&
+	test -d w/a/c && test_must_fail pwned w/a/b && test_must_fail pwned w &&
+	test_line_count = 5 text.refused &&
+	ls -d w/.git.refused-* w/.GIT.refused-* w/a/.git.refused-* w/a/b/.git.refused-* w/a/c/.git.refused-*
+'
+
+test_expect_success 'write_file and edit_file refuse .git and every path through one, existing or new' '
+	repo w && repo w/inner && git init -q --separate-git-dir="$PWD/w/gd" w/sep &&
+	ln -s .git w/lnk && cp w/.git/config config.before &&
+	for p in .git/config .git/commondir .git/info/exclude inner/.git/config sep/.git gd/config \
+		new/.git/config x/y/.Git/hooks/pre-commit lnk/config lnk/newfile
+	do
+		call_msg write_file "$(jq -nc --arg p "$p" "{path: \$p, content: \"x\"}")" >in &&
+		(cd w && tool-exec <../in >../out) &&
+		jq -e ".content | startswith(\"Error: write_file\")" out >/dev/null &&
+		test_grep "read-only" out || return 1
+	done &&
+	call_msg edit_file "{\"path\":\".git/config\",\"old_string\":\"[core]\",\"new_string\":\"[core]\\n\\tfsmonitor = touch PWNED\"}" >in &&
+	(cd w && tool-exec <../in >../out) && test_grep "Error: edit_file" out &&
+	test_cmp config.before w/.git/config && test -z "$(find w -iname .git -newer config.before)" &&
+	! test -e w/new && ! test -e w/x && test "$(cat w/sep/.git)" = "gitdir: $PWD/w/gd" &&
+	call_msg write_file "{\"path\":\"sub/.gitignore\",\"content\":\"x\"}" >in &&
+	(cd w && tool-exec <../in >../out) && test_grep "Wrote 1 bytes" out
+'
+
+# --- metadata outside the write roots, nosuid (issue 15, item 8)
+
 
 test_expect_success 'workspace-write: no chmod, chown, touch -d, setxattr or setuid bit outside the workspace' '
 	mkdir w && echo "-----BEGIN KEY-----" >key && chmod 600 key &&
