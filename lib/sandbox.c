@@ -570,7 +570,7 @@ walk_dir(struct walk *w, int dfd, int depth)
 			/* Made unreadable by the command, perhaps to hide a
 			 * .git: readable again, and searched. */
 			fchmodat(dirfd(d), e->d_name, (st.st_mode & 07777) |
-				 0500, 0);
+				 0700, 0);
 			fd = openat(dirfd(d), e->d_name, O_RDONLY |
 				    O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
 				    O_CLOEXEC);

@@ -8,7 +8,7 @@ todo() { printf '{"todos":[{"id":"%s","content":"step %s","status":"pending"}]}'
 # ok OUT: the only result in OUT is not an error.
 ok() { jq -e '.content | startswith("Error") | not' "$1" >/dev/null || { cat "$1" >&2; return 1; }; }
 # only_planted: no file but the planted one has "tmp" in its name.
-only_planted() { test "$(ls -A | grep tmp)" = "$1"; }
+only_planted() { test "$(find . -name "*tmp*" | sed "s|^\./||")" = "$1"; }
 # calls FILE [MODE]: a bash call for each line of FILE, run by tool-exec
 # in the workspace w (--sandbox MODE); the results go to out.
 calls() {
@@ -94,7 +94,7 @@ gitcfg() { git -c user.name=t -c user.email=t@t -c protocol.file.allow=always "$
 # repo DIR: a repository with one commit.
 repo() { git init -q "$1" && gitcfg -C "$1" commit -q --allow-empty -m init; }
 # pwned: the user's git status in $1 ran nothing the model planted.
-pwned() { (cd "$1" && git status >/dev/null 2>&1); ls "$TRASH" | grep PWNED; }
+pwned() { (cd "$1" && git status >/dev/null 2>&1); find "$TRASH" -maxdepth 1 -name "PWNED*" | grep .; }
 
 test_expect_success 'bash: all of .git is read-only: core.fsmonitor, commondir, info, HEAD, refs' '
 	TRASH=$PWD && export TRASH && repo w && head=$(git -C w rev-parse HEAD) &&
@@ -237,7 +237,7 @@ test_expect_success 'read-only: no metadata change in the workspace either; TMPD
 	meta w/f >after && test_cmp before after
 '
 
-test_expect_success 'without privilege (a user namespace): the same, for an ordinary user' '
+test_expect_success 'without privilege (a user namespace): the same, for an ordinary user, and a .git hidden in a directory made unreadable is found' '
 	if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null ||
 	   ! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$AH_BIN/tool-exec"; then
 		echo "# skipped: needs root, setpriv, and programs nobody can run" >&2
@@ -248,7 +248,8 @@ test_expect_success 'without privilege (a user namespace): the same, for an ordi
 		chmod 755 "$u" && chown -R 65534:65534 "$u" && meta "$u/key" >before &&
 		printf "%s\n" "chmod 644 ../key" "touch -d 2001-02-03 ../key" \
 			"chmod 600 f && touch -d 2001-02-03 f && echo y >g" \
-			"python3 -c \"import os, sys; sys.exit(0 if os.statvfs(\\\".\\\").f_flag & os.ST_NOSUID else 1)\"" >cmds &&
+			"python3 -c \"import os, sys; sys.exit(0 if os.statvfs(\\\".\\\").f_flag & os.ST_NOSUID else 1)\"" \
+			"mkdir -p hide/.git/hooks && chmod 000 hide" >cmds &&
 		jq -Rsc "{role: \"assistant\", content: null, tool_calls: [split(\"\n\")
 			| map(select(length > 0)) | to_entries[] | {id: \"call_\(.key + 1)\",
 			type: \"function\", permission: {decision: \"allow\"},
@@ -256,8 +257,10 @@ test_expect_success 'without privilege (a user namespace): the same, for an ordi
 		(cd "$u/w" && HOME=$u setpriv --reuid=65534 --regid=65534 --clear-groups \
 			timeout 60 "$AH_BIN/tool-exec" <../in >"$u/out") &&
 		cp "$u/out" out && exits >codes &&
-		printf "call_1 1\ncall_2 1\ncall_3 0\ncall_4 0\n" >expect && test_cmp expect codes &&
-		meta "$u/key" >after && test_cmp before after && test "$(cat "$u/w/g")" = y
+		printf "call_1 1\ncall_2 1\ncall_3 0\ncall_4 0\ncall_5 0\n" >expect && test_cmp expect codes &&
+		meta "$u/key" >after && test_cmp before after && test "$(cat "$u/w/g")" = y &&
+		test_grep "'"'"'hide/.git'"'"' was made by the command" out &&
+		! test -e "$u/w/hide/.git" && ls -d "$u"/w/hide/.git.refused-*
 	fi
 '
 
