@@ -524,6 +524,7 @@ enum { GIT_ENTRY = 1, GIT_LINK, GIT_TARGET };
 struct sandbox {
 	enum sandbox_mode mode;
 	int network;      /* nonzero: inet sockets allowed */
+	int git_writable; /* nonzero: .git is not protected (unsafe) */
 	char *workspace;  /* absolute, resolved */
 	char *tmpdir;     /* the private temporary directory, or NULL until
 			     sandbox_prepare made it */

@@ -629,7 +629,7 @@ walk(struct sandbox *sb, int enforce, struct buf *report)
 int
 sandbox_scan(struct sandbox *sb, struct ah_error *err)
 {
-	if (sb->mode != SANDBOX_WORKSPACE_WRITE)
+	if (sb->mode != SANDBOX_WORKSPACE_WRITE || sb->git_writable)
 		return 0;
 	if (walk(sb, 0, NULL) < 0)
 		return ah_fail_errno(err, errno, "cannot search '%s' for .git",
@@ -640,7 +640,7 @@ sandbox_scan(struct sandbox *sb, struct ah_error *err)
 int
 sandbox_check_git(struct sandbox *sb, struct buf *report)
 {
-	if (sb->mode != SANDBOX_WORKSPACE_WRITE)
+	if (sb->mode != SANDBOX_WORKSPACE_WRITE || sb->git_writable)
 		return 0;
 	if (walk(sb, 1, report) < 0) {
 		if (errno == ENOMEM)
@@ -815,7 +815,8 @@ protect_paths(const struct sandbox *sb, struct ah_error *err)
 	for (i = 0; i < sb->nprotect + sb->ngit; i++) {
 		if (i < sb->nprotect)
 			p = sb->protect[i];
-		else if (sb->git[i - sb->nprotect].kind == GIT_LINK)
+		else if (sb->git_writable ||
+			 sb->git[i - sb->nprotect].kind == GIT_LINK)
 			continue; /* its target is in the list */
 		else
 			p = sb->git[i - sb->nprotect].path;
@@ -1145,6 +1146,8 @@ sandbox_may_write(const struct sandbox *sb, int dirfd, const char *name,
 			 "--sandbox read-only)");
 		return 1;
 	}
+	if (sb->git_writable)
+		goto guards;
 	if (is_git_name(name)) {
 		snprintf(msg, size, "a .git is kept read-only by the sandbox, "
 			 "and none may be created: git would run its hooks and "
@@ -1158,9 +1161,10 @@ sandbox_may_write(const struct sandbox *sb, int dirfd, const char *name,
 				 "by the sandbox");
 		return r;
 	}
+guards:
 	if (stat(sb->workspace, &ws) < 0)
 		return -1;
-	n = sb->nprotect + sb->ngit;
+	n = sb->nprotect + (sb->git_writable ? 0 : sb->ngit);
 	g = calloc(n ? n : 1, sizeof *g);
 	if (!g)
 		return -1;

@@ -470,7 +470,7 @@ guard(const struct tool_ctx *ctx, const char *tool, const char *path,
 		return TOOL_OK;
 	/* Before a directory is made: no .git, nor a path through one. */
 	if (ctx->sandbox->mode == SANDBOX_WORKSPACE_WRITE &&
-	    sandbox_git_path(rel))
+	    !ctx->sandbox->git_writable && sandbox_git_path(rel))
 		return answer(res, TOOL_ERROR, "Error: %s: '%s': a .git is kept "
 			      "read-only by the sandbox, and none may be "
 			      "created: git would run its hooks and "

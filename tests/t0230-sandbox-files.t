@@ -182,6 +182,18 @@ test_expect_success 'write_file and edit_file refuse .git and every path through
 	(cd w && tool-exec <../in >../out) && test_grep "Wrote 1 bytes" out
 '
 
+test_expect_success '--allow-git (AGENT_SANDBOX_GIT=1): the model may commit and git init, unsafely, and nothing is moved aside' '
+	repo w &&
+	printf "%s\n" "echo x >x && git add x && git -c user.name=t -c user.email=t@t commit -qm x && git init -q sub && echo done" >cmds &&
+	calls cmds && test_must_fail test "$(git -C w log --oneline | wc -l)" = 2 &&
+	jq -Rsc "{role: \"assistant\", content: null, tool_calls: [{id: \"c\", type: \"function\", permission: {decision: \"allow\"}, function: {name: \"bash\", arguments: ({command: .} | tojson)}}]}" cmds >in &&
+	(cd w && git reset -q --hard && git clean -qfdx && tool-exec --allow-git <../in >../out) &&
+	test "$(git -C w log --oneline | wc -l)" = 2 && test -d w/sub/.git && test_grep ! refused out &&
+	call_msg write_file "{\"path\":\".git/info/exclude\",\"content\":\"*.o\\n\"}" >in &&
+	(cd w && AGENT_SANDBOX_GIT=1 tool-exec <../in >../out) && test_grep "Wrote 4 bytes" out &&
+	test "$(cat w/.git/info/exclude)" = "*.o"
+'
+
 # --- metadata outside the write roots, nosuid (issue 15, item 8)
 
 
