@@ -33,9 +33,12 @@ static const char usage[] =
 	"                        $AGENT_SANDBOX), read-only or off\n"
 	"      --allow-network   let sandboxed commands open inet sockets\n"
 	"                        ($AGENT_SANDBOX_NETWORK=1)\n"
+	"      --allow-git       let sandboxed commands and the file tools\n"
+	"                        write .git (unsafe: git runs what is there;\n"
+	"                        $AGENT_SANDBOX_GIT=1)\n"
 	"      --protect PATH    keep PATH read-only in the sandbox, besides\n"
-	"                        .agent, todo.json, .git/hooks, .git/config\n"
-	"                        and $AGENT_POLICY\n"
+	"                        .agent, todo.json, every .git (and the git\n"
+	"                        directories they point to) and $AGENT_POLICY\n"
 	"      --batch           act only at end of input, not as lines arrive\n"
 	"      --interrupted     run nothing: answer each pending call as\n"
 	"                        interrupted, side effects unknown (a repair)\n"
@@ -226,7 +229,7 @@ int
 main(int argc, char **argv)
 {
 	enum { O_TIMEOUT = 256, O_MAXTIMEOUT, O_GRACE, O_MAXOUTPUT, O_SHELL,
-	       O_BATCH, O_SCHEMA, O_INTERRUPTED, O_SANDBOX, O_NETWORK,
+	       O_BATCH, O_SCHEMA, O_INTERRUPTED, O_SANDBOX, O_NETWORK, O_GIT,
 	       O_PROTECT };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
@@ -238,6 +241,7 @@ main(int argc, char **argv)
 		{ "shell", required_argument, NULL, O_SHELL },
 		{ "sandbox", required_argument, NULL, O_SANDBOX },
 		{ "allow-network", no_argument, NULL, O_NETWORK },
+		{ "allow-git", no_argument, NULL, O_GIT },
 		{ "protect", required_argument, NULL, O_PROTECT },
 		{ "batch", no_argument, NULL, O_BATCH },
 		{ "schema", no_argument, NULL, O_SCHEMA },
@@ -258,6 +262,7 @@ main(int argc, char **argv)
 	double maxout = 30000;
 	cJSON *msg;
 	int c, yes = 0, batch = 0, rc = ES_OK, network = 0, nprotect = 0;
+	int git;
 	int sbmode;
 
 	ctx.timeout = 120;
@@ -271,6 +276,8 @@ main(int argc, char **argv)
 		return ES_USAGE;
 	net = getenv("AGENT_SANDBOX_NETWORK");
 	network = net && *net && strcmp(net, "0");
+	net = getenv("AGENT_SANDBOX_GIT");
+	git = net && *net && strcmp(net, "0");
 	while ((c = getopt_long(argc, argv, ":C:yvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'C':
@@ -305,6 +312,9 @@ main(int argc, char **argv)
 			break;
 		case O_NETWORK:
 			network = 1;
+			break;
+		case O_GIT:
+			git = 1;
 			break;
 		case O_PROTECT:
 			if (nprotect == (int)(sizeof protect / sizeof *protect))
@@ -381,6 +391,7 @@ main(int argc, char **argv)
 		return ES_IO;
 	}
 	sandbox.network = network;
+	sandbox.git_writable = git;
 	ctx.sandbox = &sandbox;
 
 	memset(&sa, 0, sizeof sa);

@@ -1,14 +1,19 @@
 /* file.c: reading and atomically replacing whole files. */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
+
+#define TEMP_RANDOM 12 /* random characters in a temporary name */
 
 int
 fd_read(int fd, const char *name, size_t max, char **data, size_t *len,
@@ -88,46 +93,119 @@ write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
+/* The temporary name beside name: ".NAME.XXXXXX.tmp", the X random. */
+static int
+temp_name(char *tmp, size_t size, const char *name)
+{
+	static const char set[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned char r[TEMP_RANDOM];
+	size_t i, n;
+	ssize_t got;
+
+	for (n = 0; n < sizeof r; n += (size_t)got) {
+		got = getrandom(r + n, sizeof r - n, 0);
+		if (got < 0 && errno == EINTR)
+			got = 0;
+		else if (got < 0)
+			return -1;
+	}
+	n = (size_t)snprintf(tmp, size, ".%s.", name);
+	for (i = 0; i < sizeof r && n + 1 < size; i++)
+		tmp[n++] = set[r[i] % (sizeof set - 1)];
+	snprintf(tmp + n, size - n, ".tmp");
+	return 0;
+}
+
+/* Is entry a temporary file of ours for name (".NAME.XXXXXX.tmp")? */
+static int
+is_temp_of(const char *entry, const char *name)
+{
+	size_t k = strlen(name), i;
+
+	if (entry[0] != '.' || strncmp(entry + 1, name, k) ||
+	    entry[k + 1] != '.')
+		return 0;
+	entry += k + 2;
+	for (i = 0; i < TEMP_RANDOM; i++)
+		if (!isalnum((unsigned char)entry[i]))
+			return 0;
+	return !strcmp(entry + TEMP_RANDOM, ".tmp");
+}
+
+/* Removes the temporary files a writer killed mid-way left for name.
+ * Called under the directory's lock, so none of them is in use. */
+static void
+remove_stale(int dfd, const char *name)
+{
+	struct dirent *e;
+	DIR *d;
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d)))
+		if (is_temp_of(e->d_name, name))
+			unlinkat(dfd, e->d_name, 0); /* never a directory */
+	closedir(d);
+}
+
 int
 file_replace_at(int dfd, const char *name, const char *shown,
 		const void *data, size_t len, struct ah_error *err)
 {
 	char tmp[NAME_MAX + 1];
 	struct stat st;
-	int fd = -1, rc = -1, e;
+	int fd = -1, rc = -1, e, tries;
 
-	if (!*name || strlen(name) + 6 > NAME_MAX)
+	if (!*name || strlen(name) + TEMP_RANDOM + 6 > NAME_MAX)
 		return ah_fail(err, AH_EIO, "cannot write '%s': %s", shown,
 			       strerror(*name ? ENAMETOOLONG : EISDIR));
-	snprintf(tmp, sizeof tmp, ".%s.tmp", name);
-	/* The lock makes the temporary name ours: two writers never share
-	 * it, and a writer killed mid-way leaves a stale one that the next
-	 * writer truncates.  flock is released when its holder dies. */
+	/* The lock keeps writers of one directory in turn, so that the
+	 * temporary files of name that are left when it is taken are those
+	 * of writers killed mid-way.  flock is released when its holder
+	 * dies. */
 	while (flock(dfd, LOCK_EX) < 0) {
 		if (errno != EINTR)
 			return ah_fail_errno(err, errno, "cannot lock the "
 					     "directory of '%s'", shown);
 	}
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-		    O_CLOEXEC, 0666);
-	if (fd < 0) {
-		ah_fail_errno(err, errno, "cannot create a temporary file "
-			      "for '%s'", shown);
-		goto out;
+	remove_stale(dfd, name);
+	/* A name nobody can guess, created here and now: whatever was
+	 * planted at a name (a FIFO, a symlink) is never opened. */
+	for (tries = 0; fd < 0; tries++) {
+		if (temp_name(tmp, sizeof tmp, name) < 0) {
+			ah_fail_errno(err, errno, "cannot name a temporary "
+				      "file for '%s'", shown);
+			goto out;
+		}
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL |
+			    O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0666);
+		if (fd < 0 && (errno != EEXIST || tries == 99)) {
+			ah_fail_errno(err, errno, "cannot create a temporary "
+				      "file for '%s'", shown);
+			goto out;
+		}
 	}
+	/* An existing file keeps its permissions, but for the set-id bits,
+	 * which a write clears as well. */
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(st.st_mode))
-		fchmod(fd, st.st_mode & 07777);
+		fchmod(fd, st.st_mode & 01777);
 	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
 		ah_fail_errno(err, errno, "cannot write '%s'", shown);
 		goto unlink;
 	}
-	if (close(fd) < 0) {
-		fd = -1;
+	e = close(fd);
+	fd = -1;
+	if (e < 0) {
 		ah_fail_errno(err, errno, "cannot write '%s'", shown);
 		goto unlink;
 	}
-	fd = -1;
 	if (renameat(dfd, tmp, dfd, name) < 0) {
 		ah_fail_errno(err, errno, "cannot replace '%s'", shown);
 		goto unlink;
@@ -142,6 +220,9 @@ file_replace_at(int dfd, const char *name, const char *shown,
 	goto out;
 unlink:
 	e = errno;
+	if (fd >= 0)
+		close(fd);
+	fd = -1;
 	unlinkat(dfd, tmp, 0);
 	errno = e;
 out:

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -617,9 +618,12 @@ int fd_read(int fd, const char *name, size_t max, char **data, size_t *len,
 
 /* Replaces the file at path with data, so that a reader or a crash at any
  * moment sees the old contents or the new, never a mix: under an exclusive
- * lock on the directory, it writes ".NAME.tmp" beside it, fsyncs it,
- * renames it over path and fsyncs the directory.  An existing file keeps
- * its permission bits. */
+ * lock on the directory, it removes the temporary files of path that
+ * killed writers left, creates ".NAME.XXXXXXXXXXXX.tmp" beside it (a
+ * random name, O_CREAT | O_EXCL | O_NOFOLLOW: nothing planted there is
+ * ever opened), fsyncs it, renames it over path and fsyncs the directory;
+ * on failure the temporary file is removed.  An existing file keeps its
+ * permission bits but for set-user-ID and set-group-ID. */
 int file_replace(const char *path, const void *data, size_t len,
 		 struct ah_error *err);
 
@@ -689,14 +693,30 @@ enum sandbox_mode {
 				    protected */
 };
 
+/* A .git found in the workspace, or a git directory one points to. */
+struct sandbox_git {
+	char *path;       /* absolute */
+	dev_t dev;
+	ino_t ino;
+	int kind;         /* GIT_ENTRY, GIT_LINK (a .git that is a symbolic
+			     link: not bound, its target is), GIT_TARGET */
+};
+
+enum { GIT_ENTRY = 1, GIT_LINK, GIT_TARGET };
+
 struct sandbox {
 	enum sandbox_mode mode;
 	int network;      /* nonzero: inet sockets allowed */
+	int git_writable; /* nonzero: .git is not protected (unsafe) */
 	char *workspace;  /* absolute, resolved */
 	char *tmpdir;     /* the private temporary directory, or NULL until
 			     sandbox_prepare made it */
 	char **protect;   /* absolute paths kept read-only */
 	size_t nprotect;
+	struct sandbox_git *git; /* found by the last sandbox_scan, all kept
+				    read-only */
+	size_t ngit;
+	struct timespec scanned; /* when */
 	int abi;          /* the kernel's Landlock ABI version, 0 if none */
 };
 
@@ -705,8 +725,8 @@ int sandbox_mode_parse(const char *name);
 const char *sandbox_mode_name(enum sandbox_mode mode);
 
 /* Sets up *sb for the workspace (an absolute, resolved path), with the
- * paths kept read-only by default: .agent, todo_path, .git/hooks and
- * .git/config.  Fails when the mode needs Landlock and the kernel has none:
+ * paths kept read-only by default: .agent, todo_path, and (sandbox_scan)
+ * every .git in the workspace and the git directories they point to.  Fails when the mode needs Landlock and the kernel has none:
  * a sandbox that cannot be had is an error, never a silent "off". */
 int sandbox_init(struct sandbox *sb, enum sandbox_mode mode,
 		 const char *workspace, const char *todo_path,
@@ -716,15 +736,33 @@ int sandbox_init(struct sandbox *sb, enum sandbox_mode mode,
 int sandbox_protect(struct sandbox *sb, const char *path,
 		    struct ah_error *err);
 
-/* Creates the private temporary directory if it is not there yet.  Called
- * before each command, in the parent. */
+/* Creates the private temporary directory if it is not there yet, and
+ * looks for the .git entries of the workspace again (sandbox_scan).
+ * Called before each command, in the parent. */
 int sandbox_prepare(struct sandbox *sb, struct ah_error *err);
+
+/* Finds every entry named .git (in any case) in the workspace, not
+ * following symbolic links, and the git directories that a .git file
+ * ("gitdir: PATH"), a .git symlink or a commondir file points to inside
+ * the workspace: sb->git, kept read-only from then on.  A no-op but in
+ * workspace-write mode. */
+int sandbox_scan(struct sandbox *sb, struct ah_error *err);
+
+/* After a command: removes every .git entry that the last sandbox_scan
+ * did not see (created, or replaced, by the command), and says so in
+ * report, one line each.  -1 only when memory ran out. */
+int sandbox_check_git(struct sandbox *sb, struct buf *report);
+
+/* Is one of the components of the relative path rel named .git (in any
+ * case)? */
+int sandbox_git_path(const char *rel);
 
 /* Removes the temporary directory and frees *sb. */
 void sandbox_free(struct sandbox *sb);
 
-/* Confines the calling process, for good: a mount namespace that keeps the
- * protected paths read-only, all capabilities dropped, no_new_privs,
+/* Confines the calling process, for good: a mount namespace in which all
+ * is read-only but the write roots (nosuid), and the protected paths in
+ * them are read-only too, all capabilities dropped, no_new_privs,
  * Landlock write roots, and a seccomp filter (no inet sockets unless
  * sb->network, no io_uring).  Meant for a child between fork and exec;
  * sets TMPDIR.  On failure the process is in an unknown state and must
@@ -733,8 +771,8 @@ int sandbox_enter(const struct sandbox *sb, struct ah_error *err);
 
 /* May the file tools write the entry name of the open directory dirfd?
  * Returns 0 if so, 1 with the reason in msg if the sandbox forbids it
- * (read-only mode, or a protected path or one beneath it), -1 with errno
- * set if a check failed. */
+ * (read-only mode, a protected path or one beneath it, a .git or a path
+ * through one), -1 with errno set if a check failed. */
 int sandbox_may_write(const struct sandbox *sb, int dirfd, const char *name,
 		      char *msg, size_t size);
 

@@ -2,7 +2,9 @@
  *
  * Three layers, applied in a child between fork and exec, never to the
  * harness itself:
- *   - a private mount namespace in which the protected paths of the
+ *   - a private mount namespace in which every mount is read-only but
+ *     the write roots (the workspace, the private temporary directory),
+ *     which are nosuid, and in which the protected paths of the
  *     workspace (.agent, todo.json, .git/hooks, ...) are read-only bind
  *     mounts, and their ancestors inside the workspace are mount points,
  *     so that nothing can rename them away;
@@ -17,6 +19,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
@@ -28,9 +32,9 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -76,6 +80,28 @@ struct ll_path_beneath_attr {
 #define SYS_landlock_create_ruleset 444
 #define SYS_landlock_add_rule 445
 #define SYS_landlock_restrict_self 446
+#endif
+
+/* The new mount API (linux/mount.h), written out for the same reason. */
+#define MNT_OPEN_TREE_CLONE   1U
+#define MNT_AT_RECURSIVE      0x8000U
+#define MNT_MOVE_F_EMPTY_PATH 0x4U
+#define MNT_ATTR_RDONLY       0x1ULL
+#define MNT_ATTR_NOSUID       0x2ULL
+
+struct mnt_attr {
+	uint64_t attr_set;
+	uint64_t attr_clr;
+	uint64_t propagation;
+	uint64_t userns_fd;
+};
+
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#define SYS_move_mount 429
+#endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
 #endif
 
 /* The rights that change the file system: what the sandbox handles. */
@@ -160,9 +186,7 @@ sandbox_init(struct sandbox *sb, enum sandbox_mode mode,
 	     const char *workspace, const char *todo_path,
 	     struct ah_error *err)
 {
-	static const char *const defaults[] = {
-		".agent", ".git/hooks", ".git/config",
-	};
+	static const char *const defaults[] = { ".agent" };
 	size_t i;
 
 	memset(sb, 0, sizeof *sb);
@@ -186,7 +210,7 @@ sandbox_init(struct sandbox *sb, enum sandbox_mode mode,
 			return -1;
 	if (todo_path && sandbox_protect(sb, todo_path, err) < 0)
 		return -1;
-	return 0;
+	return sandbox_scan(sb, err);
 }
 
 int
@@ -195,7 +219,11 @@ sandbox_prepare(struct sandbox *sb, struct ah_error *err)
 	const char *base = getenv("TMPDIR");
 	char *t;
 
-	if (sb->mode == SANDBOX_OFF || sb->tmpdir)
+	if (sb->mode == SANDBOX_OFF)
+		return 0;
+	if (sandbox_scan(sb, err) < 0)
+		return -1;
+	if (sb->tmpdir)
 		return 0;
 	if (!base || *base != '/')
 		base = "/tmp";
@@ -239,6 +267,16 @@ remove_tree(int dfd, int depth)
 	closedir(d);
 }
 
+static void
+free_git(struct sandbox_git *g, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(g[i].path);
+	free(g);
+}
+
 void
 sandbox_free(struct sandbox *sb)
 {
@@ -256,8 +294,362 @@ sandbox_free(struct sandbox *sb)
 	for (i = 0; i < sb->nprotect; i++)
 		free(sb->protect[i]);
 	free(sb->protect);
+	free_git(sb->git, sb->ngit);
 	free(sb->workspace);
 	memset(sb, 0, sizeof *sb);
+}
+
+/* --- .git */
+
+/* A .git anywhere in the workspace runs its hooks and its configuration
+ * (core.fsmonitor, core.pager, ...) at the user's next git command there,
+ * outside the sandbox; so does a git directory a .git file points to.
+ * Every one that exists before a command is kept read-only to it; one the
+ * command creates is removed after it (sandbox_check_git). */
+
+#define WALK_DEPTH 256 /* directories deeper are not searched */
+
+static int beneath(const char *dir, const char *p);
+
+/* What goes before a line added to b: a newline, unless b is empty or
+ * ends with one. */
+static const char *
+sep(const struct buf *b)
+{
+	return b->len && b->data[b->len - 1] != '\n' ? "\n" : "";
+}
+
+static int
+is_git_name(const char *name)
+{
+	return !strcasecmp(name, ".git");
+}
+
+int
+sandbox_git_path(const char *rel)
+{
+	const char *p = rel, *end;
+	size_t n;
+
+	while (*p) {
+		end = strchr(p, '/');
+		n = end ? (size_t)(end - p) : strlen(p);
+		if (n == 4 && !strncasecmp(p, ".git", 4))
+			return 1;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return 0;
+}
+
+struct walk {
+	struct sandbox *sb;
+	struct sandbox_git *found; /* this walk's .git entries and targets */
+	size_t nfound;
+	int enforce;               /* remove the .git entries not in sb->git */
+	struct buf *report;
+	struct buf path;           /* the directory being read, absolute */
+	int nomem;
+};
+
+static int
+add_git(struct walk *w, const char *path, const struct stat *st, int kind)
+{
+	struct sandbox_git *more;
+	size_t i;
+
+	for (i = 0; i < w->nfound; i++)
+		if (!strcmp(w->found[i].path, path)) {
+			/* Found as a target first, then as an entry. */
+			if (kind != GIT_TARGET)
+				w->found[i].kind = kind;
+			return 0;
+		}
+	more = realloc(w->found, (w->nfound + 1) * sizeof *more);
+	if (!more)
+		return -1;
+	w->found = more;
+	more[w->nfound].path = strdup(path);
+	if (!more[w->nfound].path)
+		return -1;
+	more[w->nfound].dev = st->st_dev;
+	more[w->nfound].ino = st->st_ino;
+	more[w->nfound].kind = kind;
+	w->nfound++;
+	return 0;
+}
+
+/* The git directory path (resolved), when it lies in the workspace, and
+ * the common directory its commondir file names. */
+static int
+add_target(struct walk *w, const char *path, int depth)
+{
+	char *real = realpath(path, NULL), *cd = NULL, *next = NULL;
+	size_t len;
+	struct stat st;
+	int fd, rc = 0;
+
+	if (!real)
+		return errno == ENOMEM ? -1 : 0;
+	if ((strcmp(real, w->sb->workspace) && !beneath(w->sb->workspace,
+							real)) ||
+	    stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
+		goto out;
+	if (add_git(w, real, &st, GIT_TARGET) < 0) {
+		rc = -1;
+		goto out;
+	}
+	if (depth > 2 || asprintf(&cd, "%s/commondir", real) < 0)
+		goto out;
+	fd = open(cd, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+		  O_CLOEXEC);
+	free(cd);
+	cd = NULL;
+	if (fd < 0)
+		goto out;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		struct ah_error e = { 0 };
+
+		if (fd_read(fd, "commondir", 4096, &cd, &len, &e) < 0)
+			cd = NULL;
+	}
+	close(fd);
+	if (cd) {
+		cd[strcspn(cd, "\r\n")] = '\0';
+		if (*cd == '/')
+			next = strdup(cd);
+		else if (asprintf(&next, "%s/%s", real, cd) < 0)
+			next = NULL;
+		rc = next ? add_target(w, next, depth + 1) : -1;
+	}
+out:
+	free(next);
+	free(cd);
+	free(real);
+	return rc;
+}
+
+/* Renames the entry name of dfd to "name.refused-XXXXXX" (in aside). */
+static int
+move_aside(int dfd, const char *name, char *aside, size_t size)
+{
+	static const char set[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned char r[6];
+	size_t i, n;
+	int tries;
+
+	for (tries = 0; tries < 100; tries++) {
+		if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+			return -1;
+		n = (size_t)snprintf(aside, size, "%s.refused-", name);
+		for (i = 0; i < sizeof r && n + 1 < size; i++)
+			aside[n++] = set[r[i] % (sizeof set - 1)];
+		aside[n] = '\0';
+		if (renameat2(dfd, name, dfd, aside, RENAME_NOREPLACE) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return -1;
+	}
+	return -1;
+}
+
+/* The .git entry name of the directory dfd (w->path): recorded, and what
+ * it points to; or, when enforcing and it is new, removed. */
+static int
+found_git(struct walk *w, int dfd, const char *name)
+{
+	struct stat st;
+	size_t i, keep = w->path.len;
+	char *data = NULL, *target = NULL, aside[NAME_MAX + 1];
+	size_t len;
+	int fd, rc = -1, known = 0;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	if (buf_printf(&w->path, "/%s", name) < 0)
+		return -1;
+	for (i = 0; i < w->sb->ngit; i++)
+		if (w->sb->git[i].dev == st.st_dev &&
+		    w->sb->git[i].ino == st.st_ino &&
+		    !strcmp(w->sb->git[i].path, w->path.data))
+			known = 1;
+	if (w->enforce && !known) {
+		/* Created (or replaced) by the command: moved aside, under
+		 * a name git does not look for.  Never removed: what looks
+		 * new may be the user's, made visible by the command. */
+		if (move_aside(dfd, name, aside, sizeof aside) < 0)
+			aside[0] = '\0';
+		if (buf_printf(w->report, "%s[sandbox: '%s' was made by the "
+			       "command: a .git there would run its hooks and "
+			       "configuration at the user's next git command, "
+			       "outside the sandbox; %s%s%s]", sep(w->report),
+			       w->path.data + strlen(w->sb->workspace) +
+			       (strcmp(w->sb->workspace, "/") != 0),
+			       aside[0] ? "moved aside to '" :
+			       "MOVING IT ASIDE FAILED, remove it",
+			       aside, aside[0] ? "'" : "") < 0)
+			goto out;
+		rc = 0;
+		goto out;
+	}
+	if (add_git(w, w->path.data, &st, S_ISLNK(st.st_mode) ? GIT_LINK :
+		    GIT_ENTRY) < 0)
+		goto out;
+	if (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)) {
+		rc = add_target(w, w->path.data, 0);
+		goto out;
+	}
+	rc = 0;
+	if (!S_ISREG(st.st_mode))
+		goto out;
+	/* A .git file: "gitdir: PATH", relative to its directory. */
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+		    O_CLOEXEC);
+	if (fd < 0)
+		goto out;
+	{
+		struct ah_error e = { 0 };
+
+		if (fd_read(fd, ".git", 4096, &data, &len, &e) < 0)
+			data = NULL;
+	}
+	close(fd);
+	if (!data || strncmp(data, "gitdir:", 7))
+		goto out;
+	data[strcspn(data, "\r\n")] = '\0';
+	name = data + 7 + strspn(data + 7, " \t");
+	w->path.len = keep;
+	w->path.data[keep] = '\0';
+	if (*name == '/')
+		target = strdup(name);
+	else if (asprintf(&target, "%s/%s", w->path.data, name) < 0)
+		target = NULL;
+	rc = target ? add_target(w, target, 0) : -1;
+out:
+	w->path.len = keep;
+	w->path.data[keep] = '\0';
+	free(data);
+	free(target);
+	return rc;
+}
+
+/* Reads the directory dfd (closed here), w->path, and those beneath. */
+static int
+walk_dir(struct walk *w, int dfd, int depth)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *e;
+	struct stat st;
+	size_t keep = w->path.len;
+	int fd, isdir, rc = 0;
+
+	if (!d) {
+		close(dfd);
+		return 0;
+	}
+	while (!rc && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (is_git_name(e->d_name)) {
+			rc = found_git(w, dirfd(d), e->d_name);
+			continue;
+		}
+		isdir = e->d_type == DT_DIR ||
+			(e->d_type == DT_UNKNOWN &&
+			 !fstatat(dirfd(d), e->d_name, &st,
+				  AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode));
+		if (!isdir || depth >= WALK_DEPTH)
+			continue;
+		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0 && errno == EACCES && w->enforce &&
+		    !fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+		    st.st_uid == geteuid() &&
+		    st.st_ctim.tv_sec + 1 >= w->sb->scanned.tv_sec) {
+			/* Made unreadable by the command, perhaps to hide a
+			 * .git: readable again, and searched. */
+			fchmodat(dirfd(d), e->d_name, (st.st_mode & 07777) |
+				 0700, 0);
+			fd = openat(dirfd(d), e->d_name, O_RDONLY |
+				    O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+				    O_CLOEXEC);
+		}
+		if (fd < 0)
+			continue;
+		if (buf_printf(&w->path, "/%s", e->d_name) < 0) {
+			close(fd);
+			rc = -1;
+			break;
+		}
+		rc = walk_dir(w, fd, depth + 1);
+		w->path.len = keep;
+		w->path.data[keep] = '\0';
+	}
+	closedir(d);
+	return rc;
+}
+
+/* One walk of the workspace; the .git entries and targets found replace
+ * sb->git. */
+static int
+walk(struct sandbox *sb, int enforce, struct buf *report)
+{
+	struct walk w = { 0 };
+	struct timespec now;
+	int fd, rc;
+
+	w.sb = sb;
+	w.enforce = enforce;
+	w.report = report;
+	w.path = (struct buf)BUF_INIT(0);
+	clock_gettime(CLOCK_REALTIME, &now);
+	fd = open(sb->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (buf_printf(&w.path, "%s", strcmp(sb->workspace, "/") ?
+		       sb->workspace : "") < 0) {
+		close(fd);
+		return -1;
+	}
+	rc = walk_dir(&w, fd, 0);
+	buf_free(&w.path);
+	if (rc < 0) {
+		free_git(w.found, w.nfound);
+		errno = ENOMEM;
+		return -1;
+	}
+	free_git(sb->git, sb->ngit);
+	sb->git = w.found;
+	sb->ngit = w.nfound;
+	sb->scanned = now;
+	return 0;
+}
+
+int
+sandbox_scan(struct sandbox *sb, struct ah_error *err)
+{
+	if (sb->mode != SANDBOX_WORKSPACE_WRITE || sb->git_writable)
+		return 0;
+	if (walk(sb, 0, NULL) < 0)
+		return ah_fail_errno(err, errno, "cannot search '%s' for .git",
+				     sb->workspace);
+	return 0;
+}
+
+int
+sandbox_check_git(struct sandbox *sb, struct buf *report)
+{
+	if (sb->mode != SANDBOX_WORKSPACE_WRITE || sb->git_writable)
+		return 0;
+	if (walk(sb, 1, report) < 0) {
+		if (errno == ENOMEM)
+			return -1;
+		return buf_printf(report, "%s[sandbox: cannot search the "
+				  "working directory for a new .git: %s]",
+				  sep(report), strerror(errno));
+	}
+	return 0;
 }
 
 /* --- the mount namespace */
@@ -324,33 +716,88 @@ own_namespace(struct ah_error *err)
 	return 0;
 }
 
-/* Mounts p on itself, read-only or not.  A remount must repeat the flags
- * that a less privileged namespace may not clear. */
+/* Mounts p on itself, with what is mounted beneath it; read-only, all of
+ * it, or not. */
 static int
 bind_self(const char *p, int rdonly, struct ah_error *err)
 {
-	static const struct { unsigned long st, ms; } keep[] = {
-		{ ST_NOSUID, MS_NOSUID }, { ST_NODEV, MS_NODEV },
-		{ ST_NOEXEC, MS_NOEXEC }, { ST_NOATIME, MS_NOATIME },
-		{ ST_NODIRATIME, MS_NODIRATIME }, { ST_RELATIME, MS_RELATIME },
-	};
-	unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY;
-	struct statvfs sv;
-	size_t i;
+	struct mnt_attr ro = { MNT_ATTR_RDONLY, 0, 0, 0 };
 
 	if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0)
 		return ah_fail_errno(err, errno, "cannot bind-mount '%s'", p);
-	if (!rdonly)
-		return 0;
-	if (statvfs(p, &sv) < 0)
-		return ah_fail_errno(err, errno, "cannot stat '%s'", p);
-	for (i = 0; i < sizeof keep / sizeof *keep; i++)
-		if (sv.f_flag & keep[i].st)
-			flags |= keep[i].ms;
-	if (mount(NULL, p, NULL, flags, NULL) < 0)
+	if (rdonly && syscall(SYS_mount_setattr, AT_FDCWD, p,
+			      MNT_AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, &ro,
+			      sizeof ro) < 0)
 		return ah_fail_errno(err, errno, "cannot make '%s' read-only",
 				     p);
 	return 0;
+}
+
+/* Makes every mount read-only but the write roots (the workspace in
+ * workspace-write mode, the private temporary directory), which stay
+ * writable and become nosuid.  Landlock refuses to create, write, remove
+ * and rename outside the write roots, but not to change what is already
+ * there: chmod, chown, utimes, setxattr (and truncate below Landlock ABI
+ * 3).  A read-only mount refuses them all; device nodes (/dev/null, a
+ * terminal) stay writable on it.  Each write root is copied (open_tree)
+ * before / is made read-only, and the copy, made nosuid, is mounted back
+ * on it. */
+static int
+read_only_but_roots(const struct sandbox *sb, struct ah_error *err)
+{
+	struct mnt_attr ro = { MNT_ATTR_RDONLY, 0, 0, 0 };
+	struct mnt_attr nosuid = { MNT_ATTR_NOSUID, 0, 0, 0 };
+	const char *roots[2], *t;
+	int fds[2] = { -1, -1 }, rc = -1;
+	size_t n = 0, i;
+
+	if (sb->mode == SANDBOX_WORKSPACE_WRITE)
+		roots[n++] = sb->workspace;
+	if (sb->tmpdir)
+		roots[n++] = sb->tmpdir;
+	/* The outer one first: the temporary directory may lie inside the
+	 * workspace. */
+	if (n == 2 && strlen(roots[1]) < strlen(roots[0])) {
+		t = roots[0];
+		roots[0] = roots[1];
+		roots[1] = t;
+	}
+	for (i = 0; i < n; i++) {
+		fds[i] = (int)syscall(SYS_open_tree, AT_FDCWD, roots[i],
+				      MNT_OPEN_TREE_CLONE | MNT_AT_RECURSIVE |
+				      O_CLOEXEC);
+		if (fds[i] < 0) {
+			ah_fail_errno(err, errno, "cannot copy the mount of "
+				      "'%s'", roots[i]);
+			goto out;
+		}
+	}
+	if (syscall(SYS_mount_setattr, AT_FDCWD, "/", MNT_AT_RECURSIVE, &ro,
+		    sizeof ro) < 0) {
+		ah_fail_errno(err, errno, "cannot make the file system "
+			      "read-only");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		if (syscall(SYS_mount_setattr, fds[i], "", AT_EMPTY_PATH |
+			    MNT_AT_RECURSIVE, &nosuid, sizeof nosuid) < 0) {
+			ah_fail_errno(err, errno, "cannot make '%s' nosuid",
+				      roots[i]);
+			goto out;
+		}
+		if (syscall(SYS_move_mount, fds[i], "", AT_FDCWD, roots[i],
+			    MNT_MOVE_F_EMPTY_PATH) < 0) {
+			ah_fail_errno(err, errno, "cannot mount '%s' writable "
+				      "again", roots[i]);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	for (i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return rc;
 }
 
 /* Makes the existing protected paths read-only bind mounts, and every
@@ -360,20 +807,19 @@ static int
 protect_paths(const struct sandbox *sb, struct ah_error *err)
 {
 	struct stat st;
-	char *done[64], *a, *slash;
+	char **done = NULL, **more, *a, *slash;
+	const char *p;
 	size_t i, j, ndone = 0, n = strlen(sb->workspace);
-	int rc = -1, any = 0;
+	int rc = -1;
 
-	for (i = 0; i < sb->nprotect; i++)
-		if (lstat(sb->protect[i], &st) == 0)
-			any = 1;
-	if (!any)
-		return 0;
-	if (own_namespace(err) < 0)
-		return -1;
-	for (i = 0; i < sb->nprotect; i++) {
-		const char *p = sb->protect[i];
-
+	for (i = 0; i < sb->nprotect + sb->ngit; i++) {
+		if (i < sb->nprotect)
+			p = sb->protect[i];
+		else if (sb->git_writable ||
+			 sb->git[i - sb->nprotect].kind == GIT_LINK)
+			continue; /* its target is in the list */
+		else
+			p = sb->git[i - sb->nprotect].path;
 		if (lstat(p, &st) < 0) {
 			if (errno == ENOENT || errno == ENOTDIR)
 				continue;
@@ -386,19 +832,23 @@ protect_paths(const struct sandbox *sb, struct ah_error *err)
 			goto out;
 		}
 		/* The ancestors inside the workspace, outermost first. */
-		for (slash = strchr(p + n + 1, '/');
-		     beneath(sb->workspace, p) && slash;
-		     slash = strchr(slash + 1, '/')) {
+		for (slash = beneath(sb->workspace, p) ?
+			     strchr(p + n + 1, '/') : NULL;
+		     slash; slash = strchr(slash + 1, '/')) {
+			for (j = 0; j < ndone &&
+			     (strncmp(done[j], p, (size_t)(slash - p)) ||
+			      done[j][slash - p]); j++)
+				;
+			if (j < ndone)
+				continue;
+			more = realloc(done, (ndone + 1) * sizeof *done);
 			a = strndup(p, (size_t)(slash - p));
-			if (!a) {
+			if (more)
+				done = more;
+			if (!more || !a) {
+				free(a);
 				ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
 				goto out;
-			}
-			for (j = 0; j < ndone && strcmp(done[j], a); j++)
-				;
-			if (j < ndone || ndone == 64) {
-				free(a);
-				continue;
 			}
 			done[ndone++] = a;
 			if (lstat(a, &st) < 0 || S_ISLNK(st.st_mode)) {
@@ -417,6 +867,30 @@ protect_paths(const struct sandbox *sb, struct ah_error *err)
 out:
 	for (j = 0; j < ndone; j++)
 		free(done[j]);
+	free(done);
+	return rc;
+}
+
+/* The mount namespace of a command: all read-only but the write roots,
+ * and in those the protected paths.  The working directory is looked up
+ * again, on the new mounts. */
+static int
+confine_mounts(const struct sandbox *sb, struct ah_error *err)
+{
+	char *cwd;
+	int rc;
+
+	if (own_namespace(err) < 0 || read_only_but_roots(sb, err) < 0 ||
+	    (sb->mode == SANDBOX_WORKSPACE_WRITE && protect_paths(sb, err) < 0))
+		return -1;
+	cwd = getcwd(NULL, 0);
+	if (!cwd)
+		return ah_fail_errno(err, errno, "cannot find the working "
+				     "directory");
+	rc = chdir(cwd);
+	if (rc < 0)
+		ah_fail_errno(err, errno, "cannot change to '%s'", cwd);
+	free(cwd);
 	return rc;
 }
 
@@ -577,7 +1051,7 @@ sandbox_enter(const struct sandbox *sb, struct ah_error *err)
 {
 	if (sb->mode == SANDBOX_OFF)
 		return 0;
-	if (sb->mode == SANDBOX_WORKSPACE_WRITE && protect_paths(sb, err) < 0)
+	if (confine_mounts(sb, err) < 0)
 		return -1;
 	if (drop_capabilities(err) < 0)
 		return -1;
@@ -635,14 +1109,35 @@ hits(const struct guard *g, const struct stat *dir, const char *name,
 	       same(&g->parent, dir);
 }
 
+/* Is the open directory dirfd, as the kernel names it, in a .git of the
+ * workspace?  1 if so, 0 if not, -1 with errno set. */
+static int
+in_git(const struct sandbox *sb, int dirfd)
+{
+	char link[64], real[PATH_MAX];
+	size_t n = strlen(sb->workspace);
+	ssize_t len;
+
+	snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+	len = readlink(link, real, sizeof real - 1);
+	if (len < 0)
+		return -1;
+	real[len] = '\0';
+	if (!strcmp(sb->workspace, "/"))
+		n = 0;
+	if (strncmp(real, sb->workspace, n) || (real[n] && real[n] != '/'))
+		return 0;
+	return sandbox_git_path(real + n);
+}
+
 int
 sandbox_may_write(const struct sandbox *sb, int dirfd, const char *name,
 		  char *msg, size_t size)
 {
 	struct stat ws, dir, entry, *ep = NULL;
 	struct guard *g;
-	size_t i;
-	int fd, next, depth, rc = 0;
+	size_t i, n;
+	int fd, next, depth, r, rc = 0;
 
 	if (sb->mode == SANDBOX_OFF)
 		return 0;
@@ -651,13 +1146,31 @@ sandbox_may_write(const struct sandbox *sb, int dirfd, const char *name,
 			 "--sandbox read-only)");
 		return 1;
 	}
+	if (sb->git_writable)
+		goto guards;
+	if (is_git_name(name)) {
+		snprintf(msg, size, "a .git is kept read-only by the sandbox, "
+			 "and none may be created: git would run its hooks and "
+			 "configuration outside the sandbox");
+		return 1;
+	}
+	r = in_git(sb, dirfd);
+	if (r) {
+		if (r > 0)
+			snprintf(msg, size, "what is in a .git is kept read-only "
+				 "by the sandbox");
+		return r;
+	}
+guards:
 	if (stat(sb->workspace, &ws) < 0)
 		return -1;
-	g = calloc(sb->nprotect ? sb->nprotect : 1, sizeof *g);
+	n = sb->nprotect + (sb->git_writable ? 0 : sb->ngit);
+	g = calloc(n ? n : 1, sizeof *g);
 	if (!g)
 		return -1;
-	for (i = 0; i < sb->nprotect; i++)
-		if (look_up(sb->protect[i], &g[i]) < 0) {
+	for (i = 0; i < n; i++)
+		if (look_up(i < sb->nprotect ? sb->protect[i] :
+			    sb->git[i - sb->nprotect].path, &g[i]) < 0) {
 			free(g);
 			errno = ENOMEM;
 			return -1;
@@ -671,11 +1184,13 @@ sandbox_may_write(const struct sandbox *sb, int dirfd, const char *name,
 			rc = -1;
 			break;
 		}
-		for (i = 0; i < sb->nprotect; i++)
+		for (i = 0; i < n; i++)
 			if (hits(&g[i], &dir, depth ? NULL : name,
 				 depth ? NULL : ep)) {
 				snprintf(msg, size, "'%s' is kept read-only by "
-					 "the sandbox", sb->protect[i]);
+					 "the sandbox", i < sb->nprotect ?
+					 sb->protect[i] :
+					 sb->git[i - sb->nprotect].path);
 				rc = 1;
 				break;
 			}

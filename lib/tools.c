@@ -214,6 +214,9 @@ tool_bash(const struct tool_ctx *ctx, const cJSON *args, char **res)
 		rc = buf_printf(&b, "%s[background processes still holding "
 				"the output were killed]",
 				b.len && b.data[b.len - 1] != '\n' ? "\n" : "");
+	/* Every process of the command is gone: a .git it made goes too. */
+	if (!rc && o.sandbox)
+		rc = sandbox_check_git(ctx->sandbox, &b);
 	free(r.output);
 	if (rc) {
 		buf_free(&b);
@@ -465,6 +468,13 @@ guard(const struct tool_ctx *ctx, const char *tool, const char *path,
 
 	if (!ctx->sandbox || ctx->sandbox->mode == SANDBOX_OFF)
 		return TOOL_OK;
+	/* Before a directory is made: no .git, nor a path through one. */
+	if (ctx->sandbox->mode == SANDBOX_WORKSPACE_WRITE &&
+	    !ctx->sandbox->git_writable && sandbox_git_path(rel))
+		return answer(res, TOOL_ERROR, "Error: %s: '%s': a .git is kept "
+			      "read-only by the sandbox, and none may be "
+			      "created: git would run its hooks and "
+			      "configuration outside the sandbox.", tool, path);
 	d = strdup(rel);
 	if (!d)
 		return -1;

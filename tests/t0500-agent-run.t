@@ -285,7 +285,7 @@ test_expect_success 'the sandbox: commands cannot touch the session, --sandbox o
 	test "$(cat rules.json)" = "{}" && test "$(cat w/inside)" = here &&
 	jq -s -r "map(select(.role == \"tool\"))[0].content" w/.agent/transcript.jsonl >result &&
 	test_contains result ".agent/transcript.jsonl: Read-only file system" &&
-	test_contains result "../outside: Permission denied" &&
+	test_grep -E "[.][.]/outside: (Permission denied|Read-only file system)" result &&
 	stop_models && start_model script && mkdir v &&
 	agent-run -y -C v --sandbox off "try" >answer 2>progress &&
 	test -e outside &&
