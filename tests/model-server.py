@@ -13,6 +13,9 @@ POST .../chat/completions with the next entry of a script (JSON Lines):
   {"raw": "body text", "status": 200}         a body sent as it is
   {"raw": "...", "latin1": true}              its characters sent as bytes
   {"delay": 0.5, ...}                         wait first (seconds)
+  {"usage": {...}, ...}                       this usage object instead of
+                                              the made-up one (a hostile
+                                              server's, for instance)
   {"hang": true}                              accept, never answer
   {"repeat": true, ...}                       this entry answers every
                                               request from now on
@@ -103,8 +106,14 @@ def completion(entry, n, model):
             "created": int(time.time()), "model": model,
             "choices": [{"index": 0, "message": msg,
                          "finish_reason": finish}],
-            "usage": {"prompt_tokens": 10 * n, "completion_tokens": 5,
-                      "total_tokens": 10 * n + 5}}
+            "usage": usage_of(entry, n)}
+
+
+def usage_of(entry, n):
+    if "usage" in entry:
+        return entry["usage"]
+    return {"prompt_tokens": 10 * n, "completion_tokens": 5,
+            "total_tokens": 10 * n + 5}
 
 
 def pieces(s, k):
@@ -150,8 +159,7 @@ def stream_events(entry, n, model):
     events.append(chunk({}, finish))
     usage = dict(base)
     usage["choices"] = []
-    usage["usage"] = {"prompt_tokens": 10 * n, "completion_tokens": 5,
-                      "total_tokens": 10 * n + 5}
+    usage["usage"] = usage_of(entry, n)
     events.append(usage)
     return events
 
