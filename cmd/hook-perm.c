@@ -393,6 +393,14 @@ ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
 		     "with a rule in .agent/policy.json, or run with --yes");
 		return DECIDE_DENY;
 	}
+	/* caught from before the question shows (a signal ignored until
+	 * now, as in agent-run's stages, would leave it waiting); no
+	 * SA_RESTART: a read under way returns */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_ask_signal;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &old[i]);
 	fprintf(tty, "\n%s: %s wants to %s:\n    ", progname, tool,
 		!strcmp(tool, "bash") ? "run" : "act on");
 	if (cJSON_IsString(g))
@@ -405,12 +413,6 @@ ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
 	fprintf(tty, "\n  (rule '%s': %s)\nAllow? [y]es, [n]o, [a]lways: ",
 		v->rule, v->reason);
 	fflush(tty);
-	/* no SA_RESTART: a read under way returns */
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_ask_signal;
-	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < 3; i++)
-		sigaction(sigs[i], &sa, &old[i]);
 	got = wait_answer(tty) == 0 && fgets(answer, sizeof answer, tty);
 	for (i = 0; i < 3; i++)
 		sigaction(sigs[i], &old[i], NULL);
