@@ -70,7 +70,12 @@ gone() { ! kill -0 "$1" 2>/dev/null || test "$(ps -o stat= -p "$1")" = Z; }
 lock_holders() {
 	lh_lock_=$(pwd -P)/w/.agent/lock
 	for p in $(pgrep -s "$1"); do
-		ls -l "/proc/$p/fd" 2>/dev/null | grep -q -F -e "-> $lh_lock_" && echo "$p"
+		for fd in "/proc/$p/fd/"*; do
+			[ "$(readlink "$fd" 2>/dev/null)" = "$lh_lock_" ] && {
+				echo "$p"
+				break
+			}
+		done
 	done
 	:
 }
