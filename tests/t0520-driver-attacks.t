@@ -92,8 +92,10 @@ test_expect_success 'a kill between the system prompt and the task leaves nothin
 	exec "$real" "\$@"
 	EOF
 	chmod +x fake/hook-audit &&
-	test_expect_code 137 env PATH="$PWD/fake:$PATH" agent-run -y -C w "the task" 2>err &&
-	wait_until 5 flock -n w/.agent/lock true &&
+	{ PATH="$PWD/fake:$PATH" setsid agent-run -y -C w "the task" 2>err & pid=$!; } &&
+	test_when_finished "kill_session $pid" &&
+	test_expect_code 137 wait $pid &&
+	wait_until 5 session_empty $pid &&
 	test -z "$(ls -A w/.agent | grep transcript-new)" &&
 	test_must_fail 1 agent-run -y --resume -C w >answer 2>err &&
 	test_contains err "nothing to resume" &&
