@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,9 @@ static const char usage[] =
 	"ask prompts on /dev/tty: yes once, no, or always (a rule added to the\n"
 	"policy file).  Without a terminal, ask is deny.\n"
 	"\n"
-	"Exit status: 0 done, 2 usage, 3 I/O error, 4 bad policy, 5 bad input.\n";
+	"Exit status: 0 done, 2 usage, 3 I/O error, 4 bad policy, 5 bad input,\n"
+	"128+N a signal N came while asking: the message went on with all its\n"
+	"calls denied.\n";
 
 enum { ES_POLICY = 4 };
 
@@ -422,17 +425,52 @@ out:
 	return rc;
 }
 
+/* A signal (SIGINT, SIGTERM, SIGHUP) that came while asking: the
+ * question is abandoned as a denial, no other is asked, every call of
+ * the message is denied, and it goes on before we stop, so that each call
+ * still gets its result downstream. */
+static volatile sig_atomic_t ask_signal;
+
+static void
+on_ask_signal(int sig)
+{
+	ask_signal = sig;
+}
+
+/* Waits for a line on the terminal, or a signal; 0 when a line is
+ * there.  Polls, so that a signal coming just before the wait is seen
+ * within 200 ms. */
+static int
+wait_answer(FILE *tty)
+{
+	struct pollfd p = { .fd = fileno(tty), .events = POLLIN };
+	int n;
+
+	while (!ask_signal) {
+		n = poll(&p, 1, 200);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return -1;
+	}
+	return -1;
+}
+
 /* Asks at the terminal.  Returns the decision, with its reason. */
 static int
 ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
 {
 	const char *key = gist_key(tool);
 	const cJSON *g = key ? cJSON_GetObjectItemCaseSensitive(args, key) : NULL;
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa, old[3];
 	char answer[64], *text = NULL;
 	struct ah_error err = { 0 };
 	FILE *tty;
-	int fd;
+	int fd, i, got;
 
+	if (ask_signal)
+		goto interrupted;
 	fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
 	tty = fd >= 0 ? fdopen(fd, "r+") : NULL;
 	if (!tty) {
@@ -442,6 +480,14 @@ ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
 		     "with a rule in .agent/policy.json, or run with --yes");
 		return DECIDE_DENY;
 	}
+	/* caught from before the question shows (a signal ignored until
+	 * now, as in agent-run's stages, would leave it waiting); no
+	 * SA_RESTART: a read under way returns */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_ask_signal;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &old[i]);
 	/* every text shown comes from the model or the policy: the tool's
 	 * name, the rule's name and reason too go through show() */
 	fprintf(tty, "\n%s: ", progname);
@@ -464,9 +510,16 @@ ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
 	 * cannot answer it */
 	tcflush(fd, TCIFLUSH);
 	fflush(tty);
-	if (!fgets(answer, sizeof answer, tty))
+	got = wait_answer(tty) == 0 && fgets(answer, sizeof answer, tty);
+	for (i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	if (!got)
 		answer[0] = '\0';
+	if (ask_signal)
+		fputs("\n", tty);
 	fclose(tty);
+	if (ask_signal)
+		goto interrupted;
 	if (answer[0] == 'y' || answer[0] == 'Y') {
 		note(v, "approved at the terminal");
 		return DECIDE_ALLOW;
@@ -482,6 +535,36 @@ ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
 	}
 	note(v, "refused at the terminal");
 	return DECIDE_DENY;
+interrupted:
+	{
+		char why[96];
+
+		snprintf(why, sizeof why, "interrupted by signal %d while asking "
+			 "at the terminal", (int)ask_signal);
+		note(v, why);
+	}
+	return DECIDE_DENY;
+}
+
+/* After a signal while asking: every call of the message is denied,
+ * also those a rule allowed. */
+static int
+deny_all(cJSON *tc)
+{
+	cJSON *call, *perm;
+	char why[96];
+
+	snprintf(why, sizeof why, "interrupted by signal %d while asking at "
+		 "the terminal; not run", (int)ask_signal);
+	cJSON_ArrayForEach(call, tc) {
+		cJSON_DeleteItemFromObjectCaseSensitive(call, "permission");
+		perm = cJSON_AddObjectToObject(call, "permission");
+		if (!perm || !cJSON_AddStringToObject(perm, "decision", "deny") ||
+		    !cJSON_AddStringToObject(perm, "reason", why) ||
+		    !cJSON_AddStringToObject(perm, "rule", "interrupted"))
+			return -1;
+	}
+	return 0;
 }
 
 /* Decides one call and writes the decision into it. */
@@ -770,6 +853,14 @@ main(int argc, char **argv)
 		cJSON_ArrayForEach(call, tc)
 			if (decide(&pm, call, &err) < 0)
 				break;
+		if (!call && ask_signal &&
+		    deny_all(cJSON_GetObjectItemCaseSensitive(msg,
+							    "tool_calls")) < 0) {
+			cli_warn("out of memory");
+			cJSON_Delete(msg);
+			rc = ES_IO;
+			break;
+		}
 		if (call) {
 			cli_report(&err);
 			cJSON_Delete(msg);
@@ -789,6 +880,13 @@ main(int argc, char **argv)
 		free(s);
 		if (c) {
 			rc = ES_IO;
+			break;
+		}
+		if (ask_signal) {
+			/* the message went on, denied: now we stop */
+			rc = 128 + (int)ask_signal;
+			cli_warn("interrupted by signal %d while asking: the "
+				 "calls were denied", (int)ask_signal);
 			break;
 		}
 	}

@@ -14,6 +14,9 @@ POST .../chat/completions with the next entry of a script (JSON Lines):
   {"raw": "...", "latin1": true}              its characters sent as bytes
   {"raw": "...", "ctype": "text/event-stream"} under that Content-Type
   {"delay": 0.5, ...}                         wait first (seconds)
+  {"usage": {...}, ...}                       this usage object instead of
+                                              the made-up one (a hostile
+                                              server's, for instance)
   {"hang": true}                              accept, never answer
   {"repeat": true, ...}                       this entry answers every
                                               request from now on
@@ -155,8 +158,14 @@ def completion(entry, n, model):
             "created": int(time.time()), "model": model,
             "choices": [{"index": 0, "message": msg,
                          "finish_reason": finish}],
-            "usage": {"prompt_tokens": prompt_tokens(n), "completion_tokens": 5,
-                      "total_tokens": prompt_tokens(n) + 5}}
+            "usage": usage_of(entry, n)}
+
+
+def usage_of(entry, n):
+    if "usage" in entry:
+        return entry["usage"]
+    return {"prompt_tokens": prompt_tokens(n), "completion_tokens": 5,
+            "total_tokens": prompt_tokens(n) + 5}
 
 
 def pieces(s, k):
@@ -202,8 +211,7 @@ def stream_events(entry, n, model):
     events.append(chunk({}, finish))
     usage = dict(base)
     usage["choices"] = []
-    usage["usage"] = {"prompt_tokens": prompt_tokens(n), "completion_tokens": 5,
-                      "total_tokens": prompt_tokens(n) + 5}
+    usage["usage"] = usage_of(entry, n)
     events.append(usage)
     return events
 
