@@ -543,7 +543,7 @@ void sandbox_free(struct sandbox *sb);
 /* Confines the calling process, for good: a mount namespace that keeps the
  * protected paths read-only, all capabilities dropped, no_new_privs,
  * Landlock write roots, and a seccomp filter (no inet sockets unless
- * sb->network, no io_uring).  Meant for a child between fork and exec;
+ * sb->network, no io_uring, no ioctl TIOCSTI or TIOCLINUX).  Meant for a child between fork and exec;
  * sets TMPDIR.  On failure the process is in an unknown state and must
  * not run the command. */
 int sandbox_enter(const struct sandbox *sb, struct ah_error *err);

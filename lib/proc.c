@@ -471,7 +471,7 @@ proc_limits_free(struct proc_limits *l)
 	l->prepared = l->by_cgroup = 0;
 }
 
-/* How many processes descend from pid, counting up to max + 1: the
+/* How many processes descend from pid, counting up to about max: the
  * supervisor's check where no cgroup counts them.  Orphans of the PID
  * namespace are reparented to its init, so the tree holds them all. */
 static long
@@ -661,8 +661,8 @@ supervisor(const struct proc_opts *o, int pidns, int userns, uid_t uid,
 		set_limit(RLIMIT_FSIZE, l->file_size);
 		/* Per call only in a user namespace of our own: elsewhere
 		 * it would count every process of the user. */
-		if (userns)
-			set_limit(RLIMIT_NPROC, l->procs);
+		if (userns && l->procs)
+			set_limit(RLIMIT_NPROC, l->procs + 1); /* and us */
 		if (!(l->by_cgroup & PROC_LIMIT_MEMORY))
 			set_limit(RLIMIT_DATA, l->memory);
 	}
@@ -861,7 +861,7 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 			check_at = t + 0.1;
 			if (l->by_cgroup & PROC_LIMIT_PROCS ?
 			    pids_hits(l) > pids0 :
-			    count_tree(pid, l->procs) > l->procs) {
+			    count_tree(pid, l->procs) >= l->procs) {
 				r->limit |= PROC_LIMIT_PROCS;
 				break;
 			}
