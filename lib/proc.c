@@ -512,21 +512,50 @@ count_tree(pid_t pid, long max)
 
 /* --- the supervisor and the command */
 
-/* Closes every descriptor from lo up; close_range where the kernel has
+/* Closes the descriptors from lo to hi; close_range where the kernel has
  * it, else one by one up to the limit. */
 static void
-close_from(int lo)
+close_between(int lo, unsigned hi)
 {
 	struct rlimit rl;
 	long fd, max = 65536;
 
-	if (syscall(SYS_close_range, (unsigned)lo, ~0U, 0) == 0)
+	if (lo < 0 || (unsigned)lo > hi)
+		return;
+	if (syscall(SYS_close_range, (unsigned)lo, hi, 0) == 0)
 		return;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
 	    rl.rlim_cur < (rlim_t)1 << 20)
 		max = (long)rl.rlim_cur;
-	for (fd = lo; fd < max; fd++)
+	for (fd = lo; fd < max && (unsigned long)fd <= hi; fd++)
 		close((int)fd);
+}
+
+static void
+close_from(int lo)
+{
+	close_between(lo, ~0U);
+}
+
+/* Closes every descriptor above 2 but the n in keep. */
+static void
+close_except(int *keep, int n)
+{
+	int i, j, t, lo = 3;
+
+	for (i = 1; i < n; i++) /* a few: insertion sort */
+		for (j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (i = 0; i < n; i++) {
+		if (keep[i] < lo)
+			continue;
+		close_between(lo, (unsigned)keep[i] - 1);
+		lo = keep[i] + 1;
+	}
+	close_from(lo);
 }
 
 /* Moves fd to at least 'to', close-on-exec; returns the new number. */
@@ -628,9 +657,16 @@ supervisor(const struct proc_opts *o, int pidns, int userns, uid_t uid,
 	const struct proc_limits *l = o->limits;
 	char map[64], c;
 	pid_t shell, w;
-	int st;
+	int st, keep[4];
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* Not even the supervisor holds what the caller left open (a lock
+	 * must not outlive its holder through us). */
+	keep[0] = out;
+	keep[1] = errfd;
+	keep[2] = statfd;
+	keep[3] = go;
+	close_except(keep, 4);
 	if (setsid() < 0) {
 		dprintf(errfd, "cannot start a new session: %s",
 			strerror(errno));
@@ -677,7 +713,6 @@ supervisor(const struct proc_opts *o, int pidns, int userns, uid_t uid,
 	}
 	close(out);
 	close(errfd);
-	close_from(statfd + 1);
 	for (;;) {
 		w = waitpid(-1, &st, 0);
 		if (w == shell) {
