@@ -142,9 +142,9 @@ test_expect_success 'terminal: a command runs in a session of its own, without a
 	test_cmp expect ttynr
 '
 
-test_expect_success 'environment: the model key and other secrets never reach a command; the allow-list and --pass-env do' '
+test_expect_success 'environment: the model key and other secrets never reach a command, nor can it read them in /proc; the allow-list and --pass-env do' '
 	mkdir ws &&
-	bash_msg "env" >in &&
+	bash_msg "env; for p in /proc/[0-9]*; do tr \"\\\\0\" \"\\\\n\" <\$p/environ; done 2>/dev/null | grep -a -e AGENT_API_KEY -e OPENAI_API_KEY; echo end" >in &&
 	AGENT_API_KEY=sk-agent-secret OPENAI_API_KEY=sk-openai-secret \
 	AWS_SECRET_ACCESS_KEY=aws-secret GITHUB_TOKEN=ghp-secret \
 	SSH_AUTH_SOCK=/tmp/agent.sock DB_PASSWORD=pw-secret \
@@ -160,7 +160,8 @@ test_expect_success 'environment: the model key and other secrets never reach a 
 	test_grep "^PATH=" actual &&
 	test_grep "^HOME=" actual &&
 	test_grep "^LC_TIME=C$" actual &&
-	test_grep "^LANG=C.UTF-8$" actual
+	test_grep "^LANG=C.UTF-8$" actual &&
+	test_grep "^end$" actual
 '
 
 test_expect_success 'environment: --pass-env and AGENT_PASS_ENV refuse a name that looks like a secret' '
