@@ -244,7 +244,7 @@ size_arg(const char *what, const char *s, long long *out)
 	char *end;
 	double v;
 
-	if (!s)
+	if (!s || !*s)
 		return 0;
 	errno = 0;
 	v = strtod(s, &end);
