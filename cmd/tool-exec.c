@@ -39,6 +39,15 @@ static const char usage[] =
 	"      --protect PATH    keep PATH read-only in the sandbox, besides\n"
 	"                        .agent, todo.json, every .git (and the git\n"
 	"                        directories they point to) and $AGENT_POLICY\n"
+	"      --pass-env NAME   give commands the variable NAME too (also\n"
+	"                        $AGENT_PASS_ENV, names separated by commas);\n"
+	"                        names that look like secrets are refused\n"
+	"      --max-procs N     bash: processes at once in one call (512;\n"
+	"                        $AGENT_MAX_PROCS; 0 for no limit)\n"
+	"      --max-memory SIZE bash: memory of one call (4G;\n"
+	"                        $AGENT_MAX_MEMORY; 0 for no limit)\n"
+	"      --max-file-size SIZE  bash: the largest file a command may\n"
+	"                        write (1G; $AGENT_MAX_FILE_SIZE; 0 for none)\n"
 	"      --batch           act only at end of input, not as lines arrive\n"
 	"      --interrupted     run nothing: answer each pending call as\n"
 	"                        interrupted, side effects unknown (a repair)\n"
@@ -97,6 +106,7 @@ run_call(const struct tool_ctx *ctx, const cJSON *call, int yes, char **res)
 }
 
 static int interrupted_mode, verbose;
+static const struct proc_limits *limits_seen;
 
 /* The gist of a call for a person watching: the command, the path, or
  * the number of todos. */
@@ -190,6 +200,11 @@ answer_pending(const struct tool_ctx *ctx, struct calls *calls, int yes)
 			rc = run_call(ctx, call, yes, &res);
 		if (rc >= 0 && verbose)
 			progress(call, rc, res);
+		/* Said once: a limit enforced less well than asked. */
+		if (ctx->limits && ctx->limits->warning && !limits_seen) {
+			limits_seen = ctx->limits;
+			cli_warn("warning: %s", ctx->limits->warning);
+		}
 		if (rc < 0) {
 			cli_warn("cannot run a tool call: out of memory");
 			return ES_IO;
@@ -225,12 +240,52 @@ getenv_number(const char *var, double min, double max, double *out)
 	return cli_number(var, s, min, max, out);
 }
 
+/* A size: a number of bytes with an optional K, M or G (powers of 1024). */
+static int
+size_arg(const char *what, const char *s, long long *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	v = strtod(s, &end);
+	if (*end == 'K' || *end == 'k')
+		v *= 1024, end++;
+	else if (*end == 'M' || *end == 'm')
+		v *= 1024 * 1024, end++;
+	else if (*end == 'G' || *end == 'g')
+		v *= 1024.0 * 1024 * 1024, end++;
+	if (end == s || *end || errno || !(v >= 0) || v > 1e18)
+		return cli_usage_error("%s: '%s' is not a size (bytes, or a "
+				       "number with K, M or G)", what, s);
+	*out = (long long)v;
+	return 0;
+}
+
+/* The names of AGENT_PASS_ENV, split at commas, colons and blanks, added
+ * to pass[]; the copy the pointers point into is returned (free it). */
+static char *
+pass_env_var(const char **pass, int *npass, int max)
+{
+	const char *v = getenv("AGENT_PASS_ENV");
+	char *copy, *w, *save = NULL;
+
+	if (!v || !*v || !(copy = strdup(v)))
+		return NULL;
+	for (w = strtok_r(copy, ", :\t\n", &save); w && *npass < max;
+	     w = strtok_r(NULL, ", :\t\n", &save))
+		pass[(*npass)++] = w;
+	return copy;
+}
+
 int
 main(int argc, char **argv)
 {
 	enum { O_TIMEOUT = 256, O_MAXTIMEOUT, O_GRACE, O_MAXOUTPUT, O_SHELL,
 	       O_BATCH, O_SCHEMA, O_INTERRUPTED, O_SANDBOX, O_NETWORK, O_GIT,
-	       O_PROTECT };
+	       O_PROTECT, O_PASSENV, O_MAXPROCS, O_MAXMEM, O_MAXFSIZE };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "yes", no_argument, NULL, 'y' },
@@ -243,6 +298,10 @@ main(int argc, char **argv)
 		{ "allow-network", no_argument, NULL, O_NETWORK },
 		{ "allow-git", no_argument, NULL, O_GIT },
 		{ "protect", required_argument, NULL, O_PROTECT },
+		{ "pass-env", required_argument, NULL, O_PASSENV },
+		{ "max-procs", required_argument, NULL, O_MAXPROCS },
+		{ "max-memory", required_argument, NULL, O_MAXMEM },
+		{ "max-file-size", required_argument, NULL, O_MAXFSIZE },
 		{ "batch", no_argument, NULL, O_BATCH },
 		{ "schema", no_argument, NULL, O_SCHEMA },
 		{ "interrupted", no_argument, NULL, O_INTERRUPTED },
@@ -258,8 +317,11 @@ main(int argc, char **argv)
 	struct sigaction sa;
 	const char *dir = getenv("AGENT_WORKDIR");
 	const char *mode = getenv("AGENT_SANDBOX"), *net, *pol;
-	const char *protect[64];
-	double maxout = 30000;
+	const char *protect[64], *pass[64];
+	struct proc_limits limits = { 0 };
+	char **env = NULL, *passcopy = NULL;
+	double maxout = 30000, procs = 512;
+	int npass = 0;
 	cJSON *msg;
 	int c, yes = 0, batch = 0, rc = ES_OK, network = 0, nprotect = 0;
 	int git;
@@ -272,7 +334,15 @@ main(int argc, char **argv)
 	if (!ctx.shell || !*ctx.shell)
 		ctx.shell = access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
 	if (getenv_number("AGENT_BASH_TIMEOUT", 0.001, 1e6, &ctx.timeout) ||
-	    getenv_number("AGENT_MAX_OUTPUT", 64, 1e9, &maxout))
+	    getenv_number("AGENT_MAX_OUTPUT", 64, 1e9, &maxout) ||
+	    getenv_number("AGENT_MAX_PROCS", 0, 1e6, &procs))
+		return ES_USAGE;
+	limits.memory = 4LL << 30;
+	limits.file_size = 1LL << 30;
+	if (size_arg("AGENT_MAX_MEMORY", getenv("AGENT_MAX_MEMORY"),
+		     &limits.memory) ||
+	    size_arg("AGENT_MAX_FILE_SIZE", getenv("AGENT_MAX_FILE_SIZE"),
+		     &limits.file_size))
 		return ES_USAGE;
 	net = getenv("AGENT_SANDBOX_NETWORK");
 	network = net && *net && strcmp(net, "0");
@@ -324,6 +394,24 @@ main(int argc, char **argv)
 						       sizeof *protect);
 			protect[nprotect++] = optarg;
 			break;
+		case O_PASSENV:
+			if (npass == (int)(sizeof pass / sizeof *pass))
+				return cli_usage_error("too many --pass-env");
+			pass[npass++] = optarg;
+			break;
+		case O_MAXPROCS:
+			if (cli_number("--max-procs", optarg, 0, 1e6, &procs))
+				return ES_USAGE;
+			break;
+		case O_MAXMEM:
+			if (size_arg("--max-memory", optarg, &limits.memory))
+				return ES_USAGE;
+			break;
+		case O_MAXFSIZE:
+			if (size_arg("--max-file-size", optarg,
+				     &limits.file_size))
+				return ES_USAGE;
+			break;
 		case O_BATCH:
 			batch = 1;
 			break;
@@ -353,6 +441,18 @@ main(int argc, char **argv)
 				       "workspace-write, read-only or off)",
 				       mode);
 	ctx.max_output = (size_t)maxout;
+	limits.procs = (long)procs;
+	ctx.limits = &limits;
+	/* Commands get the allow-list and what is named, never a secret. */
+	passcopy = pass_env_var(pass, &npass, (int)(sizeof pass / sizeof *pass));
+	env = proc_env_build(pass, (size_t)npass, &err);
+	if (!env) {
+		free(passcopy);
+		return cli_usage_error("--pass-env or AGENT_PASS_ENV: %s",
+				       err.msg);
+	}
+	free(passcopy);
+	ctx.env = env;
 	if (ctx.timeout > ctx.max_timeout)
 		ctx.timeout = ctx.max_timeout;
 	ctx.interrupted = &interrupted;
@@ -363,6 +463,7 @@ main(int argc, char **argv)
 			ah_fail_errno(&err, errno, "cannot change to '%s'", dir);
 		cli_report(&err);
 		root_close(&ctx.root);
+		proc_env_free(env);
 		return ES_IO;
 	}
 	ctx.todo_path = todo_default_path();
@@ -373,6 +474,7 @@ main(int argc, char **argv)
 			err.msg);
 		sandbox_free(&sandbox);
 		root_close(&ctx.root);
+		proc_env_free(env);
 		return ES_IO;
 	}
 	for (c = 0; c < nprotect; c++)
@@ -380,6 +482,7 @@ main(int argc, char **argv)
 			cli_report(&err);
 			sandbox_free(&sandbox);
 			root_close(&ctx.root);
+			proc_env_free(env);
 			return ES_IO;
 		}
 	/* The policy hook-perm reads, when it is not in .agent. */
@@ -388,6 +491,7 @@ main(int argc, char **argv)
 		cli_report(&err);
 		sandbox_free(&sandbox);
 		root_close(&ctx.root);
+		proc_env_free(env);
 		return ES_IO;
 	}
 	sandbox.network = network;
@@ -407,6 +511,7 @@ main(int argc, char **argv)
 		cli_warn("out of memory");
 		sandbox_free(&sandbox);
 		root_close(&ctx.root);
+		proc_env_free(env);
 		return ES_IO;
 	}
 	for (;;) {
@@ -452,6 +557,8 @@ main(int argc, char **argv)
 	calls_free(&calls);
 	jsonl_reader_free(&in);
 	sandbox_free(&sandbox);
+	proc_limits_free(&limits);
+	proc_env_free(env);
 	root_close(&ctx.root);
 	return cli_finish(rc);
 }

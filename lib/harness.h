@@ -764,7 +764,7 @@ void sandbox_free(struct sandbox *sb);
  * is read-only but the write roots (nosuid), and the protected paths in
  * them are read-only too, all capabilities dropped, no_new_privs,
  * Landlock write roots, and a seccomp filter (no inet sockets unless
- * sb->network, no io_uring).  Meant for a child between fork and exec;
+ * sb->network, no io_uring, no ioctl TIOCSTI or TIOCLINUX).  Meant for a child between fork and exec;
  * sets TMPDIR.  On failure the process is in an unknown state and must
  * not run the command. */
 int sandbox_enter(const struct sandbox *sb, struct ah_error *err);
@@ -778,6 +778,23 @@ int sandbox_may_write(const struct sandbox *sb, int dirfd, const char *name,
 
 /* --- proc.c: running a command for the model ------------------------- */
 
+/* The bounds of one call, and how they are enforced.  The caller sets the
+ * first three; proc_limits_prepare fills the rest, once. */
+struct proc_limits {
+	long procs;           /* processes (and threads) at once; 0: none */
+	long long memory;     /* bytes for the whole call; 0: none */
+	long long file_size;  /* bytes a file may be written to; 0: none */
+	int prepared;
+	int by_cgroup;        /* PROC_LIMIT_* bits a cgroup enforces */
+	char *cg_pids;        /* the cgroup directory counting processes */
+	char *cg_mem;         /* the one bounding memory (may be cg_pids) */
+	int cg_v2;            /* cgroup v2 (else v1) */
+	char *warning;        /* what is weaker than asked, for the caller to
+				 say once; NULL if nothing */
+};
+
+enum { PROC_LIMIT_PROCS = 1, PROC_LIMIT_MEMORY = 2, PROC_LIMIT_FSIZE = 4 };
+
 struct proc_opts {
 	const char *shell;    /* run as: shell -c command */
 	const char *command;
@@ -789,6 +806,9 @@ struct proc_opts {
 	size_t max_output;    /* bytes kept, head and tail */
 	volatile sig_atomic_t *interrupted; /* nonzero: stop (a signal) */
 	const struct sandbox *sandbox; /* entered by the child, or NULL */
+	char *const *env;     /* the command's whole environment, "NAME=value"
+				 strings, NULL-terminated; NULL: none */
+	const struct proc_limits *limits; /* NULL: none */
 };
 
 struct proc_result {
@@ -796,6 +816,8 @@ struct proc_result {
 	int timed_out;
 	int interrupted;    /* the signal that stopped it, or 0 */
 	int left_running;   /* background processes held the output open */
+	int limit;          /* the PROC_LIMIT_* the call went over (killed),
+			       or 0 */
 	size_t total;       /* bytes of output seen */
 	char *output;       /* bounded, valid UTF-8; the caller frees */
 	size_t len;
@@ -808,9 +830,34 @@ double mono_now(void);
  * proc_run can find and kill children that left the process group. */
 int proc_become_subreaper(void);
 
-/* Runs the command in its own process group, stdin from /dev/null, stdout
- * and stderr together.  Returns when the shell has exited (plus the
- * grace), on timeout, or when *interrupted is set; in every case every
+/* Finds how the limits can be enforced here (a cgroup v2 or v1 of our
+ * own beneath this process's, else rlimits and a count of the call's
+ * processes) and creates the cgroup.  Idempotent.  Fails only when
+ * memory runs out; a weaker enforcement is said in l->warning. */
+int proc_limits_prepare(struct proc_limits *l, struct ah_error *err);
+
+/* Removes the cgroups and frees what prepare made. */
+void proc_limits_free(struct proc_limits *l);
+
+/* Does NAME look like it holds a secret (a key, token, password, cloud or
+ * forge credential, an agent socket)?  Such a variable never reaches a
+ * command. */
+int proc_env_secret(const char *name);
+
+/* The environment of the commands: the variables of environ on the
+ * allow-list (see tool-exec(1)) and those named in pass, in a new
+ * NULL-terminated array (free with proc_env_free).  A name in pass that
+ * proc_env_secret refuses is an error naming it. */
+char **proc_env_build(const char *const *pass, size_t npass,
+		      struct ah_error *err);
+void proc_env_free(char **env);
+
+/* Runs the command in a new session with no controlling terminal, under a
+ * supervisor that is the init of a new PID namespace (where the kernel
+ * allows one; see tool-exec(1)) and dies with the caller, stdin from
+ * /dev/null, stdout and stderr together, no other file descriptor.
+ * Returns when the shell has exited (plus the grace), on timeout, when a
+ * limit is reached, or when *interrupted is set; in every case every
  * process it started is killed and reaped before it returns. */
 int proc_run(const struct proc_opts *o, struct proc_result *r,
 	     struct ah_error *err);
@@ -828,6 +875,8 @@ struct tool_ctx {
 	volatile sig_atomic_t *interrupted;
 	struct sandbox *sandbox; /* bash runs in it, the file tools obey its
 				    write rules; NULL for none */
+	char *const *env;      /* bash: the commands' environment */
+	struct proc_limits *limits; /* bash: per call, NULL for none */
 };
 
 enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };

@@ -1,19 +1,36 @@
-/* proc.c: running a shell command for the model, bounded in time and
- * output, leaving no process behind. */
+/* proc.c: running a shell command for the model, bounded in time, output,
+ * processes, memory and file size, cut off from the terminal and from the
+ * caller's files and secrets, leaving no process behind.
+ *
+ * The processes of one call:
+ *   tool-exec
+ *     supervisor: pid 1 of a new PID namespace (where the kernel gives
+ *       one), a new session with no controlling terminal, killed with
+ *       tool-exec (PR_SET_PDEATHSIG); it reaps, and reports the shell's
+ *       status on a pipe.  When it dies the kernel kills every process
+ *       of the namespace, however it detached.
+ *       shell: confined (sandbox_enter), fds 0-2 only, the allowed
+ *         environment, and everything it starts. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
+
+extern char **environ;
 
 int
 proc_become_subreaper(void)
@@ -85,29 +102,516 @@ kill_all(pid_t pgid)
 	}
 }
 
+/* --- the environment */
+
+/* Names whose value commands get by default. */
+static int
+env_allowed(const char *name, size_t n)
+{
+	static const char *const names[] = {
+		"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM",
+		"NO_COLOR", "TZ", "LANG", "LANGUAGE", "TMPDIR",
+	};
+	size_t i;
+
+	if (n > 3 && !strncmp(name, "LC_", 3))
+		return 1;
+	for (i = 0; i < sizeof names / sizeof *names; i++)
+		if (strlen(names[i]) == n && !strncmp(names[i], name, n))
+			return 1;
+	return 0;
+}
+
+/* Is the first n bytes of name a secret's name?  Case does not matter. */
+static int
+env_secret(const char *name, size_t n)
+{
+	static const char *const parts[] = {
+		"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE",
+		"CREDENTIAL", "AUTH", "COOKIE", "PRIVATE", "SESSION",
+	};
+	static const char *const prefixes[] = {
+		"AWS_", "GITHUB_", "GH_", "GITLAB_", "GL_", "AZURE_", "GOOGLE_",
+		"GCP_", "GCLOUD_", "OPENAI_", "ANTHROPIC_", "HF_", "HUGGING",
+		"SSH_", "GPG_", "GNUPG", "KRB5", "VAULT_", "DOCKER_", "NPM_",
+		"AGENT_API", "DBUS_",
+	};
+	char up[256];
+	size_t i;
+
+	if (n >= sizeof up)
+		return 1;
+	for (i = 0; i < n; i++)
+		up[i] = (char)toupper((unsigned char)name[i]);
+	up[n] = '\0';
+	for (i = 0; i < sizeof parts / sizeof *parts; i++)
+		if (strstr(up, parts[i]))
+			return 1;
+	for (i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+		if (!strncmp(up, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	return 0;
+}
+
+int
+proc_env_secret(const char *name)
+{
+	return env_secret(name, strlen(name));
+}
+
+void
+proc_env_free(char **env)
+{
+	size_t i;
+
+	if (!env)
+		return;
+	for (i = 0; env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
+char **
+proc_env_build(const char *const *pass, size_t npass, struct ah_error *err)
+{
+	char **env, **e;
+	size_t i, j, n = 0, k = 0;
+
+	for (i = 0; i < npass; i++) {
+		const char *p = pass[i];
+
+		for (j = 0; p[j] && (p[j] == '_' || isalnum((unsigned char)p[j]));
+		     j++)
+			;
+		if (!*p || p[j] || isdigit((unsigned char)*p)) {
+			ah_fail(err, AH_EFORMAT, "'%s' is not a variable name",
+				p);
+			return NULL;
+		}
+		if (env_secret(p, j)) {
+			ah_fail(err, AH_EFORMAT, "'%s' looks like a secret "
+				"(its name matches the deny list), and is never "
+				"passed to commands", p);
+			return NULL;
+		}
+	}
+	for (e = environ; e && *e; e++)
+		n++;
+	env = calloc(n + 1, sizeof *env);
+	if (!env) {
+		ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+		return NULL;
+	}
+	for (e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		size_t len = eq ? (size_t)(eq - *e) : 0;
+		int keep = 0;
+
+		if (!eq || env_secret(*e, len))
+			continue;
+		keep = env_allowed(*e, len);
+		for (i = 0; !keep && i < npass; i++)
+			keep = strlen(pass[i]) == len &&
+			       !strncmp(pass[i], *e, len);
+		if (!keep)
+			continue;
+		env[k] = strdup(*e);
+		if (!env[k++]) {
+			proc_env_free(env);
+			ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+			return NULL;
+		}
+	}
+	return env;
+}
+
+/* --- limits: cgroups */
+
+static int
+write_file(const char *dir, const char *name, const char *text)
+{
+	char path[4096];
+	size_t n = strlen(text);
+	int fd, rc = -1;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (write(fd, text, n) == (ssize_t)n)
+		rc = 0;
+	close(fd);
+	return rc;
+}
+
+/* The value after "key " in the file dir/name, or -1. */
+static long long
+read_counter(const char *dir, const char *name, const char *key)
+{
+	char path[4096], buf[2048], *p;
+	size_t kn = strlen(key);
+	ssize_t n;
+	int fd;
+
+	if (!dir)
+		return -1;
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	for (p = buf; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, key, kn) && p[kn] == ' ')
+			return strtoll(p + kn + 1, NULL, 10);
+	return -1;
+}
+
+/* This process's cgroup path in the hierarchy of controller ctl (v1), or
+ * in the unified one (ctl ""), or NULL. */
+static char *
+own_cgroup(const char *ctl)
+{
+	char buf[4096], *line, *save = NULL, *c, *path;
+	ssize_t n;
+	int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		c = strchr(line, ':');
+		path = c ? strchr(c + 1, ':') : NULL;
+		if (!path)
+			continue;
+		*path++ = '\0';
+		c++;
+		if (!*ctl) {
+			if (!strcmp(line, "0") && !*c)
+				return strdup(path);
+			continue;
+		}
+		for (c = strtok(c, ","); c; c = strtok(NULL, ","))
+			if (!strcmp(c, ctl))
+				return strdup(path);
+	}
+	return NULL;
+}
+
+/* Removes the cgroups left by tool-exec processes that died (kill -9):
+ * dir/tool-exec.PID whose PID is gone.  A cgroup still in use is not
+ * empty, and rmdir leaves it. */
 static void
-child(const struct proc_opts *o, int out, int errfd)
+remove_stale(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[4096];
+	long pid;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "tool-exec.", 10) &&
+		    (pid = strtol(e->d_name + 10, NULL, 10)) > 0 &&
+		    kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+			snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+			rmdir(path);
+		}
+	closedir(d);
+}
+
+/* Makes base/rel/tool-exec.PID; returns it, or NULL. */
+static char *
+make_cgroup(const char *base, const char *rel)
+{
+	char *parent, *dir;
+
+	if (asprintf(&parent, "%s%s", base, rel) < 0)
+		return NULL;
+	remove_stale(parent);
+	if (asprintf(&dir, "%s%stool-exec.%d", parent,
+		     parent[strlen(parent) - 1] == '/' ? "" : "/",
+		     (int)getpid()) < 0) {
+		free(parent);
+		return NULL;
+	}
+	free(parent);
+	if (mkdir(dir, 0700) < 0 && (errno != EEXIST || rmdir(dir) < 0 ||
+				     mkdir(dir, 0700) < 0)) {
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+static int
+has_word(const char *dir, const char *name, const char *word)
+{
+	char path[4096], buf[512], *w, *save = NULL;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	for (w = strtok_r(buf, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
+		if (!strcmp(w, word))
+			return 1;
+	return 0;
+}
+
+static void
+cgroup_v2(struct proc_limits *l)
+{
+	const char *base = access("/sys/fs/cgroup/cgroup.controllers", F_OK)
+		== 0 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/unified";
+	char *rel = own_cgroup(""), *parent = NULL, num[32];
+	int pids, mem;
+
+	if (!rel || asprintf(&parent, "%s%s", base, rel) < 0)
+		goto out;
+	pids = l->procs && has_word(parent, "cgroup.subtree_control", "pids");
+	mem = l->memory && has_word(parent, "cgroup.subtree_control",
+				    "memory");
+	if (!pids && !mem)
+		goto out;
+	l->cg_pids = make_cgroup(base, rel);
+	if (!l->cg_pids)
+		goto out;
+	l->cg_v2 = 1;
+	snprintf(num, sizeof num, "%ld", l->procs);
+	if (pids && write_file(l->cg_pids, "pids.max", num) == 0)
+		l->by_cgroup |= PROC_LIMIT_PROCS;
+	snprintf(num, sizeof num, "%lld", l->memory);
+	if (mem && write_file(l->cg_pids, "memory.max", num) == 0) {
+		write_file(l->cg_pids, "memory.swap.max", "0");
+		l->by_cgroup |= PROC_LIMIT_MEMORY;
+		l->cg_mem = l->cg_pids;
+	}
+out:
+	free(rel);
+	free(parent);
+}
+
+static void
+cgroup_v1(struct proc_limits *l)
+{
+	char *rel, num[32];
+
+	if (l->procs && !(l->by_cgroup & PROC_LIMIT_PROCS) &&
+	    (rel = own_cgroup("pids"))) {
+		l->cg_pids = make_cgroup("/sys/fs/cgroup/pids", rel);
+		free(rel);
+		snprintf(num, sizeof num, "%ld", l->procs);
+		if (l->cg_pids && write_file(l->cg_pids, "pids.max", num) == 0)
+			l->by_cgroup |= PROC_LIMIT_PROCS;
+	}
+	if (l->memory && !(l->by_cgroup & PROC_LIMIT_MEMORY) &&
+	    (rel = own_cgroup("memory"))) {
+		l->cg_mem = make_cgroup("/sys/fs/cgroup/memory", rel);
+		free(rel);
+		snprintf(num, sizeof num, "%lld", l->memory);
+		if (l->cg_mem &&
+		    write_file(l->cg_mem, "memory.limit_in_bytes", num) == 0) {
+			write_file(l->cg_mem, "memory.memsw.limit_in_bytes",
+				   num);
+			l->by_cgroup |= PROC_LIMIT_MEMORY;
+		}
+	}
+}
+
+int
+proc_limits_prepare(struct proc_limits *l, struct ah_error *err)
+{
+	const char *weak = NULL;
+
+	if (l->prepared)
+		return 0;
+	l->prepared = 1;
+	if (l->procs || l->memory)
+		cgroup_v2(l);
+	if (!l->cg_v2)
+		cgroup_v1(l);
+	if (l->memory && !(l->by_cgroup & PROC_LIMIT_MEMORY))
+		weak = "the memory limit is per process (RLIMIT_DATA), not per "
+		       "call: no memory cgroup of our own can be made here";
+	if (weak && !(l->warning = strdup(weak)))
+		return ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+	return 0;
+}
+
+void
+proc_limits_free(struct proc_limits *l)
+{
+	if (l->cg_mem && l->cg_mem != l->cg_pids) {
+		rmdir(l->cg_mem);
+		free(l->cg_mem);
+	}
+	if (l->cg_pids) {
+		rmdir(l->cg_pids);
+		free(l->cg_pids);
+	}
+	free(l->warning);
+	l->cg_pids = l->cg_mem = l->warning = NULL;
+	l->prepared = l->by_cgroup = 0;
+}
+
+/* How many processes descend from pid, counting up to about max: the
+ * supervisor's check where no cgroup counts them.  Orphans of the PID
+ * namespace are reparented to its init, so the tree holds them all. */
+static long
+count_tree(pid_t pid, long max)
+{
+	char path[64], buf[4096], *p, *end;
+	pid_t *queue;
+	long n = 1, i;
+	ssize_t len;
+	int fd;
+
+	queue = malloc((size_t)(max + 2) * sizeof *queue);
+	if (!queue)
+		return 0;
+	queue[0] = pid;
+	for (i = 0; i < n && n <= max; i++) {
+		snprintf(path, sizeof path, "/proc/%d/task/%d/children",
+			 (int)queue[i], (int)queue[i]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		for (p = buf; n <= max; p = end) {
+			long v = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			queue[n++] = (pid_t)v;
+		}
+	}
+	free(queue);
+	return n - 1; /* the supervisor does not count */
+}
+
+/* --- the supervisor and the command */
+
+/* Closes the descriptors from lo to hi; close_range where the kernel has
+ * it, else one by one up to the limit. */
+static void
+close_between(int lo, unsigned hi)
+{
+	struct rlimit rl;
+	long fd, max = 65536;
+
+	if (lo < 0 || (unsigned)lo > hi)
+		return;
+	if (syscall(SYS_close_range, (unsigned)lo, hi, 0) == 0)
+		return;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)1 << 20)
+		max = (long)rl.rlim_cur;
+	for (fd = lo; fd < max && (unsigned long)fd <= hi; fd++)
+		close((int)fd);
+}
+
+static void
+close_from(int lo)
+{
+	close_between(lo, ~0U);
+}
+
+/* Closes every descriptor above 2 but the n in keep. */
+static void
+close_except(int *keep, int n)
+{
+	int i, j, t, lo = 3;
+
+	for (i = 1; i < n; i++) /* a few: insertion sort */
+		for (j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (i = 0; i < n; i++) {
+		if (keep[i] < lo)
+			continue;
+		close_between(lo, (unsigned)keep[i] - 1);
+		lo = keep[i] + 1;
+	}
+	close_from(lo);
+}
+
+/* Moves fd to at least 'to', close-on-exec; returns the new number. */
+static int
+move_fd(int fd, int to)
+{
+	int n = fcntl(fd, F_DUPFD_CLOEXEC, to);
+
+	if (n < 0)
+		_exit(126);
+	close(fd);
+	return n;
+}
+
+/* The shell, in the child of the supervisor: 0 from /dev/null, 1 and 2 the
+ * output pipe, nothing else open, the allowed environment, confined. */
+static void
+command(const struct proc_opts *o, int out, int errfd)
 {
 	struct ah_error err = { 0 };
 	sigset_t none;
 	size_t n;
 	int i, devnull;
+	char *const *e;
 
-	setpgid(0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	for (i = 1; i < NSIG; i++)
 		if (i != SIGKILL && i != SIGSTOP)
 			signal(i, SIG_DFL);
+	/* Above 2 first, so that no dup2 below lands on them. */
+	out = move_fd(out, 3);
+	errfd = move_fd(errfd, 3);
 	devnull = open("/dev/null", O_RDONLY);
 	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 ||
 	    dup2(out, 2) < 0)
 		_exit(126);
+	/* Nothing the caller left open reaches the command: errfd, as 3,
+	 * goes at exec (close-on-exec), the rest now. */
+	if (errfd != 3) {
+		if (dup3(errfd, 3, O_CLOEXEC) < 0)
+			_exit(126);
+		close(errfd);
+		errfd = 3;
+	}
+	close_from(4);
 	if (o->dir && chdir(o->dir) < 0) {
 		dprintf(2, "cannot change to '%s': %s\n", o->dir,
 			strerror(errno));
 		_exit(126);
 	}
+	clearenv();
+	for (e = o->env; e && *e; e++)
+		if (putenv(*e) < 0)
+			_exit(126);
 	if (o->sandbox && sandbox_enter(o->sandbox, &err) < 0) {
 		/* Fail closed: the reason goes to the parent, the command
 		 * does not run. */
@@ -121,49 +625,250 @@ child(const struct proc_opts *o, int out, int errfd)
 	_exit(127);
 }
 
+static void
+map_self(const char *file, const char *text, int errfd)
+{
+	int fd = open(file, O_WRONLY | O_CLOEXEC);
+	size_t n = strlen(text);
+
+	if (fd < 0 || write(fd, text, n) != (ssize_t)n) {
+		dprintf(errfd, "cannot write %s: %s", file, strerror(errno));
+		_exit(126);
+	}
+	close(fd);
+}
+
+static void
+set_limit(int res, long long v)
+{
+	struct rlimit rl = { (rlim_t)v, (rlim_t)v };
+
+	if (v > 0)
+		setrlimit(res, &rl);
+}
+
+/* The supervisor: see the top of this file.  go is read for the caller's
+ * word that it has moved us into the cgroups; EOF there means the caller
+ * is gone (or failed), and nothing runs. */
+static void
+supervisor(const struct proc_opts *o, int pidns, int userns, uid_t uid,
+	   gid_t gid, int out, int errfd, int statfd, int go)
+{
+	const struct proc_limits *l = o->limits;
+	char map[64], c;
+	pid_t shell, w;
+	int st, keep[4];
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* Not even the supervisor holds what the caller left open (a lock
+	 * must not outlive its holder through us). */
+	keep[0] = out;
+	keep[1] = errfd;
+	keep[2] = statfd;
+	keep[3] = go;
+	close_except(keep, 4);
+	if (setsid() < 0) {
+		dprintf(errfd, "cannot start a new session: %s",
+			strerror(errno));
+		_exit(126);
+	}
+	if (userns) {
+		snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid,
+			 (unsigned)uid);
+		map_self("/proc/self/setgroups", "deny", errfd);
+		map_self("/proc/self/uid_map", map, errfd);
+		snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid,
+			 (unsigned)gid);
+		map_self("/proc/self/gid_map", map, errfd);
+	}
+	if (read(go, &c, 1) != 1)
+		_exit(125);
+	close(go);
+	if (!pidns)
+		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	/* Signals for the command's group are not for us; the caller ends
+	 * us with SIGKILL. */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	if (l) {
+		set_limit(RLIMIT_FSIZE, l->file_size);
+		/* Per call only in a user namespace of our own: elsewhere
+		 * it would count every process of the user. */
+		if (userns && l->procs)
+			set_limit(RLIMIT_NPROC, l->procs + 1); /* and us */
+		if (!(l->by_cgroup & PROC_LIMIT_MEMORY))
+			set_limit(RLIMIT_DATA, l->memory);
+	}
+	shell = fork();
+	if (shell < 0) {
+		dprintf(errfd, "cannot fork: %s", strerror(errno));
+		_exit(126);
+	}
+	if (shell == 0) {
+		close(statfd);
+		command(o, out, errfd);
+	}
+	close(out);
+	close(errfd);
+	for (;;) {
+		w = waitpid(-1, &st, 0);
+		if (w == shell) {
+			if (write(statfd, &st, sizeof st) < 0)
+				_exit(125);
+			close(statfd);
+		} else if (w < 0 && errno != EINTR) {
+			break;
+		}
+	}
+	_exit(0);
+}
+
+/* Starts the supervisor in a new PID namespace: as root directly, else in
+ * a user namespace of its own, which only a sandboxed call needs (it has
+ * one anyway for its mounts).  Where none can be had, a sandboxed call
+ * fails; an unconfined one (--sandbox off) runs without. */
+static pid_t
+start(const struct proc_opts *o, int *pidns, int *userns,
+      struct ah_error *err)
+{
+	int sandboxed = o->sandbox && o->sandbox->mode != SANDBOX_OFF;
+	long pid;
+
+	*pidns = 1;
+	*userns = 0;
+	pid = syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, 0);
+	if (pid < 0 && errno == EPERM && sandboxed) {
+		*userns = 1;
+		pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD,
+			      NULL, NULL, NULL, 0);
+	}
+	if (pid < 0 && sandboxed) {
+		ah_fail_errno(err, errno, "cannot create a PID namespace, "
+			      "which the sandbox needs to end every process "
+			      "of a call; the command was not run");
+		return -1;
+	}
+	if (pid < 0) {
+		*pidns = *userns = 0;
+		pid = fork();
+		if (pid < 0)
+			ah_fail_errno(err, errno, "cannot fork");
+	}
+	return (pid_t)pid;
+}
+
+/* Moves pid into the limits' cgroups. */
+static int
+join_cgroups(const struct proc_limits *l, pid_t pid, struct ah_error *err)
+{
+	char num[32];
+	const char *dirs[2];
+	int i;
+
+	if (!l || !l->by_cgroup)
+		return 0;
+	dirs[0] = l->cg_pids;
+	dirs[1] = l->cg_mem != l->cg_pids ? l->cg_mem : NULL;
+	snprintf(num, sizeof num, "%d\n", (int)pid);
+	for (i = 0; i < 2; i++)
+		if (dirs[i] && write_file(dirs[i], "cgroup.procs", num) < 0)
+			return ah_fail_errno(err, errno, "cannot move the "
+					     "command into the cgroup '%s'; "
+					     "it was not run", dirs[i]);
+	return 0;
+}
+
+static long long
+oom_kills(const struct proc_limits *l)
+{
+	if (!l || !(l->by_cgroup & PROC_LIMIT_MEMORY))
+		return -1;
+	return read_counter(l->cg_mem, l->cg_v2 ? "memory.events"
+					       : "memory.oom_control",
+			    "oom_kill");
+}
+
+static long long
+pids_hits(const struct proc_limits *l)
+{
+	if (!l || !(l->by_cgroup & PROC_LIMIT_PROCS))
+		return -1;
+	return read_counter(l->cg_pids, "pids.events", "max");
+}
+
+static void
+close_pair(int p[2])
+{
+	if (p[0] >= 0)
+		close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+	p[0] = p[1] = -1;
+}
+
 int
 proc_run(const struct proc_opts *o, struct proc_result *r,
 	 struct ah_error *err)
 {
+	const struct proc_limits *l = o->limits;
 	struct pollfd pfd[2];
-	double deadline, grace_end = 0, kill_at = 0;
+	double deadline, grace_end = 0, kill_at = 0, check_at;
 	char chunk[65536];
-	int pipefd[2], errpipe[2], pidfd = -1, status = 0, exited = 0, nfds;
-	int rc = -1;
-	int termed = 0;
+	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, statp[2] = { -1, -1 };
+	int gop[2] = { -1, -1 };
+	int status = 0, exited = 0, nfds, pidns, userns, rc = -1, termed = 0;
+	size_t got = 0;
+	long long pids0, oom0;
 	struct capture cap;
+	uid_t uid = getuid();
+	gid_t gid = getgid();
 	ssize_t n;
 	pid_t pid;
 
 	memset(r, 0, sizeof *r);
 	if (capture_init(&cap, o->max_output) < 0)
 		return ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
-	if (pipe2(pipefd, O_CLOEXEC) < 0) {
+	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+	    pipe2(statp, O_CLOEXEC) < 0 || pipe2(gop, O_CLOEXEC) < 0) {
 		ah_fail_errno(err, errno, "cannot create a pipe");
-		goto out;
+		goto fail;
 	}
-	if (pipe2(errpipe, O_CLOEXEC) < 0) {
-		ah_fail_errno(err, errno, "cannot create a pipe");
-		close(pipefd[0]);
-		close(pipefd[1]);
-		goto out;
+	pids0 = pids_hits(l);
+	oom0 = oom_kills(l);
+	pid = start(o, &pidns, &userns, err);
+	if (pid < 0)
+		goto fail;
+	if (pid == 0) {
+		close(outp[0]);
+		close(errp[0]);
+		close(statp[0]);
+		close(gop[1]);
+		supervisor(o, pidns, userns, uid, gid, outp[1], errp[1],
+			   statp[1], gop[0]);
 	}
-	pid = fork();
-	if (pid < 0) {
-		ah_fail_errno(err, errno, "cannot fork");
-		close(pipefd[0]);
-		close(pipefd[1]);
-		close(errpipe[0]);
-		close(errpipe[1]);
-		goto out;
+	close(outp[1]);
+	close(errp[1]);
+	close(statp[1]);
+	close(gop[0]);
+	outp[1] = errp[1] = statp[1] = gop[0] = -1;
+	if (join_cgroups(l, pid, err) < 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		goto fail;
 	}
-	if (pid == 0)
-		child(o, pipefd[1], errpipe[1]);
-	setpgid(pid, pid); /* also here: no race with a kill below */
-	close(pipefd[1]);
-	close(errpipe[1]);
-	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (write(gop[1], "g", 1) != 1) {
+		ah_fail_errno(err, errno, "cannot start the command");
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		goto fail;
+	}
+	close(gop[1]);
+	gop[1] = -1;
 	deadline = mono_now() + o->timeout;
+	check_at = mono_now() + 0.1;
 
 	for (;;) {
 		double t = mono_now(), until;
@@ -185,29 +890,32 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 			kill(-pid, SIGKILL);
 			kill_at = t + 3600;
 		}
-		if (!exited) {
-			/* pidfd tells us at once; without it, poll in
-			 * slices and ask waitpid */
-			if (pidfd < 0 && waitpid(pid, &status, WNOHANG) == pid) {
-				exited = 1;
-				grace_end = t + o->grace;
+		/* Over the process limit: a fork bomb does not stop by
+		 * itself, so the call ends now. */
+		if (l && l->procs && t >= check_at) {
+			check_at = t + 0.1;
+			if (l->by_cgroup & PROC_LIMIT_PROCS ?
+			    pids_hits(l) > pids0 :
+			    count_tree(pid, l->procs) >= l->procs) {
+				r->limit |= PROC_LIMIT_PROCS;
+				break;
 			}
 		}
-		if (exited && (pipefd[0] < 0 || t >= grace_end))
+		if (exited && (outp[0] < 0 || t >= grace_end))
 			break;
 		until = exited ? grace_end : termed ? kill_at : deadline;
+		if (l && l->procs && check_at < until)
+			until = check_at;
 		ms = (int)((until - t) * 1000) + 1;
-		if (pidfd < 0 && !exited && ms > 20)
-			ms = 20;
 		if (ms > 1000)
 			ms = 1000;
 		nfds = 0;
-		if (pipefd[0] >= 0) {
-			pfd[nfds].fd = pipefd[0];
+		if (outp[0] >= 0) {
+			pfd[nfds].fd = outp[0];
 			pfd[nfds++].events = POLLIN;
 		}
-		if (pidfd >= 0 && !exited) {
-			pfd[nfds].fd = pidfd;
+		if (statp[0] >= 0) {
+			pfd[nfds].fd = statp[0];
 			pfd[nfds++].events = POLLIN;
 		}
 		if (poll(pfd, (nfds_t)nfds, ms) < 0) {
@@ -215,54 +923,76 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 				continue;
 			ah_fail_errno(err, errno, "cannot poll");
 			kill_all(pid);
-			goto out;
+			goto fail;
 		}
-		if (pipefd[0] >= 0 && pfd[0].revents) {
-			n = read(pipefd[0], chunk, sizeof chunk);
+		if (outp[0] >= 0 && pfd[0].revents) {
+			n = read(outp[0], chunk, sizeof chunk);
 			if (n > 0)
 				capture_add(&cap, chunk, (size_t)n);
 			else if (n == 0 || errno != EINTR) {
-				close(pipefd[0]);
-				pipefd[0] = -1;
+				close(outp[0]);
+				outp[0] = -1;
 			}
 		}
-		if (pidfd >= 0 && !exited && pfd[nfds - 1].revents &&
-		    waitpid(pid, &status, WNOHANG) == pid) {
-			exited = 1;
-			grace_end = mono_now() + o->grace;
+		if (statp[0] >= 0 && pfd[nfds - 1].revents) {
+			/* The shell's wait status, from the supervisor; EOF
+			 * without it: the supervisor died. */
+			n = read(statp[0], (char *)&status + got,
+				 sizeof status - got);
+			if (n > 0)
+				got += (size_t)n;
+			if (got == sizeof status || n == 0 ||
+			    (n < 0 && errno != EINTR)) {
+				close(statp[0]);
+				statp[0] = -1;
+				if (got != sizeof status &&
+				    waitpid(pid, &status, 0) != pid)
+					status = SIGKILL;
+				exited = 1;
+				grace_end = mono_now() + o->grace;
+			}
 		}
 	}
 	r->status = status;
+	if (!exited)
+		r->status = SIGKILL; /* a limit ended it */
 	/* Anything still holding the pipe after the grace is a background
-	 * child: it dies with the rest of the group. */
-	r->left_running = pipefd[0] >= 0;
+	 * child: it dies with the rest of the namespace. */
+	r->left_running = outp[0] >= 0 && exited;
 	kill_all(pid);
-	if (pipefd[0] >= 0) {
-		fcntl(pipefd[0], F_SETFL, O_NONBLOCK);
-		while ((n = read(pipefd[0], chunk, sizeof chunk)) > 0)
+	if (oom0 >= 0 && oom_kills(l) > oom0)
+		r->limit |= PROC_LIMIT_MEMORY;
+	if (l && l->file_size && ((WIFSIGNALED(r->status) &&
+				   WTERMSIG(r->status) == SIGXFSZ) ||
+				  (WIFEXITED(r->status) &&
+				   WEXITSTATUS(r->status) == 128 + SIGXFSZ)))
+		r->limit |= PROC_LIMIT_FSIZE;
+	if (outp[0] >= 0) {
+		fcntl(outp[0], F_SETFL, O_NONBLOCK);
+		while ((n = read(outp[0], chunk, sizeof chunk)) > 0)
 			capture_add(&cap, chunk, (size_t)n);
-		close(pipefd[0]);
 	}
 	/* The child wrote why it could not confine itself. */
-	fcntl(errpipe[0], F_SETFL, O_NONBLOCK);
-	n = read(errpipe[0], chunk, sizeof chunk - 1);
-	close(errpipe[0]);
+	fcntl(errp[0], F_SETFL, O_NONBLOCK);
+	n = read(errp[0], chunk, sizeof chunk - 1);
 	if (n > 0) {
 		chunk[n] = '\0';
 		ah_fail(err, AH_EIO, "cannot set up the sandbox: %s; the "
 			"command was not run", chunk);
-		goto out;
+		goto fail;
 	}
 	r->total = cap.total;
 	r->output = capture_text(&cap, &r->len);
 	if (!r->output) {
 		ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
-		goto out;
+		goto fail;
 	}
 	rc = 0;
-out:
-	if (pidfd >= 0)
-		close(pidfd);
+fail:
+	close_pair(outp);
+	close_pair(errp);
+	close_pair(statp);
+	close_pair(gop);
 	capture_free(&cap);
 	return rc;
 }

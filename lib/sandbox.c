@@ -1007,6 +1007,21 @@ fail:
 #define RET(v) BPF_STMT(BPF_RET | BPF_K, (v))
 #define REFUSE(e) RET(SECCOMP_RET_ERRNO | ((e) & SECCOMP_RET_DATA))
 
+/* ioctl's request is an unsigned int in the kernel: a caller's 64-bit
+ * argument is cut to its low half, so the filter compares that half
+ * alone (0x100005412 is TIOCSTI too). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ARG1_LOW offsetof(struct seccomp_data, args[1])
+#else
+#define ARG1_LOW (offsetof(struct seccomp_data, args[1]) + 4)
+#endif
+#ifndef TIOCSTI
+#define TIOCSTI 0x5412
+#endif
+#ifndef TIOCLINUX
+#define TIOCLINUX 0x541C
+#endif
+
 static int
 seccomp(const struct sandbox *sb, struct ah_error *err)
 {
@@ -1016,20 +1031,28 @@ seccomp(const struct sandbox *sb, struct ah_error *err)
 		/* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SECCOMP_ARCH, 1, 0),
 		/* 2 */ RET(SECCOMP_RET_KILL_PROCESS),
 		/* 3 */ LOAD(nr),
-		/* 4 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 5, 0),
+		/* 4 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 6, 0),
 		/* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_setup,
-				 4, 0),
+				 5, 0),
 		/* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_enter,
-				 3, 0),
+				 4, 0),
 		/* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-				 SYS_io_uring_register, 2, 0),
-		/* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 2, 0),
-		/* 9 */ RET(SECCOMP_RET_ALLOW),
-		/* 10 */ REFUSE(EPERM),
-		/* 11: socket(domain, ...) */ LOAD(args[0]),
-		/* 12 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 1),
-		/* 13 */ RET(SECCOMP_RET_ALLOW),
-		/* 14 */ REFUSE(EACCES),
+				 SYS_io_uring_register, 3, 0),
+		/* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 3, 0),
+		/* 9 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ioctl, 6, 0),
+		/* 10 */ RET(SECCOMP_RET_ALLOW),
+		/* 11 */ REFUSE(EPERM),
+		/* 12: socket(domain, ...) */ LOAD(args[0]),
+		/* 13 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 1),
+		/* 14 */ RET(SECCOMP_RET_ALLOW),
+		/* 15 */ REFUSE(EACCES),
+		/* 16: ioctl(fd, request, ...): no typing into a terminal,
+		 * nor the console's selection and keyboard tricks */
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG1_LOW),
+		/* 17 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 2, 0),
+		/* 18 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 1, 0),
+		/* 19 */ RET(SECCOMP_RET_ALLOW),
+		/* 20 */ REFUSE(EPERM),
 	};
 	struct sock_fprog prog = { sizeof f / sizeof *f, f };
 

@@ -182,6 +182,13 @@ tool_bash(const struct tool_ctx *ctx, const cJSON *args, char **res)
 	o.grace = ctx->grace;
 	o.max_output = ctx->max_output;
 	o.interrupted = ctx->interrupted;
+	o.env = ctx->env;
+	if (ctx->limits) {
+		if (proc_limits_prepare(ctx->limits, &err) < 0)
+			return answer(res, TOOL_ERROR, "Error: bash: %s; the "
+				      "command was not run", err.msg);
+		o.limits = ctx->limits;
+	}
 	if (ctx->sandbox && ctx->sandbox->mode != SANDBOX_OFF) {
 		if (sandbox_prepare(ctx->sandbox, &err) < 0)
 			return answer(res, TOOL_ERROR, "Error: bash: cannot set "
@@ -191,7 +198,25 @@ tool_bash(const struct tool_ctx *ctx, const cJSON *args, char **res)
 	}
 	if (proc_run(&o, &r, &err) < 0)
 		return answer(res, TOOL_ERROR, "Error: bash: %s", err.msg);
-	rc = buf_append(&b, r.output, r.len);
+	/* A limit reached is the call's error, its output kept below. */
+	rc = 0;
+	if (r.limit & PROC_LIMIT_PROCS)
+		rc = buf_printf(&b, "Error: bash: the command went over the "
+				"limit of %ld processes (tool-exec "
+				"--max-procs); it and every process it "
+				"started were killed.\n", ctx->limits->procs);
+	else if (r.limit & PROC_LIMIT_MEMORY)
+		rc = buf_printf(&b, "Error: bash: the command went over the "
+				"memory limit of %lld bytes (tool-exec "
+				"--max-memory); a process of it was killed.\n",
+				ctx->limits->memory);
+	else if (r.limit & PROC_LIMIT_FSIZE)
+		rc = buf_printf(&b, "Error: bash: the command went over the "
+				"file size limit of %lld bytes (tool-exec "
+				"--max-file-size); the writer was killed.\n",
+				ctx->limits->file_size);
+	if (!rc)
+		rc = buf_append(&b, r.output, r.len);
 	if (!rc && !r.len && !r.timed_out && !r.interrupted &&
 	    WIFEXITED(r.status) && !WEXITSTATUS(r.status))
 		rc = buf_printf(&b, "(no output)");
@@ -225,7 +250,8 @@ tool_bash(const struct tool_ctx *ctx, const cJSON *args, char **res)
 	*res = buf_detach(&b, NULL);
 	if (!*res)
 		return -1;
-	return r.interrupted ? TOOL_INTERRUPTED : TOOL_OK;
+	return r.interrupted ? TOOL_INTERRUPTED : r.limit ? TOOL_ERROR
+							  : TOOL_OK;
 }
 
 /* --- list_dir */
