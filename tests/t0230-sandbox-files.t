@@ -97,7 +97,7 @@ repo() { git init -q "$1" && gitcfg -C "$1" commit -q --allow-empty -m init; }
 pwned() { (cd "$1" && git status >/dev/null 2>&1); find "$TRASH" -maxdepth 1 -name "PWNED*" | grep .; }
 
 test_expect_success 'bash: all of .git is read-only: core.fsmonitor, commondir, info, HEAD, refs' '
-	TRASH=$PWD && export TRASH && repo w && head=$(git -C w rev-parse HEAD) &&
+	TRASH=$PWD AGENT_PASS_ENV=TRASH && export TRASH AGENT_PASS_ENV && repo w && head=$(git -C w rev-parse HEAD) &&
 	cp w/.git/info/exclude exclude.before &&
 	cat >cmds <<-\EOF &&
 	git config core.fsmonitor "touch $TRASH/PWNED-config"
@@ -117,7 +117,7 @@ test_expect_success 'bash: all of .git is read-only: core.fsmonitor, commondir, 
 '
 
 test_expect_success 'bash: a submodule'"'"'s .git file and .git/modules/*/config are read-only' '
-	TRASH=$PWD && export TRASH && repo src && repo w &&
+	TRASH=$PWD AGENT_PASS_ENV=TRASH && export TRASH AGENT_PASS_ENV && repo src && repo w &&
 	gitcfg -C w submodule add -q "$PWD/src" sub && gitcfg -C w commit -qm sub &&
 	cat >cmds <<-\EOF &&
 	git -C sub config core.fsmonitor "touch $TRASH/PWNED-module"
@@ -130,7 +130,7 @@ test_expect_success 'bash: a submodule'"'"'s .git file and .git/modules/*/config
 '
 
 test_expect_success 'bash: a worktree'"'"'s .git pointer file, and the git directory it points to inside the workspace, are read-only' '
-	TRASH=$PWD && export TRASH && repo main &&
+	TRASH=$PWD AGENT_PASS_ENV=TRASH && export TRASH AGENT_PASS_ENV && repo main &&
 	git -C main worktree add -q ../w && mkdir w/inner && repo w/inner/r &&
 	git -C w/inner/r worktree add -q ../../wt2 && cp w/.git pointer &&
 	cat >cmds <<-\EOF &&
@@ -143,7 +143,7 @@ test_expect_success 'bash: a worktree'"'"'s .git pointer file, and the git direc
 '
 
 test_expect_success 'bash: a .git the command creates anywhere is moved aside after it, and the result says so' '
-	TRASH=$PWD && export TRASH && mkdir -p w/a/b && echo keep >w/a/b/f &&
+	TRASH=$PWD AGENT_PASS_ENV=TRASH && export TRASH AGENT_PASS_ENV && mkdir -p w/a/b && echo keep >w/a/b/f &&
 	cat >cmds <<-\EOF &&
 	git init -q && git config core.fsmonitor "touch $TRASH/PWNED-top" && echo top
 	mkdir -p a/b/.git/hooks && printf "#!/bin/sh\ntouch $TRASH/PWNED-hook\n" >a/b/.git/hooks/pre-commit && echo nested
