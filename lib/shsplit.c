@@ -19,6 +19,7 @@ struct sp {
 	cJSON *redirs;    /* array of redirection targets */
 	cJSON *outs;      /* the targets of output redirections */
 	int complex;      /* something we could not follow */
+	int expanded;     /* a word holds an expansion, a glob, a ~ */
 	int depth;
 	int oom;
 };
@@ -74,6 +75,7 @@ sub_parse(struct sp *p, const char *text, size_t len)
 	sub.depth = p->depth + 1;
 	parse_list(&sub, 0);
 	p->complex |= sub.complex;
+	p->expanded |= sub.expanded;
 	p->oom |= sub.oom;
 }
 
@@ -209,6 +211,11 @@ dollar(struct sp *p, struct buf *w, int *dynamic, int in_dq)
 			p->complex = 1; /* arithmetic: skipped */
 			return skip_to(p, j, '(', ')', w);
 		}
+		/* $(<file) is the file's text: words nobody has read */
+		for (j += 1; j < p->n && is_blank(s[j]); j++)
+			;
+		if (j < p->n && s[j] == '<')
+			p->complex = 1;
 		p->i += 2;
 		return nested(p, ')') < 0 || push(w, '$', p) < 0 ? -1 : 1;
 	}
@@ -228,8 +235,9 @@ dollar(struct sp *p, struct buf *w, int *dynamic, int in_dq)
 			p->i = p->n;
 			return -1;
 		}
-		if (!plain_param(s + start, j - start, 1))
-			p->complex = 1;
+		if (!plain_param(s + start, j - start, 1) ||
+		    (j - start == 1 && s[start] == '_'))
+			p->complex = 1; /* ${_}: the last word of the last command */
 		if (buf_append(w, s + p->i, j + 1 - p->i) < 0) {
 			p->oom = 1;
 			return -1;
@@ -250,6 +258,8 @@ dollar(struct sp *p, struct buf *w, int *dynamic, int in_dq)
 		*dynamic = 1;
 		while (j < p->n && name_char(s[j]))
 			j++;
+		if (j == p->i + 2 && c == '_')
+			p->complex = 1; /* $_: the last word of the last command */
 	} else if (c && strchr("@*#?$!-0123456789", c)) {
 		*dynamic = 1;
 		j++;
@@ -531,6 +541,8 @@ simple(struct sp *p)
 			rc = -1;
 			break;
 		}
+		if (dynamic)
+			p->expanded = 1;
 		if (!w.data && buf_append(&w, "", 0) < 0) {
 			p->oom = 1;
 			rc = -1;
@@ -935,13 +947,61 @@ parse_list(struct sp *p, char close)
 	}
 }
 
+/* bash removes every backslash-newline pair outside single quotes before
+ * it reads a token, so "$\<newline>(cmd)" is "$(cmd)".  The same is done
+ * here, before splitting.  Quotes are followed roughly (no nesting of
+ * $(...) in double quotes); where this reading and bash's may differ the
+ * line is complex: a pair left inside what looks single-quoted, and a
+ * pair on a line with a comment (bash does not continue a comment). */
+static char *
+join_lines(const char *cmd, int *complex)
+{
+	size_t n = strlen(cmd), i, o = 0;
+	char *out = malloc(n + 1), q = 0;
+	int joined = 0;
+
+	if (!out)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		char c = cmd[i];
+
+		if (q == '\'') {
+			if (c == '\'')
+				q = 0;
+			else if (c == '\\' && cmd[i + 1] == '\n')
+				*complex = 1;
+		} else if (c == '\\' && cmd[i + 1] == '\n') {
+			i++;
+			joined = 1;
+			continue;
+		} else if (c == '\\' && cmd[i + 1]) {
+			out[o++] = c;
+			c = cmd[++i];
+		} else if (c == '"')
+			q = q == '"' ? 0 : '"';
+		else if (c == '\'' && !q)
+			q = '\'';
+		out[o++] = c;
+	}
+	out[o] = '\0';
+	if (joined && strchr(out, '#'))
+		*complex = 1;
+	return out;
+}
+
 cJSON *
 shell_split(const char *cmd)
 {
 	struct sp p = { 0 };
 	cJSON *o = cJSON_CreateObject();
 	const unsigned char *c;
+	char *text = join_lines(cmd, &p.complex);
 
+	if (!text) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	cmd = text;
 	p.s = cmd;
 	p.n = strlen(cmd);
 	p.cmds = cJSON_CreateArray();
@@ -952,6 +1012,7 @@ shell_split(const char *cmd)
 		cJSON_Delete(p.cmds);
 		cJSON_Delete(p.redirs);
 		cJSON_Delete(p.outs);
+		free(text);
 		return NULL;
 	}
 	/* a control character (a carriage return, an escape) is where a
@@ -964,6 +1025,8 @@ shell_split(const char *cmd)
 	cJSON_AddItemToObject(o, "redirects", p.redirs);
 	cJSON_AddItemToObject(o, "outputs", p.outs);
 	cJSON_AddBoolToObject(o, "complex", p.complex);
+	cJSON_AddBoolToObject(o, "literal", !p.expanded);
+	free(text);
 	if (p.oom) {
 		cJSON_Delete(o);
 		return NULL;
