@@ -646,6 +646,17 @@ static const char *const sudo_flag[] = { "askpass", "background", "bell",
 static const char *const setsid_flag[] = { "ctty", "fork", "wait", NULL };
 static const char *const chroot_long[] = { "userspec", "groups", NULL };
 static const char *const chroot_flag[] = { "skip-chdir", NULL };
+static const char *const flock_long[] = { "conflict-exit-code", "timeout",
+	"wait", NULL };
+static const char *const flock_flag[] = { "shared", "exclusive", "unlock",
+	"nonblock", "nb", "close", "no-fork", "verbose", NULL };
+static const char *const unshare_long[] = { "propagation", "setgroups",
+	"root", "wd", "setuid", "setgid", "monotonic", "boottime", "map-user",
+	"map-group", "map-users", "map-groups", NULL };
+static const char *const unshare_flag[] = { "mount", "uts", "ipc", "net",
+	"pid", "user", "cgroup", "time", "fork", "kill-child",
+	"map-root-user", "map-current-user", "mount-proc", "keep-caps",
+	"map-auto", NULL };
 
 static const struct wrapper wrappers[] = {
 	{ "command", "", "pvV", NULL, NULL, 0, 0, 0 },
@@ -665,8 +676,34 @@ static const struct wrapper wrappers[] = {
 	{ "chroot", "", "", chroot_long, chroot_flag, 1, 0, 0 },
 	{ "ionice", "cn", "t", NULL, NULL, 0, 0, 0 },
 	{ "taskset", "", "ac", NULL, NULL, 1, 0, 0 },
+	{ "flock", "Ew", "sxunoFv", flock_long, flock_flag, 1, 0, 0 },
+	{ "unshare", "SGRw", "muinpUCTfrc", unshare_long, unshare_flag, 0, 0, 0 },
+	{ "chrt", "", "abdfiormRv", NULL, NULL, 1, 0, 0 },
+	{ "prlimit", "p", "", NULL, NULL, 0, 0, 0 },
 	{ NULL, NULL, NULL, NULL, NULL, 0, 0, 0 },
 };
+
+/* A long option of wr, by its name or an unambiguous abbreviation:
+ * 1 when it takes a value, 0 when it takes none, -1 when unknown or
+ * ambiguous. */
+static int
+long_opt(const char *opt, const struct wrapper *wr)
+{
+	const char *const *l;
+	size_t len = strlen(opt);
+	int found = -1, n = 0, pass;
+
+	for (pass = 0; pass < 2; pass++)
+		for (l = pass ? wr->longflag : wr->longarg; l && *l; l++) {
+			if (!strcmp(*l, opt))
+				return !pass;
+			if (len && !strncmp(*l, opt, len)) {
+				found = !pass;
+				n++;
+			}
+		}
+	return n == 1 ? found : -1;
+}
 
 /* When argv[i] is a wrapper, the index of the command it runs; 0 when it
  * is none, or runs none.  An option we do not know makes the line
@@ -718,11 +755,21 @@ unwrap(struct sp *p, const struct words *v, size_t i, const char *name)
 			}
 			memcpy(opt, a + 2, len);
 			opt[len] = '\0';
-			if (in_list(opt, wr->longarg) && !a[2 + len])
-				k++;
-			else if (!in_list(opt, wr->longarg) &&
-				 !in_list(opt, wr->longflag))
-				p->complex = 1; /* env --split-string, ... */
+			/* getopt_long takes any unambiguous abbreviation */
+			switch (long_opt(opt, wr)) {
+			case 1:
+				if (!a[2 + len])
+					k++; /* the value is the next word */
+				break;
+			case 0:
+				break;
+			default:
+				/* env --split-string, an ambiguous prefix, one
+				 * we do not know: where the command starts is
+				 * unknown */
+				p->complex = 1;
+				return 0;
+			}
 			k++;
 			continue;
 		}
@@ -848,6 +895,23 @@ builtin_check(struct sp *p, const struct words *v, size_t i,
 	}
 }
 
+/* Programs that run a command in a way not followed here (a string for
+ * a shell, a command on another host, under a tracer): complex. */
+static int
+runner(const char *name)
+{
+	static const char *const r[] = { "watch", "script", "parallel",
+		"strace", "ltrace", "gdb", "valgrind", "systemd-run", "nsenter",
+		"firejail", "bwrap", "proot", "fakeroot", "fakechroot", "ssh",
+		"expect", "tmux", "screen", "at", "batch", "dbus-run-session",
+		"xvfb-run", "catchsegv", "setarch", "linux32", "linux64",
+		"numactl", "cgexec", "systemd-nspawn", "toolbox", "distrobox",
+		"podman", "docker", "kubectl", "nix-shell", "direnv", "su",
+		"sg", "runuser", "setpriv", "capsh", "ld.so", NULL };
+
+	return in_list(name, r) || !strncmp(name, "ld-linux", 8);
+}
+
 static void
 emit(struct sp *p, struct words *v, size_t from)
 {
@@ -864,6 +928,31 @@ emit(struct sp *p, struct words *v, size_t from)
 	if (!cJSON_AddItemToArray(p->cmds, argv)) {
 		cJSON_Delete(argv);
 		p->oom = 1;
+	}
+}
+
+/* find -exec CMD ... ; (and -execdir, -ok, -okdir): each CMD is a
+ * command of the line, seen through wrappers as any other. */
+static void
+find_exec(struct sp *p, const struct words *v, size_t i)
+{
+	size_t k, j;
+
+	for (k = i + 1; k < v->n; k++) {
+		struct words sub = { 0 };
+
+		if (strcmp(v->w[k], "-exec") && strcmp(v->w[k], "-execdir") &&
+		    strcmp(v->w[k], "-ok") && strcmp(v->w[k], "-okdir"))
+			continue;
+		for (j = k + 1; j < v->n && strcmp(v->w[j], ";") &&
+		     strcmp(v->w[j], "+"); j++)
+			if (words_add(&sub, v->w[j], strlen(v->w[j]),
+				      v->dyn[j]) != 0)
+				p->oom = 1;
+		if (sub.n)
+			analyse(p, &sub);
+		words_free(&sub);
+		k = j;
 	}
 }
 
@@ -895,6 +984,10 @@ analyse(struct sp *p, struct words *v)
 			return;
 		}
 		name = base(v->w[i]);
+		if (runner(name))
+			p->complex = 1;
+		if (!strcmp(name, "find"))
+			find_exec(p, v, i);
 		builtin_check(p, v, i, name);
 		j = unwrap(p, v, i, name);
 		if (!j) {
