@@ -137,6 +137,8 @@ awk -f prog f
 less --lesskey-src=f x
 less --LOG-FILE=p f
 less '+!touch p' f
+LESSOPEN='|touch p %s' less f
+env LESSOPEN='|touch p %s' less f
 man -P x ls
 man --pag=x ls
 man --html=x ls
