@@ -191,6 +191,56 @@ skip_to(struct sp *p, size_t j, char open, char close, struct buf *w)
 	return push(w, '$', p) < 0 ? -1 : 1;
 }
 
+static int
+hex(char c)
+{
+	return isdigit((unsigned char)c) ? c - '0'
+	       : isxdigit((unsigned char)c) ? tolower((unsigned char)c) - 'a' + 10
+	       : -1;
+}
+
+/* $'...' at p->i: decoded as bash does for the common escapes, so that
+ * the deny rules see $'\x73udo' as sudo; the line stays complex (\u,
+ * \c and the rest are kept as written). */
+static int
+ansi_c(struct sp *p, struct buf *w)
+{
+	const char *s = p->s;
+	size_t j = p->i + 2;
+	static const char from[] = "abefnrtv\\'\"?E", to[] = "\a\b\033\f\n\r\t\v\\'\"?\033";
+
+	while (j < p->n && s[j] != '\'') {
+		int c = (unsigned char)s[j++], k, d;
+		const char *f;
+
+		if (c == '\\' && j < p->n) {
+			c = (unsigned char)s[j++];
+			if ((f = strchr(from, c)) && c) {
+				c = (unsigned char)to[f - from];
+			} else if (c == 'x' && j < p->n && hex(s[j]) >= 0) {
+				for (d = 0, k = 0; k < 2 && j < p->n &&
+				     hex(s[j]) >= 0; k++)
+					d = d * 16 + hex(s[j++]);
+				c = d;
+			} else if (c >= '0' && c <= '7') {
+				for (d = c - '0', k = 1; k < 3 && j < p->n &&
+				     s[j] >= '0' && s[j] <= '7'; k++)
+					d = d * 8 + (s[j++] - '0');
+				c = d & 0xff;
+			} else if (push(w, '\\', p) < 0)
+				return -1;
+		}
+		if (c && push(w, (char)c, p) < 0)
+			return -1;
+	}
+	if (j >= p->n) {
+		p->i = p->n;
+		return -1;
+	}
+	p->i = j + 1;
+	return 1;
+}
+
 /* $ at p->i, in a word or inside double quotes.  $(...) is split as a
  * list of its own; $NAME, ${NAME}, ${#NAME} and the special parameters
  * are kept as text.  Every other expansion may run code (${x@P},
@@ -251,6 +301,8 @@ dollar(struct sp *p, struct buf *w, int *dynamic, int in_dq)
 		p->complex = 1;
 		if (c == '[')
 			return skip_to(p, j, '[', ']', w);
+		if (c == '\'')
+			return ansi_c(p, w);
 		p->i++; /* the quotes are read as plain ones */
 		return push(w, '$', p) < 0 ? -1 : 1;
 	}

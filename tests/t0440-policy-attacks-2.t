@@ -75,6 +75,8 @@ test_expect_success 'item 1: backslash-newline is joined before splitting, as ba
 	printf "%s\n" "git status <\\{NL}<EOF{NL}x{NL}EOF" "\$\\{NL}'\''\\x73udo'\'' id" \
 		"echo a # b \\{NL}touch p" >hidden &&
 	each deny hidden --policy "$SCRATCH/any.json" &&
+	decide bash "$(bash_args "$(nl "\$\\{NL}'\''\\x73udo'\'' id")")" --yes &&
+	test_grep "^deny privilege:" got &&
 	printf "%s\n" "git log \\{NL}  --oneline" "echo \"a b\" \\{NL}c" >joined &&
 	each allow joined --policy "$SCRATCH/git.json" &&
 	call_msg bash "$(bash_args "$(nl "git status \"\$\\{NL}(touch p)\"")")" none >in &&
@@ -191,6 +193,8 @@ privilege|flock f sudo id
 privilege|find . -exec sudo id ;
 privilege|unshare -r sudo id
 privilege|sg wheel id
+privilege|$'\x73udo' id
+privilege|$'\163u'do id
 EOF
 
 test_expect_success 'item 4: the built-in deny list sees abbreviations, spellings and more wrappers' '

@@ -78,7 +78,7 @@ static const char *const complex_cases[] = {
 	"echo $_", "echo ${_}", "echo $(<f)", "echo $( < f)",
 	/* unknown or ambiguous wrapper options; runners */
 	"timeout --bogus 5 rm x", "env --i rm x", "watch rm x", "script -c 'rm x'",
-	"ssh host rm x",
+	"ssh host rm x", "$'\\x73udo' id",
 };
 
 int
