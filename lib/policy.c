@@ -31,19 +31,19 @@ static const char builtin[] =
 "     \"decision\": \"ask\", \"reason\": \"{tool} modifies files\"},\n"
 "    {\"name\": \"shell\", \"if\": \".tool == \\\"bash\\\"\",\n"
 "     \"decision\": \"ask\", \"reason\": \"bash runs a shell command\"},\n"
-"    {\"name\": \"rm-root-or-home\", \"if\": \"any_command(cmdname == \\\"rm\\\" and (.[1:] | any(test(\\\"^-[a-zA-Z]*[rR]\\\") or . == \\\"--recursive\\\")) and (.[1:] | any(test(\\\"^(/|~|\\\\\\\\$HOME|\\\\\\\\$\\\\\\\\{HOME\\\\\\\\}|\\\\\\\\$PWD|\\\\\\\\$\\\\\\\\{PWD\\\\\\\\}|\\\\\\\\.|\\\\\\\\.\\\\\\\\.)?(/+\\\\\\\\.{0,2})*/*(\\\\\\\\.?\\\\\\\\*)?$\\\") and . != \\\"\\\")))\",\n"
+"    {\"name\": \"rm-root-or-home\", \"if\": \"any_command(cmdname == \\\"rm\\\" and (.[1:] | any(test(\\\"^-[a-zA-Z]*[rR]\\\") or long_is([\\\"recursive\\\"]))) and (.[1:] | any(home_or_root))) or any_command(cmdname == \\\"find\\\" and (.[1:] | any(IN(\\\"-delete\\\", \\\"-exec\\\", \\\"-execdir\\\", \\\"-ok\\\", \\\"-okdir\\\"))) and (.[1:] | .[0:(map(startswith(\\\"-\\\") or IN(\\\"(\\\", \\\"!\\\")) | index(true) // length)] | any(home_or_root and (normpath | test(\\\"^[.]{1,2}/?$\\\") | not))))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"deletes the root, the home or the working directory\"},\n"
-"    {\"name\": \"privilege\", \"if\": \"any_command(cmdname | IN(\\\"sudo\\\", \\\"sudoedit\\\", \\\"su\\\", \\\"doas\\\", \\\"pkexec\\\", \\\"run0\\\"))\",\n"
+"    {\"name\": \"privilege\", \"if\": \"any_command(cmdname | IN(\\\"sudo\\\", \\\"sudoedit\\\", \\\"su\\\", \\\"doas\\\", \\\"pkexec\\\", \\\"run0\\\", \\\"sg\\\", \\\"newgrp\\\", \\\"runuser\\\", \\\"setpriv\\\", \\\"machinectl\\\"))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"runs as another user\"},\n"
 "    {\"name\": \"filesystems\", \"if\": \"any_command(cmdname | test(\\\"^(mkfs|mke2fs|mkswap|fdisk|sfdisk|parted|wipefs)\\\"))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"formats or partitions a disk\"},\n"
-"    {\"name\": \"raw-devices\", \"if\": \"any_command(cmdname == \\\"dd\\\" and any(.[]; test(\\\"^of=/dev/\\\"))) or ((.redirects // []) | any(test(\\\"^/dev/(sd|nvme|hd|vd|xvd|mmcblk|disk)\\\")))\",\n"
+"    {\"name\": \"raw-devices\", \"if\": \"any_command(cmdname == \\\"dd\\\" and any(.[]; startswith(\\\"of=\\\") and (.[3:] | normpath | startswith(\\\"/dev/\\\")))) or ((.redirects // []) | any(normpath | test(\\\"^/dev/(sd|nvme|hd|vd|xvd|mmcblk|disk|mapper|dm-|loop|md|nbd)\\\")))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"writes to a disk device\"},\n"
 "    {\"name\": \"fork-bomb\", \"if\": \".tool == \\\"bash\\\" and ((.args.command // \\\"\\\") | tostring | test(\\\"(\\\\\\\\S+)\\\\\\\\s*\\\\\\\\(\\\\\\\\)\\\\\\\\s*\\\\\\\\{[^}]*\\\\\\\\1\\\\\\\\s*\\\\\\\\|\\\\\\\\s*\\\\\\\\1\\\"))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"looks like a fork bomb\"},\n"
-"    {\"name\": \"pipe-to-shell\", \"if\": \"(.commands // [] | any(cmdname | IN(\\\"curl\\\", \\\"wget\\\", \\\"fetch\\\"))) and (.commands // [] | any(cmdname | IN(\\\"sh\\\", \\\"bash\\\", \\\"zsh\\\", \\\"dash\\\", \\\"ksh\\\", \\\"mksh\\\", \\\"ash\\\", \\\"fish\\\", \\\"python\\\", \\\"python3\\\", \\\"perl\\\", \\\"ruby\\\", \\\"node\\\")))\",\n"
+"    {\"name\": \"pipe-to-shell\", \"if\": \"(.commands // [] | any(cmdname | IN(\\\"curl\\\", \\\"wget\\\", \\\"fetch\\\", \\\"aria2c\\\", \\\"http\\\", \\\"nc\\\", \\\"ncat\\\", \\\"socat\\\"))) and (.commands // [] | any((cmdname | test(\\\"^(sh|bash|zsh|dash|ksh|mksh|ash|yash|posh|fish|csh|tcsh|rbash|elvish|xonsh|nu|pwsh|source|[.]|eval|python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|node|nodejs|deno|bun|php[0-9.]*|lua[0-9.]*|luajit|tclsh[0-9.]*|wish|Rscript|julia|osascript)$\\\")) or (.[1:] | any(normpath | IN(\\\"/dev/stdin\\\", \\\"/dev/fd/0\\\", \\\"/proc/self/fd/0\\\")))))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"runs code downloaded from the network\"},\n"
-"    {\"name\": \"system-files\", \"if\": \"(.redirects // []) | any(test(\\\"^/(etc|boot|usr|bin|sbin|lib)/\\\"))\",\n"
+"    {\"name\": \"system-files\", \"if\": \"(.redirects // []) | any(normpath | test(\\\"^/(etc|boot|usr|bin|sbin|lib|lib32|lib64|libx32|var/lib|root)(/|$)\\\"))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"writes to system files\"}\n"
 "  ]\n"
 "}\n";
@@ -62,9 +62,15 @@ static const char prelude[] =
 	"def prefix($p): .[0:($p | length)] == $p;"
 	"def cmdname: (.[0] // \"\") | split(\"/\") | last // \"\";"
 	"def assigns: (.[0] // \"\") | test(\"^[A-Za-z_][A-Za-z0-9_]*\\\\+?=\");"
-	"def writes: cmdname as $n | .[1:] as $a | if $n == \"git\" then $a | any(.[]; test(\"^(-c|--config-env|--exec-path|--git-dir|--work-tree|--namespace|--super-prefix|--output|--ext-diff|--textconv|--open-files-in-pager|-O|--upload-pack|--receive-pack|--exec|--template)\")) elif $n == \"find\" then $a | any(.[]; IN(\"-exec\", \"-execdir\", \"-ok\", \"-okdir\", \"-delete\", \"-fprint\", \"-fprint0\", \"-fprintf\", \"-fls\")) elif $n == \"sed\" then $a | any(.[]; test(\"^-[a-zA-Z]*[if]|^--(in-place|file)\") or test(\"(^|[;}\\\\n/])[[:space:]]*[0-9gpIiMm]*[ewW]\")) elif $n == \"sort\" then $a | any(.[]; test(\"^-[a-zA-Z]*o|^--(output|compress-program)\")) elif $n | IN(\"awk\", \"gawk\", \"mawk\", \"nawk\") then $a | any(.[]; test(\"system|getline|[|>]|^-[a-zA-Z]*[fiEl]|^--(file|include|load|exec|source)\")) elif $n == \"tee\" then $a | any(.[]; (startswith(\"-\") | not) and . != \"/dev/null\") elif $n == \"rg\" then $a | any(.[]; test(\"^--pre\")) elif $n == \"man\" then $a | any(.[]; test(\"^-[a-zA-Z]*[PH]|^--(pager|html)\")) elif $n == \"tar\" then $a | any(.[]; test(\"^--(to-command|checkpoint-action|use-compress-program|info-script|new-volume-script)|^-[a-zA-Z]*[IF]\")) elif $n | IN(\"less\", \"more\") then $a | any(.[]; test(\"^-[a-zA-Z]*[oO]|^--log-file\")) else false end;"
+	"def long_is($names): startswith(\"--\") and (.[2:] | split(\"=\")[0] // \"\") as $o | $o != \"\" and ($names | any(.[]; . as $d | ($d | startswith($o)) or ($o | startswith($d))));"
+	"def normpath: gsub(\"/+\"; \"/\") | until(test(\"/\\\\./|/\\\\.$\") | not; sub(\"/\\\\./\"; \"/\") | sub(\"/\\\\.$\"; \"/\")) | until(test(\"/([^/.][^/]*|\\\\.[^/.][^/]*|\\\\.\\\\.[^/]+)/\\\\.\\\\.(/|$)\") | not; sub(\"/([^/.][^/]*|\\\\.[^/.][^/]*|\\\\.\\\\.[^/]+)/\\\\.\\\\.(/|$)\"; \"/\")) | sub(\"^(/\\\\.\\\\.)+(/|$)\"; \"/\");"
+	"def sed_script_ok: test(\"^([\\\\s;]*((([0-9]+|[$]|/([^/\\\\\\\\\\\\n]|\\\\\\\\.)*/[IM]*)(~[0-9]+)?([\\\\s]*,[\\\\s]*([0-9]+|[$]|/([^/\\\\\\\\\\\\n]|\\\\\\\\.)*/[IM]*|[+~][0-9]+))?)?[\\\\s]*!?[\\\\s]*([pPdDnNgGhHxzF=]|[lqQ][\\\\s]*[0-9]*|[btT][ \\\\t]*[A-Za-z0-9_]*|:[A-Za-z0-9_]+|[{}]|#[^\\\\n]*|[aic][ \\\\t]+[^\\\\n\\\\\\\\]*|[sy](/([^/\\\\\\\\\\\\n]|\\\\\\\\.)*/([^/\\\\\\\\\\\\n]|\\\\\\\\.)*/|[|]([^|\\\\\\\\\\\\n]|\\\\\\\\.)*[|]([^|\\\\\\\\\\\\n]|\\\\\\\\.)*[|]|#([^#\\\\\\\\\\\\n]|\\\\\\\\.)*#([^#\\\\\\\\\\\\n]|\\\\\\\\.)*#|,([^,\\\\\\\\\\\\n]|\\\\\\\\.)*,([^,\\\\\\\\\\\\n]|\\\\\\\\.)*,|:([^:\\\\\\\\\\\\n]|\\\\\\\\.)*:([^:\\\\\\\\\\\\n]|\\\\\\\\.)*:|@([^@\\\\\\\\\\\\n]|\\\\\\\\.)*@([^@\\\\\\\\\\\\n]|\\\\\\\\.)*@)[gpiIM0-9]*)))*[\\\\s;]*$\");"
+	"def sed_writes: reduce .[1:][] as $a ({s: [], o: [], bad: false, next: null, dd: false}; if .next == \"script\" then .s += [$a] | .next = null elif .next == \"skip\" then .next = null elif .dd or ($a | startswith(\"-\") | not) or $a == \"-\" then .o += [$a] elif $a == \"--\" then .dd = true elif ($a | startswith(\"--\")) then ($a[2:] | split(\"=\")[0]) as $n | ($a | contains(\"=\")) as $eq | if $a | long_is([\"in-place\", \"file\", \"follow-symlinks\", \"binary\"]) then .bad = true elif (\"expression\" | startswith($n)) then (if $eq then .s += [$a | sub(\"^[^=]*=\"; \"\")] else .next = \"script\" end) elif (\"line-length\" | startswith($n)) then (if $eq then . else .next = \"skip\" end) elif ([\"quiet\", \"silent\", \"regexp-extended\", \"posix\", \"separate\", \"unbuffered\", \"null-data\", \"zero-terminated\", \"debug\", \"sandbox\"] | any(.[]; startswith($n))) then . else .bad = true end elif ($a | test(\"^-[nsuzEr]*e\")) then ($a | sub(\"^-[nsuzEr]*e\"; \"\")) as $r | (if $r == \"\" then .next = \"script\" else .s += [$r] end) elif ($a | test(\"^-[nsuzEr]*l\")) then (if ($a | test(\"^-[nsuzEr]*l$\")) then .next = \"skip\" else . end) elif ($a | test(\"^-[nsuzEr]+$\")) then . else .bad = true end) | if .s == [] then .s = .o[0:1] else . end | .bad or .next == \"script\" or .s == [] or (.s | any(.[]; sed_script_ok | not));"
+	"def awk_writes: any(.[1:][]; test(\"system|getline|[|>@]|^-(-.|[^-Fv])\"));"
+	"def writes: cmdname as $n | .[1:] as $a | if $n == \"git\" then $a | any(.[]; test(\"^(-c|-O)\") or long_is([\"config-env\", \"exec-path\", \"git-dir\", \"work-tree\", \"namespace\", \"super-prefix\", \"output\", \"output-directory\", \"ext-diff\", \"textconv\", \"open-files-in-pager\", \"upload-pack\", \"receive-pack\", \"exec\", \"template\"])) elif $n == \"find\" then $a | any(.[]; IN(\"-exec\", \"-execdir\", \"-ok\", \"-okdir\", \"-delete\", \"-fprint\", \"-fprint0\", \"-fprintf\", \"-fls\")) elif $n == \"sed\" then sed_writes elif $n == \"sort\" then $a | any(.[]; test(\"^-[a-zA-Z]*o\") or long_is([\"output\", \"compress-program\"])) elif $n | IN(\"awk\", \"gawk\", \"mawk\", \"nawk\") then awk_writes elif $n == \"tee\" then $a | any(.[]; (startswith(\"-\") | not) and . != \"/dev/null\") elif $n == \"rg\" then $a | any(.[]; test(\"^--pre\")) elif $n == \"man\" then $a | any(.[]; test(\"^-[a-zA-Z]*[PHCX]\") or long_is([\"pager\", \"html\", \"config-file\", \"gxditview\", \"browser\"])) elif $n == \"tar\" then ($a | any(.[]; test(\"^-[a-zA-Z]*[IFg]\") or long_is([\"to-command\", \"checkpoint-action\", \"use-compress-program\", \"info-script\", \"new-volume-script\", \"rsh-command\", \"rmt-command\", \"volno-file\", \"index-file\", \"listed-incremental\"]))) or (($a[0] // \"-\") | test(\"^[^-].*[IFg]\")) elif $n | IN(\"less\", \"more\", \"most\", \"pg\") then $a | any(.[]; test(\"^-[a-zA-Z]*[oOk]|^[+]\") or (ascii_downcase | long_is([\"log-file\", \"lesskey-file\", \"lesskey-src\", \"lesskey-content\"]))) else false end;"
 	"def quiet_outputs: (.outputs // []) | all(.[]; . == \"/dev/null\" or test(\"^&([0-9]+|-)$\"));"
-	"def all_readonly(f): all_commands(f and (writes | not)) and quiet_outputs;";
+	"def all_readonly(f): (.literal == true) and all_commands(f and (writes | not)) and quiet_outputs;"
+	"def home_or_root: . != \"\" and (normpath | test(\"^(~[^/]*|[$][{]?(HOME|PWD|OLDPWD|USER)[}]?|[.*?!^\\\\[\\\\]]*)(/[.*?!^\\\\[\\\\]]*)*$|^/[^/]+/?$|^/(home|Users)/[^/]*/?$\"));";
 
 const char *
 policy_builtin(void)
@@ -112,22 +118,51 @@ policy_free(struct policy *p)
 	memset(p, 0, sizeof *p);
 }
 
+/* A NUL in the text, or \u0000 in a string: cJSON ends the string
+ * there, while jq and the user see the rest. */
+static int
+json_has_nul(const char *s, size_t n)
+{
+	size_t i;
+
+	if (memchr(s, '\0', n))
+		return 1;
+	for (i = 0; i + 5 < n; i++)
+		if (s[i] == '\\') {
+			if (s[i + 1] == 'u' && !strncmp(s + i + 2, "0000", 4))
+				return 1;
+			i++; /* the escaped character: \\u0000 is no NUL */
+		}
+	return 0;
+}
+
 int
 policy_parse(struct policy *p, const char *text, size_t len,
 	     const char *source, struct ah_error *err)
 {
 	const cJSON *rules, *r, *d;
+	const char *dup = NULL;
 	cJSON *v;
 	size_t off = 0;
 	int i = 0;
 
 	memset(p, 0, sizeof *p);
 	p->source = strdup(source);
+	if (json_has_nul(text, len))
+		return ah_fail(err, AH_EFORMAT, "policy %s: a string holds "
+			       "U+0000, which would cut it short", source);
 	v = json_parse(text, len, &off);
 	if (!v || !cJSON_IsObject(v)) {
 		cJSON_Delete(v);
 		return ah_fail(err, AH_EFORMAT, "policy %s: not a JSON object%s",
 			       source, v ? "" : " (not valid JSON)");
+	}
+	if (json_has_duplicate_keys(v, &dup)) {
+		ah_fail(err, AH_EFORMAT, "policy %s: the key '%.100s' is given "
+			"more than once in one object (readers disagree on "
+			"which counts)", source, dup);
+		cJSON_Delete(v);
+		return -1;
 	}
 	d = cJSON_GetObjectItemCaseSensitive(v, "default");
 	p->deflt = DECIDE_ASK;

@@ -19,6 +19,7 @@ struct sp {
 	cJSON *redirs;    /* array of redirection targets */
 	cJSON *outs;      /* the targets of output redirections */
 	int complex;      /* something we could not follow */
+	int expanded;     /* a word holds an expansion, a glob, a ~ */
 	int depth;
 	int oom;
 };
@@ -74,6 +75,7 @@ sub_parse(struct sp *p, const char *text, size_t len)
 	sub.depth = p->depth + 1;
 	parse_list(&sub, 0);
 	p->complex |= sub.complex;
+	p->expanded |= sub.expanded;
 	p->oom |= sub.oom;
 }
 
@@ -189,6 +191,56 @@ skip_to(struct sp *p, size_t j, char open, char close, struct buf *w)
 	return push(w, '$', p) < 0 ? -1 : 1;
 }
 
+static int
+hex(char c)
+{
+	return isdigit((unsigned char)c) ? c - '0'
+	       : isxdigit((unsigned char)c) ? tolower((unsigned char)c) - 'a' + 10
+	       : -1;
+}
+
+/* $'...' at p->i: decoded as bash does for the common escapes, so that
+ * the deny rules see $'\x73udo' as sudo; the line stays complex (\u,
+ * \c and the rest are kept as written). */
+static int
+ansi_c(struct sp *p, struct buf *w)
+{
+	const char *s = p->s;
+	size_t j = p->i + 2;
+	static const char from[] = "abefnrtv\\'\"?E", to[] = "\a\b\033\f\n\r\t\v\\'\"?\033";
+
+	while (j < p->n && s[j] != '\'') {
+		int c = (unsigned char)s[j++], k, d;
+		const char *f;
+
+		if (c == '\\' && j < p->n) {
+			c = (unsigned char)s[j++];
+			if ((f = strchr(from, c)) && c) {
+				c = (unsigned char)to[f - from];
+			} else if (c == 'x' && j < p->n && hex(s[j]) >= 0) {
+				for (d = 0, k = 0; k < 2 && j < p->n &&
+				     hex(s[j]) >= 0; k++)
+					d = d * 16 + hex(s[j++]);
+				c = d;
+			} else if (c >= '0' && c <= '7') {
+				for (d = c - '0', k = 1; k < 3 && j < p->n &&
+				     s[j] >= '0' && s[j] <= '7'; k++)
+					d = d * 8 + (s[j++] - '0');
+				c = d & 0xff;
+			} else if (push(w, '\\', p) < 0)
+				return -1;
+		}
+		if (c && push(w, (char)c, p) < 0)
+			return -1;
+	}
+	if (j >= p->n) {
+		p->i = p->n;
+		return -1;
+	}
+	p->i = j + 1;
+	return 1;
+}
+
 /* $ at p->i, in a word or inside double quotes.  $(...) is split as a
  * list of its own; $NAME, ${NAME}, ${#NAME} and the special parameters
  * are kept as text.  Every other expansion may run code (${x@P},
@@ -209,6 +261,11 @@ dollar(struct sp *p, struct buf *w, int *dynamic, int in_dq)
 			p->complex = 1; /* arithmetic: skipped */
 			return skip_to(p, j, '(', ')', w);
 		}
+		/* $(<file) is the file's text: words nobody has read */
+		for (j += 1; j < p->n && is_blank(s[j]); j++)
+			;
+		if (j < p->n && s[j] == '<')
+			p->complex = 1;
 		p->i += 2;
 		return nested(p, ')') < 0 || push(w, '$', p) < 0 ? -1 : 1;
 	}
@@ -228,8 +285,9 @@ dollar(struct sp *p, struct buf *w, int *dynamic, int in_dq)
 			p->i = p->n;
 			return -1;
 		}
-		if (!plain_param(s + start, j - start, 1))
-			p->complex = 1;
+		if (!plain_param(s + start, j - start, 1) ||
+		    (j - start == 1 && s[start] == '_'))
+			p->complex = 1; /* ${_}: the last word of the last command */
 		if (buf_append(w, s + p->i, j + 1 - p->i) < 0) {
 			p->oom = 1;
 			return -1;
@@ -243,6 +301,8 @@ dollar(struct sp *p, struct buf *w, int *dynamic, int in_dq)
 		p->complex = 1;
 		if (c == '[')
 			return skip_to(p, j, '[', ']', w);
+		if (c == '\'')
+			return ansi_c(p, w);
 		p->i++; /* the quotes are read as plain ones */
 		return push(w, '$', p) < 0 ? -1 : 1;
 	}
@@ -250,6 +310,8 @@ dollar(struct sp *p, struct buf *w, int *dynamic, int in_dq)
 		*dynamic = 1;
 		while (j < p->n && name_char(s[j]))
 			j++;
+		if (j == p->i + 2 && c == '_')
+			p->complex = 1; /* $_: the last word of the last command */
 	} else if (c && strchr("@*#?$!-0123456789", c)) {
 		*dynamic = 1;
 		j++;
@@ -531,6 +593,8 @@ simple(struct sp *p)
 			rc = -1;
 			break;
 		}
+		if (dynamic)
+			p->expanded = 1;
 		if (!w.data && buf_append(&w, "", 0) < 0) {
 			p->oom = 1;
 			rc = -1;
@@ -634,6 +698,17 @@ static const char *const sudo_flag[] = { "askpass", "background", "bell",
 static const char *const setsid_flag[] = { "ctty", "fork", "wait", NULL };
 static const char *const chroot_long[] = { "userspec", "groups", NULL };
 static const char *const chroot_flag[] = { "skip-chdir", NULL };
+static const char *const flock_long[] = { "conflict-exit-code", "timeout",
+	"wait", NULL };
+static const char *const flock_flag[] = { "shared", "exclusive", "unlock",
+	"nonblock", "nb", "close", "no-fork", "verbose", NULL };
+static const char *const unshare_long[] = { "propagation", "setgroups",
+	"root", "wd", "setuid", "setgid", "monotonic", "boottime", "map-user",
+	"map-group", "map-users", "map-groups", NULL };
+static const char *const unshare_flag[] = { "mount", "uts", "ipc", "net",
+	"pid", "user", "cgroup", "time", "fork", "kill-child",
+	"map-root-user", "map-current-user", "mount-proc", "keep-caps",
+	"map-auto", NULL };
 
 static const struct wrapper wrappers[] = {
 	{ "command", "", "pvV", NULL, NULL, 0, 0, 0 },
@@ -653,8 +728,34 @@ static const struct wrapper wrappers[] = {
 	{ "chroot", "", "", chroot_long, chroot_flag, 1, 0, 0 },
 	{ "ionice", "cn", "t", NULL, NULL, 0, 0, 0 },
 	{ "taskset", "", "ac", NULL, NULL, 1, 0, 0 },
+	{ "flock", "Ew", "sxunoFv", flock_long, flock_flag, 1, 0, 0 },
+	{ "unshare", "SGRw", "muinpUCTfrc", unshare_long, unshare_flag, 0, 0, 0 },
+	{ "chrt", "", "abdfiormRv", NULL, NULL, 1, 0, 0 },
+	{ "prlimit", "p", "", NULL, NULL, 0, 0, 0 },
 	{ NULL, NULL, NULL, NULL, NULL, 0, 0, 0 },
 };
+
+/* A long option of wr, by its name or an unambiguous abbreviation:
+ * 1 when it takes a value, 0 when it takes none, -1 when unknown or
+ * ambiguous. */
+static int
+long_opt(const char *opt, const struct wrapper *wr)
+{
+	const char *const *l;
+	size_t len = strlen(opt);
+	int found = -1, n = 0, pass;
+
+	for (pass = 0; pass < 2; pass++)
+		for (l = pass ? wr->longflag : wr->longarg; l && *l; l++) {
+			if (!strcmp(*l, opt))
+				return !pass;
+			if (len && !strncmp(*l, opt, len)) {
+				found = !pass;
+				n++;
+			}
+		}
+	return n == 1 ? found : -1;
+}
 
 /* When argv[i] is a wrapper, the index of the command it runs; 0 when it
  * is none, or runs none.  An option we do not know makes the line
@@ -706,11 +807,21 @@ unwrap(struct sp *p, const struct words *v, size_t i, const char *name)
 			}
 			memcpy(opt, a + 2, len);
 			opt[len] = '\0';
-			if (in_list(opt, wr->longarg) && !a[2 + len])
-				k++;
-			else if (!in_list(opt, wr->longarg) &&
-				 !in_list(opt, wr->longflag))
-				p->complex = 1; /* env --split-string, ... */
+			/* getopt_long takes any unambiguous abbreviation */
+			switch (long_opt(opt, wr)) {
+			case 1:
+				if (!a[2 + len])
+					k++; /* the value is the next word */
+				break;
+			case 0:
+				break;
+			default:
+				/* env --split-string, an ambiguous prefix, one
+				 * we do not know: where the command starts is
+				 * unknown */
+				p->complex = 1;
+				return 0;
+			}
 			k++;
 			continue;
 		}
@@ -836,6 +947,23 @@ builtin_check(struct sp *p, const struct words *v, size_t i,
 	}
 }
 
+/* Programs that run a command in a way not followed here (a string for
+ * a shell, a command on another host, under a tracer): complex. */
+static int
+runner(const char *name)
+{
+	static const char *const r[] = { "watch", "script", "parallel",
+		"strace", "ltrace", "gdb", "valgrind", "systemd-run", "nsenter",
+		"firejail", "bwrap", "proot", "fakeroot", "fakechroot", "ssh",
+		"expect", "tmux", "screen", "at", "batch", "dbus-run-session",
+		"xvfb-run", "catchsegv", "setarch", "linux32", "linux64",
+		"numactl", "cgexec", "systemd-nspawn", "toolbox", "distrobox",
+		"podman", "docker", "kubectl", "nix-shell", "direnv", "su",
+		"sg", "runuser", "setpriv", "capsh", "ld.so", NULL };
+
+	return in_list(name, r) || !strncmp(name, "ld-linux", 8);
+}
+
 static void
 emit(struct sp *p, struct words *v, size_t from)
 {
@@ -852,6 +980,31 @@ emit(struct sp *p, struct words *v, size_t from)
 	if (!cJSON_AddItemToArray(p->cmds, argv)) {
 		cJSON_Delete(argv);
 		p->oom = 1;
+	}
+}
+
+/* find -exec CMD ... ; (and -execdir, -ok, -okdir): each CMD is a
+ * command of the line, seen through wrappers as any other. */
+static void
+find_exec(struct sp *p, const struct words *v, size_t i)
+{
+	size_t k, j;
+
+	for (k = i + 1; k < v->n; k++) {
+		struct words sub = { 0 };
+
+		if (strcmp(v->w[k], "-exec") && strcmp(v->w[k], "-execdir") &&
+		    strcmp(v->w[k], "-ok") && strcmp(v->w[k], "-okdir"))
+			continue;
+		for (j = k + 1; j < v->n && strcmp(v->w[j], ";") &&
+		     strcmp(v->w[j], "+"); j++)
+			if (words_add(&sub, v->w[j], strlen(v->w[j]),
+				      v->dyn[j]) != 0)
+				p->oom = 1;
+		if (sub.n)
+			analyse(p, &sub);
+		words_free(&sub);
+		k = j;
 	}
 }
 
@@ -883,6 +1036,10 @@ analyse(struct sp *p, struct words *v)
 			return;
 		}
 		name = base(v->w[i]);
+		if (runner(name))
+			p->complex = 1;
+		if (!strcmp(name, "find"))
+			find_exec(p, v, i);
 		builtin_check(p, v, i, name);
 		j = unwrap(p, v, i, name);
 		if (!j) {
@@ -935,13 +1092,61 @@ parse_list(struct sp *p, char close)
 	}
 }
 
+/* bash removes every backslash-newline pair outside single quotes before
+ * it reads a token, so "$\<newline>(cmd)" is "$(cmd)".  The same is done
+ * here, before splitting.  Quotes are followed roughly (no nesting of
+ * $(...) in double quotes); where this reading and bash's may differ the
+ * line is complex: a pair left inside what looks single-quoted, and a
+ * pair on a line with a comment (bash does not continue a comment). */
+static char *
+join_lines(const char *cmd, int *complex)
+{
+	size_t n = strlen(cmd), i, o = 0;
+	char *out = malloc(n + 1), q = 0;
+	int joined = 0;
+
+	if (!out)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		char c = cmd[i];
+
+		if (q == '\'') {
+			if (c == '\'')
+				q = 0;
+			else if (c == '\\' && cmd[i + 1] == '\n')
+				*complex = 1;
+		} else if (c == '\\' && cmd[i + 1] == '\n') {
+			i++;
+			joined = 1;
+			continue;
+		} else if (c == '\\' && cmd[i + 1]) {
+			out[o++] = c;
+			c = cmd[++i];
+		} else if (c == '"')
+			q = q == '"' ? 0 : '"';
+		else if (c == '\'' && !q)
+			q = '\'';
+		out[o++] = c;
+	}
+	out[o] = '\0';
+	if (joined && strchr(out, '#'))
+		*complex = 1;
+	return out;
+}
+
 cJSON *
 shell_split(const char *cmd)
 {
 	struct sp p = { 0 };
 	cJSON *o = cJSON_CreateObject();
 	const unsigned char *c;
+	char *text = join_lines(cmd, &p.complex);
 
+	if (!text) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	cmd = text;
 	p.s = cmd;
 	p.n = strlen(cmd);
 	p.cmds = cJSON_CreateArray();
@@ -952,6 +1157,7 @@ shell_split(const char *cmd)
 		cJSON_Delete(p.cmds);
 		cJSON_Delete(p.redirs);
 		cJSON_Delete(p.outs);
+		free(text);
 		return NULL;
 	}
 	/* a control character (a carriage return, an escape) is where a
@@ -964,6 +1170,8 @@ shell_split(const char *cmd)
 	cJSON_AddItemToObject(o, "redirects", p.redirs);
 	cJSON_AddItemToObject(o, "outputs", p.outs);
 	cJSON_AddBoolToObject(o, "complex", p.complex);
+	cJSON_AddBoolToObject(o, "literal", !p.expanded);
+	free(text);
 	if (p.oom) {
 		cJSON_Delete(o);
 		return NULL;

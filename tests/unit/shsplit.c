@@ -47,6 +47,13 @@ static const struct {
 	{ "ls # ; rm x", "[[\"ls\"]]" },
 	{ "grep x <<< \"$(rm x)\"", "[[\"rm\",\"x\"],[\"grep\",\"x\"]]" },
 	{ "! grep x f", "[[\"grep\",\"x\",\"f\"]]" },
+	/* backslash-newline is joined first, as bash does */
+	{ "git status \"$\\\n(rm x)\"", "[[\"rm\",\"x\"],[\"git\",\"status\",\"$\"]]" },
+	{ "git log \\\n --oneline", "[[\"git\",\"log\",\"--oneline\"]]" },
+	/* wrapper long options by abbreviation; more wrappers */
+	{ "timeout --sig KILL 5 rm x", "[[\"timeout\",\"--sig\",\"KILL\",\"5\",\"rm\",\"x\"],[\"rm\",\"x\"]]" },
+	{ "flock f rm x", "[[\"flock\",\"f\",\"rm\",\"x\"],[\"rm\",\"x\"]]" },
+	{ "find . -exec rm {} \\;", "[[\"find\",\".\",\"-exec\",\"rm\",\"{}\",\";\"],[\"rm\",\"{}\"]]" },
 };
 
 static const char *const complex_cases[] = {
@@ -65,6 +72,13 @@ static const char *const complex_cases[] = {
 	"eval ls", "trap 'rm x' EXIT", "echo $'\\x73udo'", "echo {/,x}",
 	"f () { rm x; }", "env -S 'rm x'", "env $X ls", "bash -c \"$X\"",
 	"printf -v RANDOM 1",
+	/* backslash-newline inside single quotes, or with a comment */
+	"echo 'a\\\nb'", "ls # x \\\nrm x",
+	/* the last argument, a file's text */
+	"echo $_", "echo ${_}", "echo $(<f)", "echo $( < f)",
+	/* unknown or ambiguous wrapper options; runners */
+	"timeout --bogus 5 rm x", "env --i rm x", "watch rm x", "script -c 'rm x'",
+	"ssh host rm x", "$'\\x73udo' id",
 };
 
 int
