@@ -26,7 +26,7 @@ static const char usage[] =
 	"                       todo.json)\n"
 	"  -C, --directory DIR  work in DIR, as if started there\n"
 	"      --keep-bytes N   keep the newest messages within N bytes whole\n"
-	"                       (default 24000)\n"
+	"                       (default 24000, at most a quarter of the window)\n"
 	"      --context-window N  the model's window in tokens, or auto, for\n"
 	"                       the stubs of old tool output\n"
 	"                       ($AGENT_CONTEXT_WINDOW)\n"
@@ -202,8 +202,8 @@ main(int argc, char **argv)
 	char *prompt = NULL, *request = NULL, *list = NULL, *entry = NULL;
 	char **sargv = NULL;
 	long keep_bytes = 24000, window = 0;
-	size_t len;
-	int c, i, keep, dry_run = 0, quiet = 0, rc = ES_OK;
+	size_t len, before;
+	int c, i, keep, dry_run = 0, quiet = 0, keep_set = 0, rc = ES_OK;
 	struct chat chat;
 
 
@@ -219,6 +219,7 @@ main(int argc, char **argv)
 			if (cli_whole("--keep-bytes", optarg, 0, 1000000000,
 				      &keep_bytes))
 				return ES_USAGE;
+			keep_set = 1;
 			break;
 		case OPT_WINDOW:
 			wopt = optarg;
@@ -262,6 +263,10 @@ main(int argc, char **argv)
 		free(prompt);
 		return ES_IO;
 	}
+	/* the newest turns kept whole take a quarter of the window at
+	 * most, so that the compacted context is well within it */
+	if (!keep_set && window > 0 && keep_bytes > window * CHAT_BYTES_PER_TOKEN / 4)
+		keep_bytes = window * CHAT_BYTES_PER_TOKEN / 4;
 	chat_init(&chat);
 	if (window > 0)
 		chat_budget_default(&chat.budget, window,
@@ -269,12 +274,25 @@ main(int argc, char **argv)
 	rc = read_transcript(&chat);
 	if (rc)
 		goto out;
+	/* what to keep, measured on what agent-step sends */
 	keep = compact_keep(&chat, (size_t)keep_bytes);
 	if (keep < 0) {
 		cli_warn("nothing to compact: the transcript is all newest "
 			 "messages and system prompt");
 		rc = ES_REJECTED;
 		goto out;
+	}
+	before = chat.msgs.len;
+	/* the summary needs what was done, not every output: all tool
+	 * output over 1 KB goes as a stub, its text kept */
+	if (window > 0) {
+		chat.budget.stub_at = 0;
+		chat.budget.keep = 0;
+		if (chat_prepare(&chat) < 0) {
+			cli_warn("out of memory");
+			rc = ES_IO;
+			goto out;
+		}
 	}
 	request = compact_request(&chat, keep, prompt ? prompt :
 				  compact_default_prompt(), &len);
@@ -291,22 +309,26 @@ main(int argc, char **argv)
 	if (!quiet)
 		cli_warn("asking for a summary of %d messages (%zu bytes), "
 			 "keeping the newest %d", chat.nview - keep, len, keep);
-	sargv = calloc((size_t)(argc - optind) + 3, sizeof *sargv);
+	sargv = calloc((size_t)(argc - optind) + 5, sizeof *sargv);
 	if (!sargv) {
 		rc = ES_IO;
 		goto out;
 	}
 	sargv[0] = "agent-step";
 	sargv[1] = "-q";
+	/* the request is smaller than the one that was too large: only the
+	 * server may refuse it, not the share kept for growth */
+	sargv[2] = "--compact-at";
+	sargv[3] = "1";
 	for (i = optind; i < argc; i++)
-		sargv[i - optind + 2] = argv[i];
+		sargv[i - optind + 4] = argv[i];
 	rc = ask(request, len, sargv, &summary);
 	if (rc)
 		goto out;
 	list = todos(path, &rc);
 	if (rc)
 		goto out;
-	entry = compact_entry(&chat, keep, summary.data, list);
+	entry = compact_entry(&chat, keep, before, summary.data, list);
 	if (!entry) {
 		cli_warn("out of memory");
 		rc = ES_IO;

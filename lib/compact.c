@@ -89,8 +89,8 @@ fail:
 }
 
 char *
-compact_entry(const struct chat *c, int keep, const char *summary,
-	      const char *todos)
+compact_entry(const struct chat *c, int keep, size_t before,
+	      const char *summary, const char *todos)
 {
 	struct buf text = BUF_INIT(0);
 	cJSON *o = cJSON_CreateObject(), *cm;
@@ -98,7 +98,7 @@ compact_entry(const struct chat *c, int keep, const char *summary,
 	char when[32], *line = NULL;
 	time_t now = time(NULL);
 	struct tm tm;
-	size_t before = c->msgs.len, after = 0;
+	size_t after = 0;
 	int k, summarised = 0;
 
 	for (k = 0; k < c->nview; k++) {

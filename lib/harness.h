@@ -335,10 +335,11 @@ char *compact_request(const struct chat *c, int keep, const char *prompt,
 		      size_t *len);
 /* The compaction entry, one JSON line without newline: the summary, the
  * rendered todo list (or NULL) framed as data, and in "compaction" the
- * keep, the messages summarised, the bytes sent before and (estimated)
- * after, and the time.  NULL when out of memory. */
-char *compact_entry(const struct chat *c, int keep, const char *summary,
-		    const char *todos);
+ * keep, the messages summarised, the bytes sent before (given: what the
+ * chat sent before its summary request was made) and (estimated) after,
+ * and the time.  NULL when out of memory. */
+char *compact_entry(const struct chat *c, int keep, size_t before,
+		    const char *summary, const char *todos);
 
 /* --- reply.c: the model's answer ------------------------------------- */
 

@@ -45,6 +45,7 @@ and the benchmark of compaction:
   --window-bytes N  a request body over N bytes is refused with OpenAI's
                     400 context_length_exceeded, and consumes no entry
   --real-usage      usage.prompt_tokens is the request's bytes / 4, not 10n
+  --summary-delay S  wait S seconds before answering a summary
   --summaries       a request whose last message asks for a summary
                     (agent-compact's) is answered "Summary of the work so
                     far." without consuming an entry
@@ -388,8 +389,8 @@ def serve(conn, cid, args):
                 "type": "invalid_request_error", "param": "messages",
                 "code": "context_length_exceeded"}})))
             continue
-        entry = {"content": "Summary of the work so far."} if summary \
-            else next_entry()
+        entry = {"content": "Summary of the work so far.",
+                 "delay": args.summary_delay} if summary else next_entry()
         if entry.get("delay"):
             time.sleep(float(entry["delay"]))
         if entry.get("hang"):
@@ -491,6 +492,7 @@ def main():
     ap.add_argument("--window-bytes", type=int, default=0)
     ap.add_argument("--summaries", action="store_true")
     ap.add_argument("--real-usage", action="store_true")
+    ap.add_argument("--summary-delay", type=float, default=0)
     ap.add_argument("--sizes")
     args = ap.parse_args()
     with open(args.script) as s:

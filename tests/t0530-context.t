@@ -162,4 +162,73 @@ test_expect_success 'agent-compact -n: the summary request, sent nowhere' '
 	jq -s -e ".[-1].role == \"user\" and (.[-1].content | test(\"summary\"))" req
 '
 
+# steps N BYTES: a script of N bash calls of BYTES of output each, then a
+# todo list, then the answer.
+steps() {
+	jq -nc --argjson n "$1" --argjson b "$2" '
+		{tool_calls: [{name: "run_todo_write", arguments: {todos: [
+			{id: "logs", content: "Read every log", status: "in_progress"}]}}]},
+		(range($n) as $k | {tool_calls: [{name: "bash", arguments:
+			{command: "head -c \($b) /dev/zero | tr \"\\0\" \($k % 10)"}}]}),
+		{content: "Read them all."}'
+}
+
+test_expect_success 'agent-run: a session of several windows of output finishes, compacted, nothing lost' '
+	steps 60 6000 >script &&
+	start_model script --window-bytes 40000 --summaries --real-usage --sizes "$PWD/sizes.jsonl" &&
+	mkdir w &&
+	agent-run -y --max-steps 100 --context-window 10000 --stop-checks 0 -C w "read the logs" >answer 2>progress &&
+	test "$(cat answer)" = "Read them all." &&
+	test_grep "the context is full: compacting it" progress &&
+	valid w/.agent/transcript.jsonl &&
+	test "$(jq -s "map(select(.compaction)) | length" w/.agent/transcript.jsonl)" -ge 1 &&
+	test "$(jq -s "map(select(.role == \"tool\")) | length" w/.agent/transcript.jsonl)" = 61 &&
+	jq -s -e "map(select(.role == \"tool\"))[1].content | length == 6000" w/.agent/transcript.jsonl &&
+	test "$(jq -s "map(select(.refused)) | length" sizes.jsonl)" -le 1 &&
+	test "$(jq -s "map(.bytes) | max" sizes.jsonl)" -le 40000 &&
+	ls w/.agent/outputs >kept && test "$(wc -l <kept)" -ge 20
+'
+
+test_expect_success 'agent-run: after a compaction every request holds the todo list' '
+	steps 60 6000 >script &&
+	start_model script --window-bytes 40000 --summaries --real-usage &&
+	mkdir w &&
+	agent-run -y --max-steps 100 --context-window 10000 --stop-checks 0 -C w "read the logs" >answer 2>progress &&
+	first=$(jq -s "map(select(.body.messages | map(.content | tostring | test(\"compacted to save context\")) | any)) | .[0].n" requests.jsonl) &&
+	test "$first" != null &&
+	jq -s --argjson f "$first" -e "map(select(.n >= \$f and (.body.messages[-1].content | tostring | test(\"write a summary\") | not)))
+		| map(.body.messages | map(.content | tostring) | join(\" \") | contains(\"[>] logs - Read every log\")) | all" requests.jsonl
+'
+
+test_expect_success 'agent-run: a server that refuses even the compacted context: exit 4, no loop' '
+	steps 20 6000 >script &&
+	start_model script --window-bytes 9000 --summaries --real-usage &&
+	mkdir w &&
+	test_expect_code 4 timeout 120 agent-run -y --context-window 100000 --stop-checks 0 -C w "read the logs" >answer 2>progress &&
+	test_grep "agent-run: the context is \(still too large\|full and compacting it failed\)" progress &&
+	test "$(wc -l <requests.jsonl)" -lt 20 &&
+	valid w/.agent/transcript.jsonl
+'
+
+compacting() { grep -q "compacting" progress; }
+
+test_expect_success 'agent-run: killed during a compaction, --resume goes on' '
+	steps 60 6000 >script &&
+	start_model script --window-bytes 40000 --summaries --summary-delay 60 --real-usage &&
+	mkdir w &&
+	{ setsid agent-run -y --max-steps 200 --context-window 10000 --stop-checks 0 -C w "read the logs" >answer 2>progress & pid=$!; } &&
+	sid=$(ps -o sid= -p $pid | tr -d " ") &&
+	test_when_finished "kill_session $sid" &&
+	wait_until 120 compacting &&
+	kill_session "$sid" && { wait $pid || :; } &&
+	valid w/.agent/transcript.jsonl &&
+	test "$(jq -s "map(select(.compaction)) | length" w/.agent/transcript.jsonl)" = 0 &&
+	stop_models && start_model script --window-bytes 40000 --summaries --real-usage &&
+	wait_until 10 flock -n w/.agent/lock true &&
+	agent-run -y --resume --max-steps 200 --context-window 10000 --stop-checks 0 -C w >answer 2>progress &&
+	test "$(cat answer)" = "Read them all." &&
+	valid w/.agent/transcript.jsonl &&
+	test "$(jq -s "map(select(.compaction)) | length" w/.agent/transcript.jsonl)" -ge 1
+'
+
 test_done
