@@ -7,9 +7,12 @@ AGENT_MODEL=scripted
 export AGENT_MODEL
 
 # session SCRIPT: agent-run -y on it in ./w, the answer in ./answer
+# (the whole transcript is sent: these are about sizes the harness must
+# bear, not about the context budget, which t0530 tests)
 session() {
 	start_model "$1" && mkdir -p w &&
-	agent-run -y -C w --stop-checks 0 --max-steps 10 "go" >answer 2>progress
+	agent-run -y -C w --stop-checks 0 --max-steps 10 --context-window off \
+		"go" >answer 2>progress
 }
 # result N: the content of the N-th tool result of the transcript
 result() {
