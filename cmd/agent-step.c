@@ -684,6 +684,8 @@ main(int argc, char **argv)
 			rc = ES_USAGE;
 			goto out;
 		}
+	r.mo.stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r.head,
+								  "stream"));
 	t = cJSON_GetObjectItemCaseSensitive(r.head, "n");
 	r.mo.choices = cJSON_IsNumber(t) && t->valuedouble > 1 ? 2 : 1;
 

@@ -435,6 +435,7 @@ struct model_opts {
 	volatile sig_atomic_t *interrupted; /* nonzero: abort the call */
 	int choices;           /* the request's n (1 when not given) */
 	enum model_api api;
+	int stream;            /* the request asks for a stream */
 };
 
 struct model;

@@ -32,6 +32,8 @@ struct attempt {
 	char request_id[128];
 	double retry_after;     /* seconds, -1 when none was sent */
 	int event_stream;       /* the answer is text/event-stream */
+	int should_retry;       /* x-should-retry: 1 true, 0 false, -1 none */
+	int seen_body;          /* a byte of the body came */
 	struct ah_error err;    /* a failure while reading the answer */
 	int failed;
 	const char *const *secrets; /* redacted from the server's text */
@@ -199,6 +201,7 @@ on_header(char *p, size_t size, size_t n, void *ctx)
 		a->request_id[0] = '\0';
 		a->retry_after = -1;
 		a->event_stream = 0;
+		a->should_retry = -1;
 		return len;
 	}
 	if (!colon || (size_t)(colon - p) >= sizeof name)
@@ -238,6 +241,11 @@ on_header(char *p, size_t size, size_t n, void *ctx)
 			a->retry_after = ra;
 	} else if (!strcasecmp(name, "content-type"))
 		a->event_stream = !strncasecmp(value, "text/event-stream", 17);
+	else if (!strcasecmp(name, "x-should-retry"))
+		/* the server's word on retrying wins over the status, as in
+		 * the official SDKs */
+		a->should_retry = !strcasecmp(value, "true") ? 1 :
+				  !strcasecmp(value, "false") ? 0 : -1;
 	return len;
 }
 
@@ -249,6 +257,20 @@ on_body(char *p, size_t size, size_t n, void *ctx)
 
 	if (!a->status)
 		curl_easy_getinfo(a->m->curl, CURLINFO_RESPONSE_CODE, &a->status);
+	/* A stream asked for comes as events whatever its Content-Type
+	 * says (the SDKs parse it so), unless it is a whole JSON answer. */
+	if (!a->seen_body && len && a->status == 200 && a->stream &&
+	    !a->event_stream) {
+		size_t i = 0;
+
+		while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' ||
+				   p[i] == '\n'))
+			i++;
+		if (i < len)
+			a->event_stream = p[i] != '{';
+	}
+	if (len)
+		a->seen_body = 1;
 	if (a->status == 200 && a->event_stream) {
 		unsigned long events = a->reply->events;
 
@@ -348,7 +370,7 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 	long connects;
 	double wait, deadline = o->deadline > 0 ? mono_now() + o->deadline : 0;
 	CURLcode cc;
-	int attempt, retryable, rc = -1;
+	int attempt, retryable, transient, rc = -1;
 
 	request_id[0] = '\0';
 	for (attempt = 0;; attempt++) {
@@ -359,6 +381,8 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 		a.reply = reply;
 		a.body = b;
 		a.retry_after = -1;
+		a.should_retry = -1;
+		a.stream = o->stream;
 		a.secrets = secrets;
 		a.stop = o->interrupted;
 		a.idle = o->timeout;
@@ -465,11 +489,13 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 			snprintf(why, sizeof why, "%ld%s%.500s%s%.100s%s", a.status,
 				 msg[0] ? ": " : "", msg, code[0] ? " (" : "",
 				 code, code[0] ? ")" : "");
-			retryable = a.status == 408 || a.status == 409 ||
+			transient = a.status == 408 || a.status == 409 ||
 				    a.status >= 500 ||
 				    (a.status == 429 &&
 				     strcmp(code, "insufficient_quota"));
-			err->code = retryable ? AH_EAPIRETRY :
+			retryable = a.should_retry >= 0 ? a.should_retry
+							: transient;
+			err->code = transient ? AH_EAPIRETRY :
 				    model_too_long(a.status, code, msg) ?
 				    AH_ETOOLONG : AH_EAPI;
 		}

@@ -120,4 +120,32 @@ test_expect_success 'arguments sent as an object inside a stream are kept, as te
 	jq -e ".tool_calls[0].function.arguments == \"{\\\"path\\\":\\\"a b\\\"}\"" out
 '
 
+test_expect_success 'a stream asked for, sent under another Content-Type: parsed as events' '
+	{ chunk "[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"plain \"}}]" &&
+	  chunk "[{\"index\":0,\"delta\":{\"content\":\"json\"},\"finish_reason\":\"stop\"}]"; } >events &&
+	sse events | jq -c ".ctype = \"application/json\"" >script &&
+	echo "{\"content\": \"whole\"}" >>script &&
+	start_model script &&
+	user "x" | agent-step --stream >out 2>err &&
+	jq -e ".content == \"plain json\"" out &&
+	user "y" | agent-step --stream >out 2>err &&
+	jq -e ".content == \"whole\"" out
+'
+
+test_expect_success 'x-should-retry: false stops a retry of a 5xx, true retries a 4xx' '
+	cat >script <<-\EOF &&
+	{"status": 503, "headers": {"x-should-retry": "false"}, "error": {"message": "busy"}}
+	{"status": 400, "headers": {"x-should-retry": "true"}, "error": {"message": "try again"}}
+	{"content": "second time"}
+	EOF
+	start_model script &&
+	user "x" >t.jsonl &&
+	test_expect_code 7 agent-step --retries 2 <t.jsonl >out 2>err &&
+	test_grep "503: busy" err && test_grep ! "retrying" err &&
+	test "$(wc -l <requests.jsonl)" = 1 &&
+	agent-step --retries 2 <t.jsonl >out 2>err &&
+	jq -e ".content == \"second time\"" out &&
+	test_grep "400: try again; retrying" err
+'
+
 test_done
