@@ -461,8 +461,6 @@ void model_free(struct model *m);
 int model_call(struct model *m, const struct model_opts *o, const char *body,
 	       size_t len, struct reply *reply, char *request_id,
 	       size_t idsize, struct ah_error *err);
-/* How many connections have been opened so far. */
-unsigned long long model_connections(const struct model *m);
 
 /* --- shsplit.c: shell command lines for permission rules ------------- */
 
@@ -724,7 +722,6 @@ struct sandbox {
 
 /* SANDBOX_* for a name ("workspace-write", "read-only", "off"), or -1. */
 int sandbox_mode_parse(const char *name);
-const char *sandbox_mode_name(enum sandbox_mode mode);
 
 /* Sets up *sb for the workspace (an absolute, resolved path), with the
  * paths kept read-only by default: .agent, todo_path, and (sandbox_scan)
@@ -820,7 +817,6 @@ struct proc_result {
 	int left_running;   /* background processes held the output open */
 	int limit;          /* the PROC_LIMIT_* the call went over (killed),
 			       or 0 */
-	size_t total;       /* bytes of output seen */
 	char *output;       /* bounded, valid UTF-8; the caller frees */
 	size_t len;
 };

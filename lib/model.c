@@ -19,7 +19,6 @@ struct model {
 	struct curl_slist *headers;
 	char url[2048];
 	char errbuf[CURL_ERROR_SIZE];
-	unsigned long long connects; /* connections opened so far */
 };
 
 /* What one attempt brings back. */
@@ -128,12 +127,6 @@ model_free(struct model *m)
 		curl_easy_cleanup(m->curl);
 	curl_slist_free_all(m->headers);
 	free(m);
-}
-
-unsigned long long
-model_connections(const struct model *m)
-{
-	return m->connects;
 }
 
 int
@@ -367,7 +360,6 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 	const char *secrets[] = { o->api_key, NULL };
 	char msg[1024], code[128], why[768];
 	struct attempt a;
-	long connects;
 	double wait, deadline = o->deadline > 0 ? mono_now() + o->deadline : 0;
 	CURLcode cc;
 	int attempt, retryable, transient, rc = -1;
@@ -410,9 +402,6 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 			ah_fail(err, AH_EINTR, "interrupted");
 			goto out;
 		}
-		if (curl_easy_getinfo(m->curl, CURLINFO_NUM_CONNECTS,
-				      &connects) == CURLE_OK)
-			m->connects += (unsigned long long)connects;
 		curl_easy_getinfo(m->curl, CURLINFO_RESPONSE_CODE, &a.status);
 		/* the server's text: it may echo the key */
 		redact(a.request_id, secrets);

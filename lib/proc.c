@@ -981,7 +981,6 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 			"command was not run", chunk);
 		goto fail;
 	}
-	r->total = cap.total;
 	r->output = capture_text(&cap, &r->len);
 	if (!r->output) {
 		ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));

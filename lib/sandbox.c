@@ -129,19 +129,6 @@ sandbox_mode_parse(const char *name)
 	return -1;
 }
 
-const char *
-sandbox_mode_name(enum sandbox_mode mode)
-{
-	switch (mode) {
-	case SANDBOX_WORKSPACE_WRITE:
-		return "workspace-write";
-	case SANDBOX_READ_ONLY:
-		return "read-only";
-	default:
-		return "off";
-	}
-}
-
 static int
 landlock_abi(void)
 {
