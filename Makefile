@@ -7,9 +7,10 @@ BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
 DATADIR ?= $(PREFIX)/share/agent-harness
 
+VERSION = 0.2
 CC      ?= cc
 CFLAGS  ?= -O2 -g
-override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
+override CFLAGS += -DAH_VERSION='"$(VERSION)"' -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 	-Wstrict-prototypes -Wmissing-prototypes -Wvla -Ilib -MD -MP
 LDLIBS  ?=
 override LDLIBS += -ljq -lonig -lcurl -lcjson -lm
@@ -86,7 +87,8 @@ $(BUILD)/bin/%: $(BUILD)/cmd/%.o $(CLIOBJ) $(BUILD)/lib/libharness.a
 # in DATADIR.
 $(BUILD)/bin/agent-run: cmd/agent-run
 	@mkdir -p $(@D)
-	sed 's|@DATADIR@|$(abspath share)|' cmd/agent-run >$@ && chmod 755 $@
+	sed -e 's|@DATADIR@|$(abspath share)|' -e 's|@VERSION@|$(VERSION)|' \
+		cmd/agent-run >$@ && chmod 755 $@
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/lib/libharness.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -162,7 +164,8 @@ install: $(BINS)
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(DATADIR)
 	install -m 755 $(PROGS:%=$(BUILD)/bin/%) $(DESTDIR)$(BINDIR)/
-	sed 's|@DATADIR@|$(DATADIR)|' cmd/agent-run >$(DESTDIR)$(BINDIR)/agent-run
+	sed -e 's|@DATADIR@|$(DATADIR)|' -e 's|@VERSION@|$(VERSION)|' \
+		cmd/agent-run >$(DESTDIR)$(BINDIR)/agent-run
 	chmod 755 $(DESTDIR)$(BINDIR)/agent-run
 	install -m 644 share/system-prompt.txt $(DESTDIR)$(DATADIR)/
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/

@@ -34,6 +34,7 @@ static const char usage[] =
 	"  -n, --dry-run        print the summary request, send nothing\n"
 	"  -q, --quiet          no progress on stderr\n"
 	"  -h, --help           print this help and exit\n"
+	"      --version        print the version and exit\n"
 	"\n"
 	"Exit status: 0 written, 1 nothing to compact, 2 usage, 3 I/O error,\n"
 	"5 the input is not a valid transcript, 8 the summary is empty;\n"
@@ -192,6 +193,7 @@ main(int argc, char **argv)
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ah_error err = { 0 };
@@ -233,6 +235,8 @@ main(int argc, char **argv)
 		case 'q':
 			quiet = 1;
 			break;
+		case CLI_OPT_VERSION:
+			return cli_version();
 		case 'h':
 			fputs(usage, stdout);
 			return cli_finish(ES_OK);

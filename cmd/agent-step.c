@@ -62,6 +62,7 @@ static const char usage[] =
 	"  -q, --quiet            no streamed text, no retry notes on stderr\n"
 	"  -v, --verbose          a line per call on stderr: request id, tokens\n"
 	"  -h, --help             print this help and exit\n"
+	"      --version          print the version and exit\n"
 	"\n"
 	"Exit status: 0 answered, 1 --answer found none, 2 usage, 3 I/O error,\n"
 	"5 bad transcript, 6 refused by the API, 7 unreachable or failing\n"
@@ -467,6 +468,7 @@ main(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ah_error err = { 0 };
@@ -599,6 +601,8 @@ main(int argc, char **argv)
 		case 'v':
 			r.verbose = 1;
 			break;
+		case CLI_OPT_VERSION:
+			return cli_version();
 		case 'h':
 			fputs(usage, stdout);
 			return cli_finish(ES_OK);

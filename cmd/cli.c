@@ -142,3 +142,10 @@ cli_whole(const char *what, const char *s, long min, long max, long *out)
 	*out = v;
 	return 0;
 }
+
+int
+cli_version(void)
+{
+	printf("%s (agent-harness) %s\n", progname, AH_VERSION);
+	return cli_finish(ES_OK);
+}

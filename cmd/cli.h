@@ -25,6 +25,15 @@ enum {
 
 extern const char *progname;
 
+/* --version: every program takes it, as the option below, and answers
+ * with cli_version(). */
+#define CLI_OPT_VERSION 0x7f00
+#define CLI_VERSION_OPTION { "version", no_argument, NULL, CLI_OPT_VERSION }
+
+/* Prints "progname (agent-harness) VERSION" on stdout; returns the exit
+ * status (0, or ES_IO when stdout fails). */
+int cli_version(void);
+
 /* Prints "progname: message" on stderr. */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

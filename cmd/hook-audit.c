@@ -35,6 +35,7 @@ static const char usage[] =
 	"                       (system, developer, user or assistant), not\n"
 	"                       messages: pass {\"role\":ROLE,\"content\":TEXT}\n"
 	"  -h, --help           print this help and exit\n"
+	"      --version        print the version and exit\n"
 	"\n"
 	"The log and the --tee file are never opened through a symbolic link\n"
 	"under .agent, nor with a link as last component elsewhere, and must\n"
@@ -185,6 +186,7 @@ main(int argc, char **argv)
 		{ "tee", required_argument, NULL, OPT_TEE },
 		{ "message", required_argument, NULL, OPT_MESSAGE },
 		{ "help", no_argument, NULL, 'h' },
+		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dir = getenv("AGENT_WORKDIR"), *log = getenv("AGENT_AUDIT_LOG");
@@ -217,6 +219,8 @@ main(int argc, char **argv)
 		case OPT_MESSAGE:
 			role = optarg;
 			break;
+		case CLI_OPT_VERSION:
+			return cli_version();
 		case 'h':
 			fputs(usage, stdout);
 			return cli_finish(ES_OK);

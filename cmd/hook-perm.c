@@ -46,6 +46,7 @@ static const char usage[] =
 	"                        saves compiling them; without one, or with other\n"
 	"                        rules, they are evaluated here as usual\n"
 	"  -h, --help            print this help and exit\n"
+	"      --version         print the version and exit\n"
 	"\n"
 	"ask prompts on /dev/tty: yes once, no, or always (a rule added to the\n"
 	"policy file).  Without a terminal, ask is deny.\n"
@@ -720,6 +721,7 @@ main(int argc, char **argv)
 		{ "connect", required_argument, NULL, O_CONNECT },
 		{ "trust", no_argument, NULL, O_TRUST },
 		{ "help", no_argument, NULL, 'h' },
+		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct perm pm = { 0 };
@@ -769,6 +771,8 @@ main(int argc, char **argv)
 		case O_TRUST:
 			trusting = 1;
 			break;
+		case CLI_OPT_VERSION:
+			return cli_version();
 		case 'h':
 			fputs(usage, stdout);
 			return cli_finish(ES_OK);

@@ -24,6 +24,7 @@ static const char usage[] =
 	"      --show           render the stored list\n"
 	"      --check          exit 4 listing the items not completed, if any\n"
 	"  -h, --help           print this help and exit\n"
+	"      --version        print the version and exit\n"
 	"\n"
 	"Exit status: 0 stored (or shown, or nothing left), 1 arguments\n"
 	"rejected, 2 usage, 3 I/O error or corrupt todo file, 4 --check found\n"
@@ -132,6 +133,7 @@ main(int argc, char **argv)
 		{ "show", no_argument, NULL, 'S' },
 		{ "check", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
+		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = NULL, *dir = NULL;
@@ -158,6 +160,8 @@ main(int argc, char **argv)
 						       "exclude each other");
 			mode = c == 'S' ? MODE_SHOW : MODE_CHECK;
 			break;
+		case CLI_OPT_VERSION:
+			return cli_version();
 		case 'h':
 			fputs(usage, stdout);
 			return cli_finish(ES_OK);

@@ -55,6 +55,7 @@ static const char usage[] =
 	"                        when it changes\n"
 	"      --schema          print the tool definitions (JSON) and exit\n"
 	"  -h, --help            print this help and exit\n"
+	"      --version         print the version and exit\n"
 	"\n"
 	"Exit status: 0 done, 2 usage, 3 I/O error, 5 bad input line,\n"
 	"130 or 143 interrupted by SIGINT or SIGTERM.\n";
@@ -307,6 +308,7 @@ main(int argc, char **argv)
 		{ "interrupted", no_argument, NULL, O_INTERRUPTED },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct tool_ctx ctx = { 0 };
@@ -424,6 +426,8 @@ main(int argc, char **argv)
 		case O_SCHEMA:
 			puts(tool_schema());
 			return cli_finish(ES_OK);
+		case CLI_OPT_VERSION:
+			return cli_version();
 		case 'h':
 			fputs(usage, stdout);
 			return cli_finish(ES_OK);

@@ -20,6 +20,11 @@
 
 #include <cjson/cJSON.h>
 
+/* The release, set by the Makefile. */
+#ifndef AH_VERSION
+#define AH_VERSION "unknown"
+#endif
+
 /* --- error.c: the error every fallible function fills ------------------ */
 
 struct ah_error {

@@ -107,7 +107,8 @@ model_new(const struct model_opts *o, struct ah_error *err)
 	curl_easy_setopt(m->curl, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(m->curl, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(m->curl, CURLOPT_ACCEPT_ENCODING, "");
-	curl_easy_setopt(m->curl, CURLOPT_USERAGENT, "agent-harness/0.1");
+	curl_easy_setopt(m->curl, CURLOPT_USERAGENT, "agent-harness/"
+			 AH_VERSION);
 	curl_easy_setopt(m->curl, CURLOPT_CONNECTTIMEOUT_MS,
 			 (long)(o->timeout * 1000));
 	/* An idle answer is judged by on_progress, by data events rather

@@ -34,6 +34,12 @@ for p in $progs agent-run; do
 	test_expect_success "$p: --help exits 0 on stdout, nothing on stderr" "
 		$p --help >out 2>err && test -s out && test ! -s err
 	"
+	test_expect_success "$p: --version names it and the release" "
+		$p --version >out 2>err && test ! -s err &&
+		test_grep '^$p (agent-harness) [0-9][0-9.]*\$' out &&
+		test_line_count = 1 out &&
+		case $p in agent-run) ;; *) test_expect_code 3 $p --version >/dev/full 2>/dev/null ;; esac
+	"
 done
 
 test_expect_success 'a full stdout: exit 3 and one message with the reason, every program' '
