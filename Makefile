@@ -145,7 +145,8 @@ check-san:
 		LDFLAGS="-fsanitize=address,undefined" all
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=99 \
-	$(MAKE) --no-print-directory BUILD=build/san test-units test-corpus test-shell
+	$(MAKE) --no-print-directory BUILD=build/san CFLAGS="$(SANFLAGS)" \
+		LDFLAGS="-fsanitize=address,undefined" test-units test-corpus test-shell
 
 check: check-plain check-san
 

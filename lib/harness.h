@@ -943,4 +943,6 @@ int todo_write(const char *path, const char *args, size_t n, int dry_run,
 /* The todo file: AGENT_TODO_FILE when set, else "todo.json". */
 const char *todo_default_path(void);
 
+#include "banned.h"
+
 #endif

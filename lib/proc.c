@@ -275,7 +275,7 @@ read_counter(const char *dir, const char *name, const char *key)
 static char *
 own_cgroup(const char *ctl)
 {
-	char buf[4096], *line, *save = NULL, *c, *path;
+	char buf[4096], *line, *save = NULL, *inner = NULL, *c, *path;
 	ssize_t n;
 	int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
 
@@ -299,7 +299,8 @@ own_cgroup(const char *ctl)
 				return strdup(path);
 			continue;
 		}
-		for (c = strtok(c, ","); c; c = strtok(NULL, ","))
+		for (c = strtok_r(c, ",", &inner); c;
+		     c = strtok_r(NULL, ",", &inner))
 			if (!strcmp(c, ctl))
 				return strdup(path);
 	}

@@ -523,7 +523,7 @@ add_redirect(struct sp *p, const char *op, const char *target)
 			return;
 		}
 		t[0] = '&';
-		strcpy(t + 1, target);
+		memcpy(t + 1, target, strlen(target) + 1);
 		s = cJSON_CreateString(t);
 		free(t);
 	} else
@@ -568,7 +568,7 @@ simple(struct sp *p)
 			    p->s[p->i + 2] == '<') {
 				/* a here-string: its word is the input */
 				p->i += 3;
-				strcpy(op, "<<<");
+				memcpy(op, "<<<", sizeof "<<<");
 				continue;
 			}
 			if (c == '<' && p->i + 1 < p->n && p->s[p->i + 1] == '<') {
