@@ -1056,6 +1056,17 @@ seccomp(const struct sandbox *sb, struct ah_error *err)
 #endif
 }
 
+/* A /proc of the command's own PID namespace (tool-exec runs commands as
+ * its pid 1's children): ps and pgrep work there (with the host's /proc
+ * they fail, "lookup self"), and the harness's processes are not in it.
+ * Best effort: where the kernel refuses the mount (a /proc partly hidden
+ * by overmounts), the host's stays, as before. */
+static void
+fresh_proc(void)
+{
+	mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+}
+
 int
 sandbox_enter(const struct sandbox *sb, struct ah_error *err)
 {
@@ -1063,6 +1074,7 @@ sandbox_enter(const struct sandbox *sb, struct ah_error *err)
 		return 0;
 	if (confine_mounts(sb, err) < 0)
 		return -1;
+	fresh_proc();
 	if (drop_capabilities(err) < 0)
 		return -1;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

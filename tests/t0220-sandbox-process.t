@@ -247,4 +247,17 @@ test_expect_success 'limits: a memory hog ends as a tool error at --max-memory' 
 	test_grep "^after$" after
 '
 
+test_expect_success 'processes: a command sees its own /proc: ps works, the harness and the user are not in it' '
+	{ sleep 33.31 & outside=$!; } &&
+	test_when_finished "kill $outside 2>/dev/null || :" &&
+	bash_msg "ps -o pid= -p \$\$ && echo ps-ok" \
+		"pgrep -f \"sleep 33[.]31\" || echo none-seen" \
+		"ls /proc | grep -c \"^[0-9]\"" | tool-exec >out &&
+	jq -r "select(.tool_call_id == \"call_1\") | .content" out >ps &&
+	test_grep "^ps-ok$" ps && test_grep ! "fatal library error" ps &&
+	jq -r "select(.tool_call_id == \"call_2\") | .content" out >seen &&
+	test_grep "^none-seen$" seen &&
+	test "$(jq -r "select(.tool_call_id == \"call_3\") | .content" out)" -lt 10
+'
+
 test_done
