@@ -162,6 +162,7 @@ done
 # the policy server of --step mode: its socket is under $TMPDIR
 servers() { pgrep -f "[h]ook-perm --serve $PWD/tmp/" || :; }
 no_servers() { test -z "$(servers)"; }
+tmp_empty() { test -z "$(ls tmp)"; }
 
 # the servers of our tmp, not the workers a server forks for its clients
 # (same command line, a server for a parent)
@@ -188,8 +189,8 @@ test_expect_success 'step: one policy server for the session, gone when it ends'
 	touch w/go &&
 	wait $pid &&
 	test "$(cat answer)" = Done. &&
-	test -z "$(servers)" &&
-	test -z "$(ls tmp)"
+	wait_until 10 no_servers &&
+	wait_until 10 tmp_empty
 '
 
 test_expect_success 'step: the policy server ends with agent-run, also after kill -9' '
