@@ -17,7 +17,7 @@ const char *progname = "hook-audit";
 
 static const char usage[] =
 	"usage: hook-audit [--sync] [-C DIR] [--log FILE] [--session ID]\n"
-	"                  [--tee FILE] [--message ROLE]\n"
+	"                  [--tee FILE] [--message ROLE] [--events FD]\n"
 	"                  < MESSAGES > MESSAGES\n"
 	"\n"
 	"Copies its input to its output byte for byte, and appends one record\n"
@@ -34,6 +34,11 @@ static const char usage[] =
 	"      --message ROLE   the input is the text of one message of ROLE\n"
 	"                       (system, developer, user or assistant), not\n"
 	"                       messages: pass {\"role\":ROLE,\"content\":TEXT}\n"
+	"      --events FD      also write the events of each message to the\n"
+	"                       open descriptor FD (agent-run --json; see\n"
+	"                       agent-harness(5)), and a todo event when the\n"
+	"                       todo file ($AGENT_TODO_FILE, else todo.json)\n"
+	"                       changes\n"
 	"  -h, --help           print this help and exit\n"
 	"      --version        print the version and exit\n"
 	"\n"
@@ -54,9 +59,39 @@ torn(const char *file, size_t cut)
 
 struct pass {
 	int fd, tfd, sync, gone;
+	int efd;                 /* --events, or -1 */
 	const char *path, *tee, *session, **secrets;
 	unsigned long long seq;
+	struct event_todo todo;  /* the todo file, as last seen */
 };
+
+/* --events: the events of msg to p->efd.  A reader that went away ends
+ * the events, not the session: the transcript has everything. */
+static int
+pass_events(struct pass *p, const cJSON *msg)
+{
+	struct ah_error err = { 0 };
+	struct buf out = BUF_INIT(0);
+	const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
+	int rc = ES_OK;
+
+	if (events_of_message(&out, msg, p->session, p->secrets, &err) < 0 ||
+	    (cJSON_IsString(role) && !strcmp(role->valuestring, "tool") &&
+	     events_of_todo(&out, todo_default_path(), &p->todo, p->session,
+			    &err) < 0)) {
+		cli_report(&err);
+		rc = ES_IO;
+	} else if (out.len && write_all(p->efd, out.data, out.len) < 0) {
+		if (errno == EPIPE) {
+			p->efd = -1;
+		} else {
+			cli_warn("--events: %s", strerror(errno));
+			rc = ES_IO;
+		}
+	}
+	buf_free(&out);
+	return rc;
+}
 
 /* Audits one line s[0..n) (s[n] must be writable), tees it and passes it
  * on; lineno and newline are those of the line read.  ES_OK to go on,
@@ -81,8 +116,8 @@ pass_line(struct pass *p, char *s, size_t n, unsigned long lineno,
 		}
 		rec = audit_record(msg, n + newline, p->session, ++p->seq,
 				   p->secrets);
-		cJSON_Delete(msg);
 		if (!rec) {
+			cJSON_Delete(msg);
 			cli_warn("cannot make an audit record: out of memory");
 			return ES_IO;
 		}
@@ -95,6 +130,7 @@ pass_line(struct pass *p, char *s, size_t n, unsigned long lineno,
 		if (cut)
 			torn(p->path, cut);
 		if (c < 0) {
+			cJSON_Delete(msg);
 			cli_warn("audit log '%s': %s", p->path, err.msg);
 			return ES_IO;
 		}
@@ -107,10 +143,15 @@ pass_line(struct pass *p, char *s, size_t n, unsigned long lineno,
 			if (cut)
 				torn(p->tee, cut);
 			if (c < 0) {
+				cJSON_Delete(msg);
 				cli_warn("'%s': %s", p->tee, err.msg);
 				return ES_IO;
 			}
 		}
+		c = p->efd >= 0 ? pass_events(p, msg) : ES_OK;
+		cJSON_Delete(msg);
+		if (c != ES_OK)
+			return c;
 	}
 	if (p->gone)
 		return ES_OK;
@@ -177,7 +218,8 @@ pass_lines(struct pass *p)
 int
 main(int argc, char **argv)
 {
-	enum { OPT_LOG = 256, OPT_SESSION, OPT_SYNC, OPT_TEE, OPT_MESSAGE };
+	enum { OPT_LOG = 256, OPT_SESSION, OPT_SYNC, OPT_TEE, OPT_MESSAGE,
+	       OPT_EVENTS };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "log", required_argument, NULL, OPT_LOG },
@@ -185,6 +227,7 @@ main(int argc, char **argv)
 		{ "sync", no_argument, NULL, OPT_SYNC },
 		{ "tee", required_argument, NULL, OPT_TEE },
 		{ "message", required_argument, NULL, OPT_MESSAGE },
+		{ "events", required_argument, NULL, OPT_EVENTS },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -196,7 +239,7 @@ main(int argc, char **argv)
 				  getenv("OPENAI_API_KEY"), NULL };
 	char path[PATH_MAX + 32], sid[64];
 	struct ah_error err = { 0 };
-	struct pass p = { .tfd = -1 };
+	struct pass p = { .tfd = -1, .efd = -1, .todo = { .quiet = 1 } };
 	int c, rc = ES_OK;
 
 	while ((c = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
@@ -219,6 +262,22 @@ main(int argc, char **argv)
 		case OPT_MESSAGE:
 			role = optarg;
 			break;
+		case OPT_EVENTS: {
+			char *end;
+			long fd;
+
+			errno = 0;
+			fd = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || fd < 0 ||
+			    fd > INT_MAX)
+				return cli_usage_error("--events: '%s' is not a "
+						       "descriptor number", optarg);
+			if (fcntl((int)fd, F_GETFD) < 0)
+				return cli_usage_error("--events: descriptor %ld "
+						       "is not open", fd);
+			p.efd = (int)fd;
+			break;
+		}
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -274,6 +333,15 @@ main(int argc, char **argv)
 		}
 	}
 	signal(SIGPIPE, SIG_IGN);
+	if (p.efd >= 0) {
+		/* the todo list as it is before the first message: only a
+		 * change is told */
+		struct buf none = BUF_INIT(0);
+
+		events_of_todo(&none, todo_default_path(), &p.todo, session,
+			       &err);
+		buf_free(&none);
+	}
 	p.path = path;
 	p.tee = tee;
 	p.session = session;

@@ -606,6 +606,72 @@ char *audit_record(const cJSON *msg, size_t bytes, const char *session,
 int audit_append(int fd, const char *rec, size_t len, int sync,
 		 size_t *cut, struct ah_error *err);
 
+/* --- events.c: the events of agent-run --json -------------------------- */
+
+/* Appends to out the events of one message (agent-harness(5)), each a line
+ * with its newline: an assistant message gives "assistant", "usage" (when
+ * it has one) and a "tool_call" per call with its decision; a tool result
+ * "tool_result" (its first 2 KiB); a user message "user", or
+ * "compaction" for a compaction entry; a system message none.  All
+ * redacted.  0, or -1 (out of memory). */
+int events_of_message(struct buf *out, const cJSON *msg, const char *session,
+		      const char *const *secrets, struct ah_error *err);
+
+/* What events_of_todo saw of the todo file last. */
+struct event_todo {
+	int known, quiet; /* quiet: the first look tells nothing */
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+};
+
+/* Appends a "todo" event with the list of the file at path when the file
+ * changed since *seen (its inode, size or time): the list as the file
+ * holds it, or "error" when it is not one.  0 (also when unchanged or
+ * absent), or -1 (out of memory). */
+int events_of_todo(struct buf *out, const char *path, struct event_todo *seen,
+		   const char *session, struct ah_error *err);
+
+/* --- session.c: the records of agent-run's sessions ------------------ */
+
+/* The longest session id. */
+#define SESSION_ID_MAX 128
+
+/* id is a session id: letters, digits, '.', '_' and '-', not starting
+ * with '.' or '-', at most SESSION_ID_MAX bytes (it names files). */
+int session_id_ok(const char *id);
+/* The time now, as the records keep it: 2026-12-03T18:04:05Z. */
+void session_now(char out[32]);
+
+/* What a transcript adds up to.  from: the last line before this run;
+ * the run_ fields, tool_calls and denied count the lines after it. */
+struct session_stats {
+	unsigned long from;
+	double model_calls, tokens, run_calls, run_tokens;
+	double tool_calls, denied;
+	int answered;  /* it ends with an answer: an assistant message
+			* without tool calls */
+	char *answer;  /* that answer's text, when it is text */
+};
+
+/* Reads the transcript at path (never through a link under .agent) into
+ * *st, which the caller zeroed (but for from).  Lines that are not
+ * messages count for nothing.  0, or -1 when it cannot be read. */
+int session_stats(const char *transcript, struct session_stats *st,
+		  struct ah_error *err);
+void session_stats_free(struct session_stats *st);
+
+/* The record at path, an object with an "id"; NULL on error. */
+cJSON *session_read(const char *path, struct ah_error *err);
+/* Replaces the record at path with rec, atomically. */
+int session_write(const char *path, const cJSON *rec, struct ah_error *err);
+/* Appends to out the records of the sessions of the directory whose
+ * .agent is agentdir (session.json, then each sessions/ID.json), newest first
+ * (by "updated"), one a line; a "running" one whose agent-run is gone
+ * (its lock free) is shown "interrupted".  0, or -1. */
+int session_list(const char *agentdir, struct buf *out, struct ah_error *err);
+
 /* --- file.c: whole files, atomically ----------------------------------- */
 
 /* Writes all of p[0..len) to fd, again after a short write or EINTR.

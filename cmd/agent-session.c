@@ -1,0 +1,419 @@
+/* agent-session: the records of agent-run's sessions, and the events
+ * that begin and end agent-run --json.  See agent-session(1). */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *progname = "agent-session";
+
+static const char usage[] =
+	"usage: agent-session [-C DIR] --list\n"
+	"       agent-session [-C DIR] [files] --begin ID [--parent ID --call ID]\n"
+	"                     < TASK\n"
+	"       agent-session [-C DIR] [files] --reopen continue|resume\n"
+	"       agent-session [-C DIR] [files] --end STATUS [--from LINE]\n"
+	"\n"
+	"Keeps the record of an agent-run session (id, times, task, status,\n"
+	"model calls, tokens) and prints the events that begin and end\n"
+	"agent-run --json.  agent-run runs it; --list is for people.\n"
+	"\n"
+	"  -C, --directory DIR  the working directory (default .)\n"
+	"      --list           print the records of DIR's sessions, newest\n"
+	"                       first, one JSON object a line\n"
+	"      --begin ID       start the record of session ID (the task is\n"
+	"                       stdin) and print its session event\n"
+	"      --parent ID      the session that started this one (a task\n"
+	"                       call), with --begin\n"
+	"      --call ID        the id of that task call, with --begin\n"
+	"      --reopen MODE    the session goes on (continue: a follow-up\n"
+	"                       task; resume): print its session event\n"
+	"      --end STATUS     the run ended with agent-run's exit STATUS:\n"
+	"                       add up the transcript into the record and\n"
+	"                       print the result event\n"
+	"      --from LINE      the transcript's last line before this run\n"
+	"                       (for the result's run figures; 0)\n"
+	"      --transcript F   the transcript (.agent/transcript.jsonl)\n"
+	"      --record F       the record (.agent/session.json)\n"
+	"  -h, --help           print this help and exit\n"
+	"      --version        print the version and exit\n"
+	"\n"
+	"The model and the API of a new record are $AGENT_MODEL and\n"
+	"$AGENT_API.\n"
+	"\n"
+	"Exit status: 0 done, 2 usage, 3 a file could not be read or\n"
+	"written, 5 a record is not one.\n";
+
+enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END };
+
+struct opts {
+	enum mode mode;
+	const char *dir, *transcript, *record, *id, *parent, *call, *how;
+	long status, from;
+};
+
+/* agent-run's exit status as the status of its session. */
+static const char *
+status_name(long st)
+{
+	switch (st) {
+	case 0:
+		return "done";
+	case 3:
+		return "step-limit";
+	case 130:
+	case 143:
+		return "interrupted";
+	default:
+		return "failed";
+	}
+}
+
+/* Prints rec as an event of type: its fields after "type" and
+ * "session", as one line. */
+static int
+print_event(const char *type, const cJSON *rec, const char *mode)
+{
+	cJSON *e = cJSON_CreateObject(), *f;
+	const cJSON *v;
+	char *s;
+	int ok;
+
+	ok = e && cJSON_AddStringToObject(e, "type", type) &&
+		cJSON_AddItemToObject(e, "session", cJSON_Duplicate(
+			cJSON_GetObjectItemCaseSensitive(rec, "id"), 1));
+	cJSON_ArrayForEach(v, rec) {
+		if (!ok)
+			break;
+		f = cJSON_Duplicate(v, 1);
+		ok = f && cJSON_AddItemToObject(e, v->string, f);
+		if (!ok)
+			cJSON_Delete(f);
+	}
+	if (ok && mode)
+		ok = cJSON_AddStringToObject(e, "mode", mode) != NULL;
+	s = ok ? cJSON_PrintUnformatted(e) : NULL;
+	cJSON_Delete(e);
+	if (!s) {
+		cli_warn("out of memory");
+		return ES_IO;
+	}
+	puts(s);
+	free(s);
+	return ES_OK;
+}
+
+static int
+set_string(cJSON *rec, const char *key, const char *val)
+{
+	cJSON *v = cJSON_CreateString(val);
+
+	if (!v)
+		return -1;
+	if (cJSON_GetObjectItemCaseSensitive(rec, key))
+		return cJSON_ReplaceItemInObjectCaseSensitive(rec, key, v) ? 0 : -1;
+	if (!cJSON_AddItemToObject(rec, key, v)) {
+		cJSON_Delete(v);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+set_number(cJSON *rec, const char *key, double val)
+{
+	cJSON *v = cJSON_CreateNumber(val);
+
+	if (!v)
+		return -1;
+	if (cJSON_GetObjectItemCaseSensitive(rec, key))
+		return cJSON_ReplaceItemInObjectCaseSensitive(rec, key, v) ? 0 : -1;
+	if (!cJSON_AddItemToObject(rec, key, v)) {
+		cJSON_Delete(v);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+do_list(const struct opts *o)
+{
+	struct ah_error err = { 0 };
+	struct buf out = BUF_INIT(0);
+	char agentdir[PATH_MAX];
+	int rc = ES_OK;
+
+	snprintf(agentdir, sizeof agentdir, "%s/.agent", o->dir);
+	if (session_list(agentdir, &out, &err) < 0) {
+		cli_report(&err);
+		rc = err.code == AH_EFORMAT ? ES_BADINPUT : ES_IO;
+	} else if (out.len)
+		fwrite(out.data, 1, out.len, stdout);
+	buf_free(&out);
+	return rc;
+}
+
+static int
+do_begin(const struct opts *o)
+{
+	struct ah_error err = { 0 };
+	const char *model = getenv("AGENT_MODEL"), *api = getenv("AGENT_API");
+	char now[32], *task = NULL, cwd[PATH_MAX];
+	size_t len;
+	cJSON *rec = cJSON_CreateObject();
+	int rc = ES_IO;
+
+	if (fd_read(STDIN_FILENO, "stdin", JSONL_MAX_LINE, &task, &len,
+		    &err) < 0) {
+		cli_report(&err);
+		goto out;
+	}
+	session_now(now);
+	if (!getcwd(cwd, sizeof cwd)) {
+		cli_warn("cannot tell the working directory: %s",
+			 strerror(errno));
+		goto out;
+	}
+	if (!rec || set_string(rec, "id", o->id) ||
+	    set_string(rec, "started", now) || set_string(rec, "updated", now) ||
+	    set_string(rec, "task", task) ||
+	    set_string(rec, "status", "running") ||
+	    set_number(rec, "model_calls", 0) || set_number(rec, "tokens", 0) ||
+	    set_string(rec, "directory", cwd) ||
+	    set_string(rec, "model", model ? model : "") ||
+	    set_string(rec, "api", api && *api ? api : "chat") ||
+	    (o->parent && (set_string(rec, "parent", o->parent) ||
+			   set_string(rec, "call", o->call ? o->call : "")))) {
+		cli_warn("out of memory");
+		goto out;
+	}
+	if (session_write(o->record, rec, &err) < 0) {
+		cli_report(&err);
+		goto out;
+	}
+	rc = print_event("session", rec, "new");
+out:
+	free(task);
+	cJSON_Delete(rec);
+	return rc;
+}
+
+/* The record of an earlier session, or a new one for a transcript that
+ * has none (made before sessions had records). */
+static cJSON *
+record_of(const struct opts *o, struct ah_error *err)
+{
+	char now[32];
+	cJSON *rec;
+
+	if (access(o->record, F_OK) == 0 || errno != ENOENT)
+		return session_read(o->record, err);
+	session_now(now);
+	rec = cJSON_CreateObject();
+	if (!rec || set_string(rec, "id", o->id ? o->id : "unknown") ||
+	    set_string(rec, "started", now) || set_string(rec, "task", "")) {
+		cJSON_Delete(rec);
+		ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+		return NULL;
+	}
+	return rec;
+}
+
+static int
+do_reopen(const struct opts *o)
+{
+	struct ah_error err = { 0 };
+	char now[32];
+	cJSON *rec = record_of(o, &err);
+	int rc = ES_IO;
+
+	if (!rec) {
+		cli_report(&err);
+		return err.code == AH_EFORMAT ? ES_BADINPUT : ES_IO;
+	}
+	session_now(now);
+	if (set_string(rec, "updated", now) || set_string(rec, "status", "running")) {
+		cli_warn("out of memory");
+	} else if (session_write(o->record, rec, &err) < 0) {
+		cli_report(&err);
+	} else
+		rc = print_event("session", rec, o->how);
+	cJSON_Delete(rec);
+	return rc;
+}
+
+static int
+do_end(const struct opts *o)
+{
+	struct ah_error err = { 0 };
+	struct session_stats st = { .from = (unsigned long)o->from };
+	char now[32];
+	cJSON *rec = record_of(o, &err), *run = NULL;
+	int rc = ES_IO;
+
+	if (!rec) {
+		cli_report(&err);
+		return err.code == AH_EFORMAT ? ES_BADINPUT : ES_IO;
+	}
+	if (session_stats(o->transcript, &st, &err) < 0) {
+		cli_report(&err);
+		goto out;
+	}
+	session_now(now);
+	if (set_string(rec, "updated", now) ||
+	    set_string(rec, "status", status_name(o->status)) ||
+	    set_number(rec, "model_calls", st.model_calls) ||
+	    set_number(rec, "tokens", st.tokens)) {
+		cli_warn("out of memory");
+		goto out;
+	}
+	if (session_write(o->record, rec, &err) < 0) {
+		cli_report(&err);
+		goto out;
+	}
+	/* the event: the record, the exit status, the answer, this run */
+	run = cJSON_CreateObject();
+	if (!run || set_number(run, "model_calls", st.run_calls) ||
+	    set_number(run, "tokens", st.run_tokens) ||
+	    set_number(run, "tool_calls", st.tool_calls) ||
+	    set_number(run, "denied", st.denied) ||
+	    set_number(rec, "exit", (double)o->status) ||
+	    !cJSON_AddItemToObject(rec, "answer", st.answered && st.answer
+				   ? cJSON_CreateString(st.answer)
+				   : cJSON_CreateNull()) ||
+	    !cJSON_AddItemToObject(rec, "run", run)) {
+		cJSON_Delete(run);
+		cli_warn("out of memory");
+		goto out;
+	}
+	rc = print_event("result", rec, NULL);
+out:
+	session_stats_free(&st);
+	cJSON_Delete(rec);
+	return rc;
+}
+
+static int
+set_mode(struct opts *o, enum mode m)
+{
+	if (o->mode != M_NONE && o->mode != m)
+		return cli_usage_error("--list, --begin, --reopen and --end "
+				       "go one at a time");
+	o->mode = m;
+	return ES_OK;
+}
+
+int
+main(int argc, char **argv)
+{
+	enum { OPT_LIST = 256, OPT_BEGIN, OPT_PARENT, OPT_CALL, OPT_REOPEN,
+	       OPT_END, OPT_FROM, OPT_TRANSCRIPT, OPT_RECORD };
+	static const struct option longopts[] = {
+		{ "directory", required_argument, NULL, 'C' },
+		{ "list", no_argument, NULL, OPT_LIST },
+		{ "begin", required_argument, NULL, OPT_BEGIN },
+		{ "parent", required_argument, NULL, OPT_PARENT },
+		{ "call", required_argument, NULL, OPT_CALL },
+		{ "reopen", required_argument, NULL, OPT_REOPEN },
+		{ "end", required_argument, NULL, OPT_END },
+		{ "from", required_argument, NULL, OPT_FROM },
+		{ "transcript", required_argument, NULL, OPT_TRANSCRIPT },
+		{ "record", required_argument, NULL, OPT_RECORD },
+		{ "help", no_argument, NULL, 'h' },
+		CLI_VERSION_OPTION,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct opts o = { .dir = ".", .transcript = ".agent/transcript.jsonl",
+			  .record = ".agent/session.json" };
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
+		rc = ES_OK;
+		switch (c) {
+		case 'C':
+			o.dir = optarg;
+			break;
+		case OPT_LIST:
+			rc = set_mode(&o, M_LIST);
+			break;
+		case OPT_BEGIN:
+			rc = set_mode(&o, M_BEGIN);
+			o.id = optarg;
+			break;
+		case OPT_PARENT:
+			o.parent = optarg;
+			break;
+		case OPT_CALL:
+			o.call = optarg;
+			break;
+		case OPT_REOPEN:
+			rc = set_mode(&o, M_REOPEN);
+			o.how = optarg;
+			break;
+		case OPT_END:
+			rc = set_mode(&o, M_END);
+			if (rc == ES_OK)
+				rc = cli_whole("--end", optarg, 0, 255,
+					       &o.status);
+			break;
+		case OPT_FROM:
+			rc = cli_whole("--from", optarg, 0, LONG_MAX, &o.from);
+			break;
+		case OPT_TRANSCRIPT:
+			o.transcript = optarg;
+			break;
+		case OPT_RECORD:
+			o.record = optarg;
+			break;
+		case CLI_OPT_VERSION:
+			return cli_version();
+		case 'h':
+			fputs(usage, stdout);
+			return cli_finish(ES_OK);
+		default:
+			return cli_bad_option(argv, c);
+		}
+		if (rc != ES_OK)
+			return rc;
+	}
+	if (optind < argc)
+		return cli_usage_error("unexpected argument '%s'", argv[optind]);
+	if (o.mode == M_NONE)
+		return cli_usage_error("say what to do: --list, --begin, "
+				       "--reopen or --end");
+	if (o.mode == M_BEGIN && !session_id_ok(o.id))
+		return cli_usage_error("--begin: '%s' is not a session id "
+				       "(letters, digits, '.', '_', '-')", o.id);
+	if (o.parent && !session_id_ok(o.parent))
+		return cli_usage_error("--parent: '%s' is not a session id",
+				       o.parent);
+	if ((o.parent || o.call) && o.mode != M_BEGIN)
+		return cli_usage_error("--parent and --call go with --begin");
+	if (o.mode == M_REOPEN && strcmp(o.how, "continue") &&
+	    strcmp(o.how, "resume"))
+		return cli_usage_error("--reopen: '%s' is neither continue nor "
+				       "resume", o.how);
+	if (o.mode != M_LIST && strcmp(o.dir, ".") && chdir(o.dir) < 0) {
+		cli_warn("cannot change to '%s': %s", o.dir, strerror(errno));
+		return ES_IO;
+	}
+	switch (o.mode) {
+	case M_LIST:
+		rc = do_list(&o);
+		break;
+	case M_BEGIN:
+		rc = do_begin(&o);
+		break;
+	case M_REOPEN:
+		rc = do_reopen(&o);
+		break;
+	default:
+		rc = do_end(&o);
+		break;
+	}
+	return cli_finish(rc);
+}
