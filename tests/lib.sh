@@ -76,6 +76,9 @@ fi
 
 mkdir "$SCRATCH/work"
 cd "$SCRATCH/work" || exit 1
+# agent-run attaches a stdin that is not a terminal to its task: the
+# tests give it one only where they mean to
+exec </dev/null
 HOME=$SCRATCH/work
 export HOME
 

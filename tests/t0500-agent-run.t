@@ -223,8 +223,8 @@ test_expect_success 'an earlier transcript is kept, never overwritten' '
 	start_model script && mkdir w &&
 	agent-run -C w first >/dev/null 2>&1 &&
 	agent-run -C w second >/dev/null 2>&1 &&
-	test "$(ls w/.agent/transcript-*.jsonl | wc -l)" -eq 1 &&
-	grep -q "\"first\"" w/.agent/transcript-*.jsonl &&
+	test "$(ls w/.agent/sessions/*.jsonl | wc -l)" -eq 1 &&
+	grep -q "\"first\"" w/.agent/sessions/*.jsonl &&
 	grep -q "\"second\"" w/.agent/transcript.jsonl
 '
 
