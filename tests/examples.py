@@ -75,7 +75,7 @@ def markdown_displays(path):
     lines = open(path, encoding="utf-8").read().split("\n")
     out = []
     i = 0
-    prev = None  # the last non-blank line before i
+    prev, prev_no = None, 0  # the last non-blank line before i, its number
     while i < len(lines):
         line = lines[i]
         fence = re.match(r"^( {0,3})(`{3,}|~{3,})\s*([^\s`]*)", line)
@@ -112,7 +112,10 @@ def markdown_displays(path):
             i = j
             continue
         if line.strip():
-            prev = line
+            if prev is not None and NOT_RUN_MD.match(prev):
+                raise Error("%s:%d: a 'not run' comment that no code block "
+                            "follows" % (path, prev_no))
+            prev, prev_no = line, i + 1
         i += 1
     return out
 

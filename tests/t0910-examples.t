@@ -2,11 +2,11 @@
 # Every example of README.md and of the man pages runs as printed, as jq
 # tests its manual (issue 16).  tests/examples.py pulls them out; what is
 # run, what is compared and how to say that a display is not run is in its
-# header and in README.md's "Tests".  Each example runs with sh -e, PATH at
-# the build's programs, in a copy of the project below, against the
-# scripted model (AGENT_BASE_URL, AGENT_MODEL and AGENT_API_KEY set in the
-# environment, as a user has them set), which answers "Done." to whatever
-# is asked, and a summary to agent-compact.
+# header and in README.md's "Tests".  Each example runs with sh -e (and
+# pipefail), PATH at the build's programs, in a copy of the project below,
+# against the scripted model (AGENT_BASE_URL, AGENT_MODEL and AGENT_API_KEY
+# set in the environment, as a user has them set), which answers "Done."
+# to whatever is asked, and a summary to agent-compact.
 . "$(dirname "$0")/lib.sh"
 
 EX=$SCRATCH/examples
@@ -22,6 +22,8 @@ python3 "$TEST_DIR/examples.py" extract "$EX" "$SRC_DIR/README.md" $pages ||
 
 AGENT_MODEL=gpt-4o-mini AGENT_API_KEY=sk-test
 export AGENT_MODEL AGENT_API_KEY
+# what an example makes with mktemp goes away with the scratch directory
+mkdir "$SCRATCH/tmp" && TMPDIR=$SCRATCH/tmp && export TMPDIR
 echo '{"repeat": true, "content": "Done."}' >"$SCRATCH/done.jsonl"
 start_model "$SCRATCH/done.jsonl" --summaries || exit 1
 
@@ -58,6 +60,8 @@ test_expect_success 'the project the examples run in: one session done' '
 	rm answer progress port requests.jsonl &&
 	echo "{\"role\":\"user\",\"content\":\"List the files.\"}" >t.jsonl
 '
+[ -s "$PROJECT/t.jsonl" ] ||
+	{ echo "Bail out! no project to run the examples in"; exit 1; }
 
 # start_script LINE...: the scripted model answers with these entries,
 # for an example that needs the loop to do something.
@@ -153,6 +157,7 @@ same_output() {
 run_example() {
 	cp -R "$PROJECT" project && cd project &&
 	prepare_example "$2" "$EX/$1.sh" &&
+	sh -n "$EX/$1.sh" &&
 	{
 		# shellcheck disable=SC2086 # a command and its options
 		$EX_SH "$EX/$1.sh" </dev/null || {
@@ -178,7 +183,7 @@ run_example() {
 
 # sh -e, and a command that fails in a pipeline fails the example too:
 # where sh has no pipefail (Debian's dash), bash in its POSIX mode runs
-# them (the extraction has checked them with sh -n).
+# them, after sh -n has read them.
 EX_SH="sh -e -o pipefail"
 if ! sh -c 'set -o pipefail' 2>/dev/null; then
 	if command -v bash >/dev/null 2>&1; then
