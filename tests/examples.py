@@ -24,7 +24,7 @@ in Markdown the last non-blank line before the block is
   a transcript, when its first line starts with "$ ": each line starting
   with "$ " starts a command, the lines after it continue it as long as
   the shell would read on (an open quote, a trailing |, || or &&, a
-  trailing backslash, an unfinished loop), and the lines after that, up
+  trailing backslash, an unfinished loop or here-document), and the lines after that, up
   to the next "$ ", are what the command prints (stdout and stderr, as a
   terminal shows them).  Those lines are compared with what it prints;
   "..." in a line stands for any text, a line of only "..." for any
@@ -34,8 +34,9 @@ in Markdown the last non-blank line before the block is
 
   or a script: any other display, run as it is.
 
-Both run with sh -e: a command that fails fails the example.  A command
-meant to fail shows it, as in `todo-write --check || echo "not done"`.
+Both run with sh -e and pipefail: a command that fails fails the example.
+A command meant to fail shows it, as in `todo-write --check || echo "not
+done"`.
 The index has a line per display: ID, FILE:LINE, script, transcript or
 skip, and the first line of the display or the reason it is not run,
 separated by tabs.
@@ -190,6 +191,13 @@ def reads_on(cmd):
     """Whether the shell would read another line to complete cmd."""
     if cmd.endswith("\\"):
         return True
+    # a here-document reads on to its word (sh -n does not say so)
+    lines = cmd.split("\n")
+    for k, line in enumerate(lines):
+        for dash, word in re.findall(r"<<(-?)\s*[\\'\"]?(\w+)['\"]?", line):
+            rest = [ln.lstrip("\t") if dash else ln for ln in lines[k + 1:]]
+            if word not in rest:
+                return True
     res = subprocess.run(["sh", "-n"], input=cmd + "\n", text=True,
                          capture_output=True)
     return res.returncode != 0
