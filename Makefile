@@ -22,8 +22,7 @@ PROVEFLAGS ?= --failures --comments
 # Where objects and programs go; the sanitizer build sets another one.
 BUILD   ?= build
 
-PROGS   = todo-write tool-exec agent-step hook-perm hook-audit agent-compact \
-	  agent-session
+PROGS   = todo-write tool-exec agent-step hook-perm hook-audit agent-compact agent-session
 LIBSRC  = $(wildcard lib/*.c)
 LIBOBJ  = $(LIBSRC:lib/%.c=$(BUILD)/lib/%.o)
 CLIOBJ  = $(BUILD)/cmd/cli.o
