@@ -26,6 +26,8 @@ command -v curl >/dev/null 2>&1 || missing="$missing curl"
 command -v wget >/dev/null 2>&1 || missing="$missing wget"
 command -v nc >/dev/null 2>&1 || missing="$missing netcat-openbsd"
 command -v git >/dev/null 2>&1 || missing="$missing git"
+# examples/parallel.sh, tested by t0550
+command -v parallel >/dev/null 2>&1 || missing="$missing parallel"
 
 [ -z "$missing" ] && exit 0
 
