@@ -254,8 +254,9 @@ test_expect_success 'the model options reach every request; bad ones are refused
 	test_expect_code 2 agent-run -C w --max-tokens 10.5 "task" 2>err &&
 	test_grep "max-tokens" err &&
 	test_expect_code 2 agent-run -C w --param "[1]" "task" 2>err &&
+	test_grep "agent-run: --param: .\[1\]. is not a JSON object" err &&
 	test_expect_code 2 agent-run -C w --timeout soon "task" 2>err &&
-	test_grep "agent-run: " err &&
+	test_grep "agent-run: --timeout: .soon." err &&
 	test ! -e w/.agent/sessions
 '
 
