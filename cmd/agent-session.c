@@ -139,6 +139,16 @@ set_number(cJSON *rec, const char *key, double val)
 	return 0;
 }
 
+/* Puts v (taken) as rec's key, in place of what was there.  0 or -1, v
+ * freed by the caller on -1. */
+static int
+set_item(cJSON *rec, const char *key, cJSON *v)
+{
+	if (cJSON_GetObjectItemCaseSensitive(rec, key))
+		return cJSON_ReplaceItemInObjectCaseSensitive(rec, key, v) ? 0 : -1;
+	return cJSON_AddItemToObject(rec, key, v) ? 0 : -1;
+}
+
 static int
 do_list(const struct opts *o)
 {
@@ -252,7 +262,8 @@ do_end(const struct opts *o)
 	struct ah_error err = { 0 };
 	struct session_stats st = { .from = (unsigned long)o->from };
 	char now[32];
-	cJSON *rec = record_of(o, &err), *run = NULL;
+	double kids[3];
+	cJSON *rec = record_of(o, &err), *run = NULL, *children;
 	int rc = ES_IO;
 
 	if (!rec) {
@@ -263,11 +274,23 @@ do_end(const struct opts *o)
 		cli_report(&err);
 		goto out;
 	}
+	/* a child's calls count in its parent's totals, and apart */
+	if (session_children(".agent", cJSON_GetObjectItemCaseSensitive(
+				     rec, "id")->valuestring, kids, &err) < 0) {
+		cli_report(&err);
+		goto out;
+	}
 	session_now(now);
-	if (set_string(rec, "updated", now) ||
+	children = cJSON_CreateObject();
+	if (!children || set_number(children, "sessions", kids[0]) ||
+	    set_number(children, "model_calls", kids[1]) ||
+	    set_number(children, "tokens", kids[2]) ||
+	    set_string(rec, "updated", now) ||
 	    set_string(rec, "status", status_name(o->status)) ||
-	    set_number(rec, "model_calls", st.model_calls) ||
-	    set_number(rec, "tokens", st.tokens)) {
+	    set_number(rec, "model_calls", st.model_calls + kids[1]) ||
+	    set_number(rec, "tokens", st.tokens + kids[2]) ||
+	    set_item(rec, "children", children)) {
+		cJSON_Delete(children);
 		cli_warn("out of memory");
 		goto out;
 	}

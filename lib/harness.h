@@ -671,6 +671,12 @@ int session_write(const char *path, const cJSON *rec, struct ah_error *err);
  * (by "updated"), one a line; a "running" one whose agent-run is gone
  * (its lock free) is shown "interrupted".  0, or -1. */
 int session_list(const char *agentdir, struct buf *out, struct ah_error *err);
+/* What the child sessions of session id (task calls; records under
+ * agentdir/sessions whose "parent" is id) add up to: sums[0] sessions,
+ * sums[1] model calls, sums[2] tokens, each child's own children
+ * included (its record has them).  0, or -1. */
+int session_children(const char *agentdir, const char *id, double sums[3],
+		     struct ah_error *err);
 
 /* --- file.c: whole files, atomically ----------------------------------- */
 

@@ -316,3 +316,47 @@ out:
 	cJSON_Delete(list);
 	return rc;
 }
+
+int
+session_children(const char *agentdir, const char *id, double sums[3],
+		 struct ah_error *err)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+	int rc = 0;
+
+	sums[0] = sums[1] = sums[2] = 0;
+	snprintf(path, sizeof path, "%s/sessions", agentdir);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? 0
+			: ah_fail_errno(err, errno, "cannot read '%s'", path);
+	while ((e = readdir(d))) {
+		size_t k = strlen(e->d_name);
+		const cJSON *v;
+		cJSON *rec;
+
+		if (k < 6 || strcmp(e->d_name + k - 5, ".json") ||
+		    (k > 10 && !strcmp(e->d_name + k - 10, ".todo.json")))
+			continue;
+		snprintf(path, sizeof path, "%s/sessions/%s", agentdir,
+			 e->d_name);
+		rec = session_read(path, err);
+		if (!rec) {
+			rc = -1;
+			break;
+		}
+		v = cJSON_GetObjectItemCaseSensitive(rec, "parent");
+		if (cJSON_IsString(v) && !strcmp(v->valuestring, id)) {
+			sums[0]++;
+			v = cJSON_GetObjectItemCaseSensitive(rec, "model_calls");
+			sums[1] += cJSON_IsNumber(v) ? v->valuedouble : 0;
+			v = cJSON_GetObjectItemCaseSensitive(rec, "tokens");
+			sums[2] += cJSON_IsNumber(v) ? v->valuedouble : 0;
+		}
+		cJSON_Delete(rec);
+	}
+	closedir(d);
+	return rc;
+}
