@@ -20,6 +20,13 @@ POST .../chat/completions with the next entry of a script (JSON Lines):
   {"hang": true}                              accept, never answer
   {"repeat": true, ...}                       this entry answers every
                                               request from now on
+  {"match": "text", ...}                      only for a request whose
+                                              first user message (the
+                                              session's task) holds text;
+                                              with any "match" in the
+                                              script, each request takes
+                                              the first unused entry that
+                                              fits (parallel sessions)
 
 Requests to .../messages get the same entries as Anthropic Messages
 answers (text and tool_use blocks, "thinking": "text" with "signature"
@@ -72,7 +79,7 @@ import threading
 import time
 
 lock = threading.Lock()
-state = {"n": 0, "conn": 0, "script": [], "pos": 0, "repeat": None,
+state = {"n": 0, "conn": 0, "script": [], "pos": 0, "repeat": None, "used": set(),
          "last": time.time(), "prev": b"", "tokens": {}}
 
 
@@ -99,10 +106,33 @@ def asks_summary(req):
         return False
 
 
-def next_entry():
+def first_user(req):
+    """The text of the request's first user message: the task of the
+    session (a child session's prompt), by which "match" picks."""
+    for m in (req or {}).get("messages", []):
+        if isinstance(m, dict) and m.get("role") == "user":
+            c = m.get("content")
+            return c if isinstance(c, str) else json.dumps(c)
+    return ""
+
+
+def next_entry(req=None):
     with lock:
         if state["repeat"] is not None:
             return state["repeat"]
+        if any("match" in e for e in state["script"]):
+            # the first unused entry whose "match" is in the session's
+            # task (an entry without one matches any)
+            task = first_user(req)
+            for i, e in enumerate(state["script"]):
+                if i in state["used"]:
+                    continue
+                if "match" not in e or e["match"] in task:
+                    state["used"].add(i)
+                    return e
+            return {"status": 500, "error": {
+                "message": "the script has no answer for the task %r"
+                           % task[:80], "type": "server_error"}}
         if state["pos"] >= len(state["script"]):
             return {"status": 500, "error": {
                 "message": "the script has no more answers",
@@ -390,7 +420,7 @@ def serve(conn, cid, args):
                 "code": "context_length_exceeded"}})))
             continue
         entry = {"content": "Summary of the work so far.",
-                 "delay": args.summary_delay} if summary else next_entry()
+                 "delay": args.summary_delay} if summary else next_entry(req)
         if entry.get("delay"):
             time.sleep(float(entry["delay"]))
         if entry.get("hang"):
