@@ -88,7 +88,7 @@ test_expect_success 'a child is held by the parent'"'"'s sandbox and policy' '
 		echo "{\"match\": \"parent\", \"content\": \"done\"}"
 	} >script &&
 	start_model script && mkdir w &&
-	echo "{\"default\": \"allow\", \"rules\": [{\"name\": \"no-writes\", \"decision\": \"deny\", \"reason\": \"no writes\", \"if\": \"tool == \\\"write_file\\\"\"}]}" >policy.json &&
+	echo "{\"default\": \"allow\", \"rules\": [{\"name\": \"no-writes\", \"decision\": \"deny\", \"reason\": \"no writes\", \"if\": \".tool == \\\"write_file\\\"\"}]}" >policy.json &&
 	agent-run -y --policy policy.json -C w "parent" >/dev/null 2>progress &&
 	test ! -e escaped && test ! -e w/denied.txt &&
 	child=$(children w) &&
@@ -102,7 +102,7 @@ test_expect_success 'a task denied by the policy runs no child' '
 		echo "{\"match\": \"parent\", \"content\": \"no child then\"}"
 	} >script &&
 	start_model script && mkdir w &&
-	echo "{\"default\": \"allow\", \"rules\": [{\"name\": \"no-children\", \"decision\": \"deny\", \"reason\": \"no children\", \"if\": \"tool == \\\"task\\\"\"}]}" >policy.json &&
+	echo "{\"default\": \"allow\", \"rules\": [{\"name\": \"no-children\", \"decision\": \"deny\", \"reason\": \"no children\", \"if\": \".tool == \\\"task\\\"\"}]}" >policy.json &&
 	agent-run -y --policy policy.json -C w "parent" >answer 2>/dev/null &&
 	test "$(cat answer)" = "no child then" &&
 	test -z "$(children w)" &&
