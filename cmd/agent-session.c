@@ -13,8 +13,8 @@ const char *progname = "agent-session";
 
 static const char usage[] =
 	"usage: agent-session [-C DIR] --list\n"
-	"       agent-session [-C DIR] [files] --begin ID [--parent ID --call ID]\n"
-	"                     < TASK\n"
+	"       agent-session [-C DIR] [files] --begin ID [--todo FILE]\n"
+	"                     [--parent ID --call ID] < TASK\n"
 	"       agent-session [-C DIR] [files] --reopen continue|resume\n"
 	"       agent-session [-C DIR] [files] --end STATUS [--from LINE]\n"
 	"\n"
@@ -27,6 +27,7 @@ static const char usage[] =
 	"                       first, one JSON object a line\n"
 	"      --begin ID       start the record of session ID (the task is\n"
 	"                       stdin) and print its session event\n"
+	"      --todo FILE      the session's todo list, with --begin\n"
 	"      --parent ID      the session that started this one (a task\n"
 	"                       call), with --begin\n"
 	"      --call ID        the id of that task call, with --begin\n"
@@ -53,6 +54,7 @@ enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END };
 struct opts {
 	enum mode mode;
 	const char *dir, *transcript, *record, *id, *parent, *call, *how;
+	const char *todo;
 	long status, from;
 };
 
@@ -196,6 +198,7 @@ do_begin(const struct opts *o)
 	    set_string(rec, "directory", cwd) ||
 	    set_string(rec, "model", model ? model : "") ||
 	    set_string(rec, "api", api && *api ? api : "chat") ||
+	    set_string(rec, "todo", o->todo ? o->todo : "todo.json") ||
 	    (o->parent && (set_string(rec, "parent", o->parent) ||
 			   set_string(rec, "call", o->call ? o->call : "")))) {
 		cli_warn("out of memory");
@@ -334,7 +337,7 @@ int
 main(int argc, char **argv)
 {
 	enum { OPT_LIST = 256, OPT_BEGIN, OPT_PARENT, OPT_CALL, OPT_REOPEN,
-	       OPT_END, OPT_FROM, OPT_TRANSCRIPT, OPT_RECORD };
+	       OPT_END, OPT_FROM, OPT_TRANSCRIPT, OPT_RECORD, OPT_TODO };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -346,6 +349,7 @@ main(int argc, char **argv)
 		{ "from", required_argument, NULL, OPT_FROM },
 		{ "transcript", required_argument, NULL, OPT_TRANSCRIPT },
 		{ "record", required_argument, NULL, OPT_RECORD },
+		{ "todo", required_argument, NULL, OPT_TODO },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -392,6 +396,9 @@ main(int argc, char **argv)
 		case OPT_RECORD:
 			o.record = optarg;
 			break;
+		case OPT_TODO:
+			o.todo = optarg;
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -414,8 +421,9 @@ main(int argc, char **argv)
 	if (o.parent && !session_id_ok(o.parent))
 		return cli_usage_error("--parent: '%s' is not a session id",
 				       o.parent);
-	if ((o.parent || o.call) && o.mode != M_BEGIN)
-		return cli_usage_error("--parent and --call go with --begin");
+	if ((o.parent || o.call || o.todo) && o.mode != M_BEGIN)
+		return cli_usage_error("--parent, --call and --todo go with "
+				       "--begin");
 	if (o.mode == M_REOPEN && strcmp(o.how, "continue") &&
 	    strcmp(o.how, "resume"))
 		return cli_usage_error("--reopen: '%s' is neither continue nor "
