@@ -57,6 +57,10 @@ static const char usage[] =
 	"  -h, --help            print this help and exit\n"
 	"      --version         print the version and exit\n"
 	"\n"
+	"The task tool runs a subagent (a child agent-run) per call, up to\n"
+	"$AGENT_MAX_TASKS (4) at once; it is offered while $AGENT_DEPTH (0) is\n"
+	"below $AGENT_MAX_DEPTH (1, at most 3).\n"
+	"\n"
 	"Exit status: 0 done, 2 usage, 3 I/O error, 5 bad input line,\n"
 	"130 or 143 interrupted by SIGINT or SIGTERM.\n";
 
