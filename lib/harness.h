@@ -948,7 +948,10 @@ int task_offered(const struct task_opts *o);
  * order, each as soon as the results of 0 .. i are in.  When
  * *o->interrupted is set the running children get SIGTERM (SIGKILL to
  * their sessions after o->term_grace) and the calls not started are
- * answered as interrupted.  Blocks SIGINT and SIGTERM but while it
+ * answered as interrupted.  A child's process group is killed when the
+ * child has exited; at the end, every process left that was reparented
+ * to us (see proc_become_subreaper) is killed: call it when no other
+ * child of ours is to live on.  Blocks SIGINT and SIGTERM but while it
  * waits.  -1 when memory ran out or done failed: then every child is
  * killed, and the results not yet given are lost. */
 int task_run(const struct task_opts *o, struct task *t, int n,

@@ -160,8 +160,9 @@ child_stderr(const struct task_opts *o, struct child *c, const char *p,
 	}
 }
 
-/* Reads what one pipe has; closes it at end of input. */
-static void
+/* Reads what one pipe has: 1 when it gave something, 0 at end of input
+ * (it is closed then), -1 when it would wait. */
+static int
 child_read(const struct task_opts *o, struct child *c, int *fd)
 {
 	char chunk[16384];
@@ -169,15 +170,16 @@ child_read(const struct task_opts *o, struct child *c, int *fd)
 
 	n = read(*fd, chunk, sizeof chunk);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
+		return -1;
 	if (n <= 0) {
 		close_fd(fd);
-		return;
+		return 0;
 	}
 	if (fd == &c->out)
 		capture_add(&c->answer, chunk, (size_t)n);
 	else
 		child_stderr(o, c, chunk, (size_t)n);
+	return 1;
 }
 
 /* Adds a printf-formatted "NAME=value" to own[]: 0, or -1. */
@@ -521,10 +523,14 @@ child_finish(const struct task_opts *o, struct child *c, struct task *t)
 	int rc;
 
 	kill(-c->pid, SIGKILL);
-	while (c->out >= 0)
-		child_read(o, c, &c->out);
-	while (c->err >= 0)
-		child_read(o, c, &c->err);
+	/* what is in the pipes; a process that left the session and still
+	 * holds one does not make us wait */
+	while (c->out >= 0 && child_read(o, c, &c->out) > 0)
+		;
+	while (c->err >= 0 && child_read(o, c, &c->err) > 0)
+		;
+	close_fd(&c->out);
+	close_fd(&c->err);
 	if (c->line.len) {
 		put_all(o->progress_fd, c->line.data, c->line.len);
 		put_all(o->progress_fd, "\n", 1);
@@ -565,6 +571,44 @@ reap(struct child *c, int n)
 				c[i].status = st;
 				c[i].reaped_at = mono_now();
 			}
+}
+
+/* Kills the processes the children left behind that were reparented to
+ * us (tool-exec is a subreaper): a process that left a child's session
+ * (setsid) and outlived it.  Called when no child runs, and no other
+ * child of ours is there to spare. */
+static void
+sweep(void)
+{
+	char path[64], buf[4096], *p, *end;
+	int fd, round, killed;
+	ssize_t n;
+	long v;
+
+	snprintf(path, sizeof path, "/proc/self/task/%d/children",
+		 (int)getpid());
+	for (round = 0; round < 100; round++) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			return;
+		buf[n] = '\0';
+		killed = 0;
+		for (p = buf; (v = strtol(p, &end, 10)), end != p; p = end) {
+			kill((pid_t)-v, SIGKILL);
+			kill((pid_t)v, SIGKILL);
+			killed++;
+		}
+		if (!killed)
+			return;
+		for (p = buf; (v = strtol(p, &end, 10)), end != p; p = end)
+			waitpid((pid_t)v, NULL, 0);
+	}
 }
 
 int
@@ -711,6 +755,8 @@ out:
 	if (c)
 		for (i = 0; i < n; i++)
 			child_free(&c[i]);
+	if (c && env)
+		sweep();
 	for (i = 0; i < nown; i++)
 		free(own[i]);
 	free(env);

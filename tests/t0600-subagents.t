@@ -229,6 +229,16 @@ test_expect_success 'the children'"'"'s progress passes through in whole lines, 
 	test_cmp expect err
 '
 
+test_expect_success 'what a child leaves behind does not hold up its result, and is killed' '
+	mkdir log && TASK_LOG=$PWD/log &&
+	task_msg o1 "setsid sleep 31.5 & echo \$! >\$log/o1.left; echo done" >in &&
+	start=$(now) &&
+	tool-exec <in >out &&
+	within "$start" 3 &&
+	test "$(result out o1)" = done &&
+	wait_until 5 gone $(cat log/o1.left)
+'
+
 test_expect_success 'a task call where the depth allows none is refused, never run' '
 	mkdir log && TASK_LOG=$PWD/log &&
 	task_msg d1 "echo ran" >in &&
