@@ -466,7 +466,8 @@ child_result(struct child *c, struct task *t)
 		return -1;
 	while (len && (answer[len - 1] == '\n' || answer[len - 1] == '\r'))
 		answer[--len] = '\0';
-	if (!c->stopped && code == 0) {
+	/* done is done, even when our SIGTERM came as it finished */
+	if (code == 0) {
 		t->result = answer;
 		if (!len) {
 			free(answer);

@@ -97,7 +97,9 @@ test_expect_success 'one child: its answer is the result' '
 	test_line_count = 1 out &&
 	jq -e ".role == \"tool\" and .tool_call_id == \"c1\" and
 		.content == \"the answer\"" out &&
-	test_grep "^\[task c1\] working$" err
+	test_grep "^\[task c1\] working$" err &&
+	tool-exec -v <in >out 2>err &&
+	test_grep "^tool-exec: allow task part c1 -> ok$" err
 '
 
 test_expect_success 'the child: --child ID, -- PROMPT, AGENT_DEPTH+1, the env, stdin /dev/null, no other descriptor, a session of its own' '
