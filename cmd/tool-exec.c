@@ -244,7 +244,7 @@ is_task(const cJSON *call)
 }
 
 /* The task tool's hook: a run of consecutive task calls (see tool-exec(1),
- * TASK TOOL) runs together, results in call order. */
+ * "Subagents: the task tool") runs together, results in call order. */
 struct task_run {
 	const struct tool_ctx *ctx;
 	struct calls *calls;

@@ -943,8 +943,8 @@ int task_offered(const struct task_opts *o);
 
 /* Runs the n task calls: each call is checked, then run as
  * `agent-run --child ID [--sandbox read-only] -- PROMPT` in a new
- * session (see tool-exec(1), TASK TOOL), at most o->parallel at once,
- * started in call order.  done(arg, i) is called for i = 0 .. n-1 in
+ * session (tool-exec(1), "Subagents: the task tool"), at most
+ * o->parallel at once, started in call order.  done(arg, i) is called for i = 0 .. n-1 in
  * order, each as soon as the results of 0 .. i are in.  When
  * *o->interrupted is set the running children get SIGTERM (SIGKILL to
  * their sessions after o->term_grace) and the calls not started are

@@ -2,9 +2,9 @@
 # The task tool (subagents): tool-exec's side of it.  The child sessions
 # are played by a stand-in agent-run, first on PATH: it stands in for the
 # real child mode of agent-run (issue 18, written at the same time) and
-# keeps to the same contract (tool-exec(1), TASK TOOL): the answer on
-# stdout, progress on stderr, exit 0 done, 3 step limit, 4 context,
-# 130 interrupted.  End-to-end tests with the real agent-run come with it.
+# keeps to the same contract (tool-exec(1), "Subagents: the task tool"):
+# the answer on stdout, progress on stderr, exit 0 done, 3 step limit,
+# 4 context, 130 interrupted.  End-to-end tests with the real agent-run come with it.
 . "$(dirname "$0")/lib.sh"
 
 # The stand-in runs its prompt as shell code, with nap N (an interruptible
