@@ -660,8 +660,9 @@ task_run(const struct task_opts *o, struct task *t, int n,
 		if (o->interrupted && *o->interrupted && !stopping) {
 			stopping = (int)*o->interrupted;
 			kill_at = now + o->term_grace;
+			/* a reaped pid may be another process's by now */
 			for (i = 0; i < n; i++)
-				if (c[i].pid > 0) {
+				if (c[i].pid > 0 && !c[i].reaped) {
 					c[i].stopped = stopping;
 					kill(c[i].pid, SIGTERM);
 				}
@@ -680,7 +681,8 @@ task_run(const struct task_opts *o, struct task *t, int n,
 		}
 		if (stopping && now >= kill_at)
 			for (i = 0; i < n; i++)
-				if (c[i].pid > 0 && !c[i].killed) {
+				if (c[i].pid > 0 && !c[i].reaped &&
+				    !c[i].killed) {
 					c[i].killed = 1;
 					kill(-c[i].pid, SIGKILL);
 					kill(c[i].pid, SIGKILL);
@@ -746,7 +748,7 @@ task_run(const struct task_opts *o, struct task *t, int n,
 stop:
 	/* Out of memory, or our output failed: the children stop too. */
 	for (i = 0; i < n; i++)
-		if (c[i].pid > 0) {
+		if (c[i].pid > 0 && !c[i].reaped) {
 			kill(-c[i].pid, SIGKILL);
 			kill(c[i].pid, SIGKILL);
 		}
