@@ -117,12 +117,16 @@ test_expect_success 'the child: --child ID, -- PROMPT, AGENT_DEPTH+1, the env, s
 	test_grep "^AGENT_POLICY=/x/p.json$" log/c7.env &&
 	test_grep "^AGENT_WORKDIR=$(cd wd && pwd -P)$" log/c7.env &&
 	test_grep "^PWD=$(cd wd && pwd -P)$" log/c7.env &&
+	test_grep "^AGENT_SANDBOX=${AGENT_SANDBOX:-workspace-write}$" log/c7.env &&
+	test_grep "^AGENT_SANDBOX_NETWORK=0$" log/c7.env &&
+	test_grep "^AGENT_SANDBOX_GIT=0$" log/c7.env &&
 	test "$(cat log/c7.stdin)" = /dev/null &&
 	test_grep ! "^7$" log/c7.fds &&
 	read -r pgrp sid <log/c7.sid &&
 	test "$pgrp" = "$(cat log/c7.pid)" && test "$sid" = "$pgrp" &&
-	AGENT_DEPTH=1 AGENT_MAX_DEPTH=3 tool-exec -C wd <in >out &&
-	test_grep "^AGENT_DEPTH=2$" log/c7.env
+	AGENT_DEPTH=1 AGENT_MAX_DEPTH=3 tool-exec -C wd --allow-network <in >out &&
+	test_grep "^AGENT_DEPTH=2$" log/c7.env &&
+	test_grep "^AGENT_SANDBOX_NETWORK=1$" log/c7.env
 '
 
 test_expect_success 'read_only: the child runs with --sandbox read-only' '
