@@ -612,6 +612,13 @@ sweep(void)
 	}
 }
 
+/* SIGCHLD only wakes ppoll, so that an exit is seen at once. */
+static void
+on_child(int sig)
+{
+	(void)sig;
+}
+
 int
 task_run(const struct task_opts *o, struct task *t, int n,
 	 int (*done)(void *arg, int i), void *arg)
@@ -624,6 +631,7 @@ task_run(const struct task_opts *o, struct task *t, int n,
 	int rc = -1, nfds, **which = NULL;
 	double kill_at = 0, now, until;
 	sigset_t block, old;
+	struct sigaction sa, oldchld;
 	struct timespec ts;
 
 	c = calloc((size_t)n, sizeof *c);
@@ -649,12 +657,18 @@ task_run(const struct task_opts *o, struct task *t, int n,
 	env = child_env(o, own, &nown);
 	if (!env)
 		goto out;
-	/* The interrupting signals are taken only in ppoll: one that comes
-	 * between the check and the wait is not missed. */
+	/* The interrupting signals, and SIGCHLD, are taken only in ppoll:
+	 * one that comes between the check and the wait is not missed. */
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &block, &old);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_child;
+	sa.sa_flags = SA_NOCLDSTOP;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGCHLD, &sa, &oldchld);
 	for (;;) {
 		now = mono_now();
 		if (o->interrupted && *o->interrupted && !stopping) {
@@ -703,7 +717,7 @@ task_run(const struct task_opts *o, struct task *t, int n,
 		if (first == n)
 			break;
 		reap(c, n);
-		until = now + 0.1; /* exits are seen by polling */
+		until = now + 0.5; /* SIGCHLD ends the wait sooner */
 		if (stopping && kill_at < until)
 			until = kill_at;
 		nfds = 0;
@@ -753,6 +767,7 @@ stop:
 			kill(c[i].pid, SIGKILL);
 		}
 restore:
+	sigaction(SIGCHLD, &oldchld, NULL);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 out:
 	if (c)
