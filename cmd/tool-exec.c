@@ -57,6 +57,10 @@ static const char usage[] =
 	"  -h, --help            print this help and exit\n"
 	"      --version         print the version and exit\n"
 	"\n"
+	"The task tool runs a subagent (a child agent-run) per call, up to\n"
+	"$AGENT_MAX_TASKS (4) at once; it is offered while $AGENT_DEPTH (0) is\n"
+	"below $AGENT_MAX_DEPTH (1, at most 3).\n"
+	"\n"
 	"Exit status: 0 done, 2 usage, 3 I/O error, 5 bad input line,\n"
 	"130 or 143 interrupted by SIGINT or SIGTERM.\n";
 
@@ -68,19 +72,17 @@ on_signal(int sig)
 	interrupted = sig;
 }
 
-/* The result text of one call, permission checked first. */
+/* Whether a call may run: 0, or its "Error: ..." result in *res and
+ * TOOL_ERROR (-1 out of memory). */
 static int
-run_call(const struct tool_ctx *ctx, const cJSON *call, int yes, char **res)
+check_call(const cJSON *call, int yes, char **res)
 {
 	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-	const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
 	const cJSON *perm = cJSON_GetObjectItemCaseSensitive(call, "permission");
 	const cJSON *dec = cJSON_GetObjectItemCaseSensitive(perm, "decision");
 	const cJSON *why = cJSON_GetObjectItemCaseSensitive(perm, "reason");
 	const char *d = cJSON_IsString(dec) ? dec->valuestring : NULL;
-	char *text = NULL;
-	int rc;
 
 	if (!cJSON_IsString(name))
 		return asprintf(res, "Error: the tool call has no function "
@@ -96,6 +98,22 @@ run_call(const struct tool_ctx *ctx, const cJSON *call, int yes, char **res)
 				"the messages through hook-perm, or run "
 				"tool-exec --yes to trust every call.") < 0
 			       ? -1 : TOOL_ERROR;
+	return 0;
+}
+
+/* The result text of one call, permission checked first. */
+static int
+run_call(const struct tool_ctx *ctx, const cJSON *call, int yes, char **res)
+{
+	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+	const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+	char *text = NULL;
+	int rc;
+
+	rc = check_call(call, yes, res);
+	if (rc)
+		return rc;
 	/* Servers send arguments as a string; take an object as its text. */
 	if (cJSON_IsString(args))
 		return tool_call(ctx, name->valuestring, args->valuestring, res);
@@ -124,7 +142,8 @@ progress(const cJSON *call, int rc, const char *res)
 						     strlen(a->valuestring), NULL)
 					: NULL;
 	const cJSON *g = cJSON_GetObjectItemCaseSensitive(args,
-		!strcmp(tool, "bash") ? "command" : "path");
+		!strcmp(tool, "bash") ? "command" :
+		!strcmp(tool, "task") ? "description" : "path");
 	const cJSON *todos = cJSON_GetObjectItemCaseSensitive(args, "todos");
 	const char *end = strrchr(res, '[');
 	char gist[81], *safe_tool, *safe_gist, *safe_res;
@@ -174,12 +193,129 @@ progress(const cJSON *call, int rc, const char *res)
 	cJSON_Delete(args);
 }
 
+/* Writes the result of call i (res is freed). */
+static int
+put_result(const struct tool_ctx *ctx, struct calls *calls, int i, int rc,
+	   char *res)
+{
+	struct ah_error err = { 0 };
+	const cJSON *call = cJSON_GetArrayItem(calls->list, i);
+	cJSON *msg;
+
+	if (rc >= 0 && verbose)
+		progress(call, rc, res);
+	/* Said once: a limit enforced less well than asked. */
+	if (ctx->limits && ctx->limits->warning && !limits_seen) {
+		limits_seen = ctx->limits;
+		cli_warn("warning: %s", ctx->limits->warning);
+	}
+	if (rc < 0) {
+		free(res);
+		cli_warn("cannot run a tool call: out of memory");
+		return ES_IO;
+	}
+	msg = cJSON_CreateObject();
+	if (!msg || !cJSON_AddStringToObject(msg, "role", "tool") ||
+	    !cJSON_AddStringToObject(msg, "tool_call_id", call_id(call)) ||
+	    !cJSON_AddStringToObject(msg, "content", res)) {
+		cJSON_Delete(msg);
+		free(res);
+		cli_warn("cannot write a tool result: out of memory");
+		return ES_IO;
+	}
+	free(res);
+	calls->done[i] = 1;
+	rc = jsonl_write(stdout, msg, &err);
+	cJSON_Delete(msg);
+	if (rc < 0) {
+		cli_stdout_failed(errno);
+		return ES_IO;
+	}
+	return ES_OK;
+}
+
+static int
+is_task(const cJSON *call)
+{
+	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+
+	return cJSON_IsString(name) && !strcmp(name->valuestring, "task");
+}
+
+/* The task tool's hook: a run of consecutive task calls (see tool-exec(1),
+ * "Subagents: the task tool") runs together, results in call order. */
+struct task_run {
+	const struct tool_ctx *ctx;
+	struct calls *calls;
+	int first, rc;
+	struct task *t;
+};
+
+static int
+task_put(void *arg, int k)
+{
+	struct task_run *r = arg;
+
+	r->rc = put_result(r->ctx, r->calls, r->first + k, r->t[k].rc,
+			   r->t[k].result);
+	r->t[k].result = NULL;
+	return r->rc ? -1 : 0;
+}
+
+static int
+answer_tasks(const struct tool_ctx *ctx, struct calls *calls, int *i, int yes)
+{
+	struct task_run r = { ctx, calls, *i, ES_OK, NULL };
+	char **text;
+	const cJSON *call, *args;
+	int n = 0, k;
+
+	while (*i + n < calls->n && !calls->done[*i + n] &&
+	       is_task(cJSON_GetArrayItem(calls->list, *i + n)))
+		n++;
+	r.t = calloc((size_t)n, sizeof *r.t);
+	text = calloc((size_t)n, sizeof *text);
+	if (!r.t || !text)
+		goto nomem;
+	for (k = 0; k < n; k++) {
+		call = cJSON_GetArrayItem(calls->list, *i + k);
+		args = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(call, "function"),
+			"arguments");
+		r.t[k].id = call_id(call);
+		r.t[k].rc = check_call(call, yes, &r.t[k].result);
+		if (r.t[k].rc < 0)
+			goto nomem;
+		if (cJSON_IsString(args))
+			r.t[k].args = args->valuestring;
+		else if (args && !(r.t[k].args = text[k] =
+				   cJSON_PrintUnformatted(args)))
+			goto nomem;
+		else if (!args)
+			r.t[k].args = "{}";
+	}
+	if (task_run(ctx->task, r.t, n, task_put, &r) < 0 && !r.rc)
+		goto nomem;
+	goto out;
+nomem:
+	cli_warn("cannot run a tool call: out of memory");
+	r.rc = ES_IO;
+out:
+	for (k = 0; k < n; k++) {
+		free(r.t ? r.t[k].result : NULL);
+		free(text ? text[k] : NULL);
+	}
+	free(r.t);
+	free(text);
+	*i += n - 1;
+	return r.rc;
+}
+
 static int
 answer_pending(const struct tool_ctx *ctx, struct calls *calls, int yes)
 {
-	struct ah_error err = { 0 };
 	const cJSON *call;
-	cJSON *msg;
 	char *res;
 	int i, rc;
 
@@ -187,6 +323,12 @@ answer_pending(const struct tool_ctx *ctx, struct calls *calls, int yes)
 		if (calls->done[i])
 			continue;
 		call = cJSON_GetArrayItem(calls->list, i);
+		if (!interrupted_mode && !interrupted && is_task(call)) {
+			rc = answer_tasks(ctx, calls, &i, yes);
+			if (rc)
+				return rc;
+			continue;
+		}
 		if (interrupted_mode)
 			rc = asprintf(&res, "Error: interrupted: the harness "
 				      "stopped before this call got its result; "
@@ -199,36 +341,26 @@ answer_pending(const struct tool_ctx *ctx, struct calls *calls, int yes)
 				      (int)interrupted) < 0 ? -1 : TOOL_ERROR;
 		else
 			rc = run_call(ctx, call, yes, &res);
-		if (rc >= 0 && verbose)
-			progress(call, rc, res);
-		/* Said once: a limit enforced less well than asked. */
-		if (ctx->limits && ctx->limits->warning && !limits_seen) {
-			limits_seen = ctx->limits;
-			cli_warn("warning: %s", ctx->limits->warning);
-		}
-		if (rc < 0) {
-			cli_warn("cannot run a tool call: out of memory");
-			return ES_IO;
-		}
-		msg = cJSON_CreateObject();
-		if (!msg || !cJSON_AddStringToObject(msg, "role", "tool") ||
-		    !cJSON_AddStringToObject(msg, "tool_call_id", call_id(call)) ||
-		    !cJSON_AddStringToObject(msg, "content", res)) {
-			cJSON_Delete(msg);
-			free(res);
-			cli_warn("cannot write a tool result: out of memory");
-			return ES_IO;
-		}
-		free(res);
-		calls->done[i] = 1;
-		rc = jsonl_write(stdout, msg, &err);
-		cJSON_Delete(msg);
-		if (rc < 0) {
-			cli_stdout_failed(errno);
-			return ES_IO;
-		}
+		if (rc < 0)
+			res = NULL;
+		rc = put_result(ctx, calls, i, rc, res);
+		if (rc)
+			return rc;
 	}
 	return ES_OK;
+}
+
+/* The task tool's setup: children get our sandbox, our directory, our
+ * bound on a result, and pass their progress on to our stderr. */
+static void
+task_setup(struct task_opts *t, struct tool_ctx *ctx)
+{
+	t->max_output = ctx->max_output;
+	t->progress_fd = STDERR_FILENO;
+	t->sandbox = ctx->sandbox;
+	t->workdir = ctx->root.path;
+	t->interrupted = ctx->interrupted;
+	ctx->task = t;
 }
 
 static int
@@ -312,6 +444,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct tool_ctx ctx = { 0 };
+	struct task_opts task;
 	struct ah_error err = { 0 };
 	struct sandbox sandbox;
 	struct jsonl_reader in;
@@ -335,6 +468,12 @@ main(int argc, char **argv)
 	ctx.shell = getenv("AGENT_SHELL");
 	if (!ctx.shell || !*ctx.shell)
 		ctx.shell = access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+	if (task_config(&task, &err) < 0)
+		return cli_usage_error("%s", err.msg);
+	if (task.clamped)
+		cli_warn("warning: AGENT_MAX_DEPTH=%d is above the hard maximum "
+			 "%d; %d is used", task.clamped, TASK_DEPTH_LIMIT,
+			 TASK_DEPTH_LIMIT);
 	if (getenv_number("AGENT_BASH_TIMEOUT", 0.001, 1e6, &ctx.timeout) ||
 	    getenv_number("AGENT_MAX_OUTPUT", 64, 1e9, &maxout) ||
 	    getenv_number("AGENT_MAX_PROCS", 0, 1e6, &procs))
@@ -424,7 +563,7 @@ main(int argc, char **argv)
 			verbose = 1;
 			break;
 		case O_SCHEMA:
-			puts(tool_schema());
+			puts(tool_schema(task_offered(&task)));
 			return cli_finish(ES_OK);
 		case CLI_OPT_VERSION:
 			return cli_version();
@@ -501,6 +640,7 @@ main(int argc, char **argv)
 	sandbox.network = network;
 	sandbox.git_writable = git;
 	ctx.sandbox = &sandbox;
+	task_setup(&task, &ctx);
 
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal; /* no SA_RESTART: a blocked read returns */

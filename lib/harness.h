@@ -939,6 +939,8 @@ int proc_run(const struct proc_opts *o, struct proc_result *r,
 
 /* --- tools.c: the tools the model calls ------------------------------- */
 
+struct task_opts;
+
 struct tool_ctx {
 	struct root root;      /* file tools stay inside it */
 	const char *todo_path; /* for run_todo_write */
@@ -952,12 +954,14 @@ struct tool_ctx {
 				    write rules; NULL for none */
 	char *const *env;      /* bash: the commands' environment */
 	struct proc_limits *limits; /* bash: per call, NULL for none */
+	const struct task_opts *task; /* task: subagents, NULL for none */
 };
 
 enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };
 
-/* The tool definitions, a JSON array in Chat Completions form. */
-const char *tool_schema(void);
+/* The tool definitions, a JSON array in Chat Completions form; with_task:
+ * the task tool too (task_offered). */
+const char *tool_schema(int with_task);
 
 /* Runs one call: name and its arguments as the JSON text the model sent.
  * *res receives the text of the tool result (the caller frees it).
@@ -965,6 +969,65 @@ const char *tool_schema(void);
  * TOOL_INTERRUPTED, or -1 when memory ran out (*res is NULL). */
 int tool_call(const struct tool_ctx *ctx, const char *name,
 	      const char *args, char **res);
+
+/* --- task.c: the task tool, subagents as child sessions -------------- */
+
+#define TASK_DEPTH_LIMIT 3    /* the most AGENT_MAX_DEPTH can give */
+#define TASK_PARALLEL 4       /* children at once by default */
+#define TASK_PARALLEL_MAX 16  /* the most AGENT_MAX_TASKS can give */
+#define TASK_TERM_GRACE 5.0   /* seconds from SIGTERM to SIGKILL */
+
+struct task_opts {
+	int depth;            /* AGENT_DEPTH of this session (unset: 0) */
+	int max_depth;        /* AGENT_MAX_DEPTH (unset: 1), at most
+				 TASK_DEPTH_LIMIT */
+	int clamped;          /* the larger AGENT_MAX_DEPTH asked, or 0 */
+	int parallel;         /* AGENT_MAX_TASKS (unset: TASK_PARALLEL) */
+	size_t max_output;    /* bytes of an answer, head and tail kept */
+	int progress_fd;      /* the children's stderr goes here in whole
+				 lines; -1: dropped */
+	double term_grace;    /* after SIGTERM, seconds before SIGKILL */
+	const struct sandbox *sandbox; /* children get its mode, network and
+				 git settings; NULL: the environment's */
+	const char *workdir;  /* absolute: the children's AGENT_WORKDIR, or
+				 NULL */
+	volatile sig_atomic_t *interrupted; /* set: stop the children */
+};
+
+/* One task call: the caller sets id and args (the JSON text the model
+ * sent), and may set result and rc first (a call denied): such a call
+ * is not run.  task_run sets the others. */
+struct task {
+	const char *id;
+	const char *args;
+	char *result;         /* the tool result text; the caller frees */
+	int rc;               /* TOOL_OK, TOOL_ERROR or TOOL_INTERRUPTED */
+};
+
+/* Reads AGENT_DEPTH, AGENT_MAX_DEPTH and AGENT_MAX_TASKS into *o (the
+ * rest gets defaults).  A value that is not a whole number in range is
+ * an AH_EFORMAT error naming the variable; an AGENT_MAX_DEPTH above
+ * TASK_DEPTH_LIMIT is clamped to it, and said in o->clamped. */
+int task_config(struct task_opts *o, struct ah_error *err);
+
+/* Nonzero when the depth allows a child: depth < max_depth. */
+int task_offered(const struct task_opts *o);
+
+/* Runs the n task calls: each call is checked, then run as
+ * `agent-run --child ID [--sandbox read-only] -- PROMPT` in a new
+ * session (tool-exec(1), "Subagents: the task tool"), at most
+ * o->parallel at once, started in call order.  done(arg, i) is called for i = 0 .. n-1 in
+ * order, each as soon as the results of 0 .. i are in.  When
+ * *o->interrupted is set the running children get SIGTERM (SIGKILL to
+ * their sessions after o->term_grace) and the calls not started are
+ * answered as interrupted.  A child's process group is killed when the
+ * child has exited; at the end, every process left that was reparented
+ * to us (see proc_become_subreaper) is killed: call it when no other
+ * child of ours is to live on.  Blocks SIGINT and SIGTERM but while it
+ * waits.  -1 when memory ran out or done failed: then every child is
+ * killed, and the results not yet given are lost. */
+int task_run(const struct task_opts *o, struct task *t, int n,
+	     int (*done)(void *arg, int i), void *arg);
 
 /* --- todo.c: the TodoWrite tool ---------------------------------------- */
 

@@ -31,6 +31,8 @@ static const char builtin[] =
 "     \"decision\": \"ask\", \"reason\": \"{tool} modifies files\"},\n"
 "    {\"name\": \"shell\", \"if\": \".tool == \\\"bash\\\"\",\n"
 "     \"decision\": \"ask\", \"reason\": \"bash runs a shell command\"},\n"
+"    {\"name\": \"subagent\", \"if\": \".tool == \\\"task\\\"\",\n"
+"     \"decision\": \"ask\", \"reason\": \"task starts a subagent, which makes tool calls of its own\"},\n"
 "    {\"name\": \"rm-root-or-home\", \"if\": \"any_command(cmdname == \\\"rm\\\" and (.[1:] | any(test(\\\"^-[a-zA-Z]*[rR]\\\") or long_is([\\\"recursive\\\"]))) and (.[1:] | any(home_or_root))) or any_command(cmdname == \\\"find\\\" and (.[1:] | any(IN(\\\"-delete\\\", \\\"-exec\\\", \\\"-execdir\\\", \\\"-ok\\\", \\\"-okdir\\\"))) and (.[1:] | .[0:(map(startswith(\\\"-\\\") or IN(\\\"(\\\", \\\"!\\\")) | index(true) // length)] | any(home_or_root and (normpath | test(\\\"^[.]{1,2}/?$\\\") | not))))\",\n"
 "     \"decision\": \"deny\", \"reason\": \"deletes the root, the home or the working directory\"},\n"
 "    {\"name\": \"privilege\", \"if\": \"any_command(cmdname | IN(\\\"sudo\\\", \\\"sudoedit\\\", \\\"su\\\", \\\"doas\\\", \\\"pkexec\\\", \\\"run0\\\", \\\"sg\\\", \\\"newgrp\\\", \\\"runuser\\\", \\\"setpriv\\\", \\\"machinectl\\\"))\",\n"
