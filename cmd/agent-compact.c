@@ -141,14 +141,13 @@ read_transcript(struct chat *c)
 		if (r < 0) {
 			cli_warn("stdin: %s", err.msg);
 			jsonl_reader_free(&in);
-			return err.code == AH_ENOMEM ? ES_IO : ES_BADINPUT;
+			return cli_status(&err, ES_BADINPUT);
 		}
 	}
 	jsonl_reader_free(&in);
 	if (r < 0) {
 		cli_report(&err);
-		return err.code == AH_EFORMAT || err.code == AH_ETOOBIG ?
-		       ES_BADINPUT : ES_IO;
+		return cli_status(&err, ES_BADINPUT);
 	}
 	if (calls_pending(&c->calls)) {
 		cli_warn("stdin: the tool calls of line %lu have no result",

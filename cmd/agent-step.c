@@ -178,25 +178,6 @@ on_retry(void *ctx, const char *why)
 		warn_server(r, "%s", why);
 }
 
-static int
-exit_for(int code, long window)
-{
-	switch (code) {
-	case AH_ETOOLONG:
-		/* with a budget, the driver compacts and goes on */
-		return window ? ES_FULL : ES_REFUSED;
-	case AH_EAPI:
-		return ES_REFUSED;
-	case AH_EAPIRETRY:
-	case AH_ENET:
-		return ES_APIFAIL;
-	case AH_ENOMEM:
-		return ES_IO;
-	default:
-		return ES_UNUSABLE;
-	}
-}
-
 /* Calls the model for the messages so far and writes its answer.
  * Returns an exit status; *stop is set when the run is over. */
 static int
@@ -260,7 +241,9 @@ step(struct run *r, struct chat *chat, int *stop)
 			goto out;
 		}
 		warn_server(r, "%s", err.msg);
-		rc = exit_for(err.code, r->window);
+		/* with a budget, the driver compacts and goes on */
+		rc = err.code == AH_ETOOLONG && r->window ? ES_FULL
+			: cli_status(&err, ES_UNUSABLE);
 		goto out;
 	}
 	end_text(r);
@@ -390,7 +373,7 @@ print_answer(void)
 	}
 	if (c < 0) {
 		cli_report(&err);
-		rc = err.code == AH_ETOOBIG ? ES_BADINPUT : ES_IO;
+		rc = cli_status(&err, ES_BADINPUT);
 	} else if (!lineno) {
 		cli_warn("stdin: no messages, so no answer");
 		rc = ES_REJECTED;
@@ -752,7 +735,7 @@ main(int argc, char **argv)
 		jsonl_reader_free(&h);
 		close(fd);
 		if (c < 0) {
-			rc = err.code == AH_ENOMEM ? ES_IO : ES_BADINPUT;
+			rc = cli_status(&err, ES_BADINPUT);
 			goto out_reader;
 		}
 		if (chat_ready(&chat))
@@ -773,8 +756,7 @@ main(int argc, char **argv)
 		}
 		if (c < 0) {
 			cli_report(&err);
-			rc = err.code == AH_EFORMAT || err.code == AH_ETOOBIG
-			     ? ES_BADINPUT : ES_IO;
+			rc = cli_status(&err, ES_BADINPUT);
 			break;
 		}
 		if (c == 0) {
@@ -795,7 +777,7 @@ main(int argc, char **argv)
 		if (chat_add(&chat, msg, in.lineno, &err) < 0) {
 			cJSON_Delete(msg);
 			cli_warn("stdin: %s", err.msg);
-			rc = err.code == AH_ENOMEM ? ES_IO : ES_BADINPUT;
+			rc = cli_status(&err, ES_BADINPUT);
 			break;
 		}
 		cJSON_Delete(msg);

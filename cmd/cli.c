@@ -35,6 +35,24 @@ cli_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+int
+cli_status(const struct ah_error *err, int bad)
+{
+	switch (err->code) {
+	case AH_EFORMAT:
+	case AH_ETOOBIG:
+		return bad;
+	case AH_EAPI:
+	case AH_ETOOLONG:
+		return ES_REFUSED;
+	case AH_ENET:
+	case AH_EAPIRETRY:
+		return ES_APIFAIL;
+	default: /* AH_ENOMEM, AH_EIO, AH_EINTR, and none said */
+		return ES_IO;
+	}
+}
+
 void
 cli_report(const struct ah_error *err)
 {

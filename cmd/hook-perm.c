@@ -55,8 +55,6 @@ static const char usage[] =
 	"128+N a signal N came while asking: the message went on with all its\n"
 	"calls denied.\n";
 
-enum { ES_POLICY = 4 };
-
 struct perm {
 	struct policy pol;
 	const char *file;        /* --policy or AGENT_POLICY, else NULL */
@@ -686,13 +684,13 @@ trust(struct perm *pm, const char *arg)
 	}
 	if (rc < 0) {
 		cli_report(&err);
-		return ES_IO;
+		return cli_status(&err, ES_POLICY);
 	}
 	rc = ES_OK;
 	if (policy_parse(&p, text, len, path, &err) < 0 ||
 	    policy_compile(&p, &err) < 0) {
 		cli_report(&err);
-		rc = err.code == AH_EFORMAT ? ES_POLICY : ES_IO;
+		rc = cli_status(&err, ES_POLICY);
 	} else if (policy_trust(path, text, len, &err) < 0) {
 		cli_report(&err);
 		rc = ES_IO;
@@ -825,7 +823,7 @@ main(int argc, char **argv)
 	if (load_policy(&pm, &err) < 0) {
 		cli_report(&err);
 		policy_free(&pm.pol);
-		return err.code == AH_EFORMAT ? ES_POLICY : ES_IO;
+		return cli_status(&err, ES_POLICY);
 	}
 	signal(SIGPIPE, SIG_IGN);
 	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
@@ -838,8 +836,7 @@ main(int argc, char **argv)
 		if (c <= 0) {
 			if (c < 0) {
 				cli_report(&err);
-				rc = err.code == AH_EFORMAT || err.code == AH_ETOOBIG
-				     ? ES_BADINPUT : ES_IO;
+				rc = cli_status(&err, ES_BADINPUT);
 			}
 			break;
 		}
@@ -871,7 +868,7 @@ main(int argc, char **argv)
 			cJSON_Delete(msg);
 			/* a policy that does not compile shows only now when a
 			 * server was to evaluate it */
-			rc = err.code == AH_EFORMAT ? ES_POLICY : ES_IO;
+			rc = cli_status(&err, ES_POLICY);
 			break;
 		}
 		s = cJSON_PrintUnformatted(msg);

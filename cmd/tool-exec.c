@@ -523,8 +523,7 @@ main(int argc, char **argv)
 		if (c < 0) {
 			if (!interrupted) {
 				cli_report(&err);
-				rc = err.code == AH_EFORMAT ||
-				     err.code == AH_ETOOBIG ? ES_BADINPUT : ES_IO;
+				rc = cli_status(&err, ES_BADINPUT);
 				break;
 			}
 			/* A signal while waiting for input: what is pending

@@ -31,6 +31,17 @@ for p in $progs agent-run; do
 				{ echo \"\$opt is not in $p.1\"; exit 1; }
 		done <long
 	"
+	test_expect_success "$p: the man page's EXIT STATUS lists the codes of --help" "
+		$p --help >help &&
+		sed -n '/Exit status:/,/^\$/p' help | tr '\\n' ' ' |
+			sed 's/\\([0-9]\\) or \\([0-9][0-9]*\\) \\([a-z]\\)/\\1 \\3, \\2 \\3/g' |
+			grep -oE '(status:|,) +[0-9]+(\\+N)? +[A-Za-z-]' |
+			grep -oE '[0-9]+(\\+N)?' | sort -u >help-codes &&
+		sed -n '/^\\.Sh EXIT STATUS/,/^\\.Sh /s/^\\.It //p' '$SRC_DIR/man/$p.1' |
+			sed -e 's/ Ns Ar n\$/N/' -e 's/ , /\\n/g' | sort -u >man-codes &&
+		test -s help-codes &&
+		test_cmp man-codes help-codes
+	"
 	test_expect_success "$p: --help exits 0 on stdout, nothing on stderr" "
 		$p --help >out 2>err && test -s out && test ! -s err
 	"
