@@ -423,31 +423,31 @@ env(const char *a, const char *b)
 int
 main(int argc, char **argv)
 {
-	enum { O_BASE = 256, O_KEYFILE, O_TOOLS, O_TEMP, O_MAXTOK, O_PARAM,
-	       O_STREAM, O_TIMEOUT, O_RETRIES, O_UNTIL, O_DRY, O_HISTORY,
-	       O_MAXCALLS, O_ANSWER, O_WINDOW, O_OUTPUTS, O_COMPACTAT, O_API,
-	       O_DEADLINE };
+	enum { OPT_BASE = 256, OPT_KEYFILE, OPT_TOOLS, OPT_TEMP, OPT_MAXTOK,
+	       OPT_PARAM, OPT_STREAM, OPT_TIMEOUT, OPT_RETRIES, OPT_UNTIL, OPT_DRY,
+	       OPT_HISTORY, OPT_MAXCALLS, OPT_ANSWER, OPT_WINDOW, OPT_OUTPUTS,
+	       OPT_COMPACTAT, OPT_API, OPT_DEADLINE };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
-		{ "base-url", required_argument, NULL, O_BASE },
-		{ "api-key-file", required_argument, NULL, O_KEYFILE },
-		{ "tools", required_argument, NULL, O_TOOLS },
-		{ "temperature", required_argument, NULL, O_TEMP },
-		{ "max-tokens", required_argument, NULL, O_MAXTOK },
-		{ "param", required_argument, NULL, O_PARAM },
-		{ "stream", no_argument, NULL, O_STREAM },
-		{ "timeout", required_argument, NULL, O_TIMEOUT },
-		{ "deadline", required_argument, NULL, O_DEADLINE },
-		{ "retries", required_argument, NULL, O_RETRIES },
-		{ "until-done", no_argument, NULL, O_UNTIL },
-		{ "dry-run", no_argument, NULL, O_DRY },
-		{ "history", required_argument, NULL, O_HISTORY },
-		{ "max-calls", required_argument, NULL, O_MAXCALLS },
-		{ "answer", no_argument, NULL, O_ANSWER },
-		{ "context-window", required_argument, NULL, O_WINDOW },
-		{ "api", required_argument, NULL, O_API },
-		{ "outputs", required_argument, NULL, O_OUTPUTS },
-		{ "compact-at", required_argument, NULL, O_COMPACTAT },
+		{ "base-url", required_argument, NULL, OPT_BASE },
+		{ "api-key-file", required_argument, NULL, OPT_KEYFILE },
+		{ "tools", required_argument, NULL, OPT_TOOLS },
+		{ "temperature", required_argument, NULL, OPT_TEMP },
+		{ "max-tokens", required_argument, NULL, OPT_MAXTOK },
+		{ "param", required_argument, NULL, OPT_PARAM },
+		{ "stream", no_argument, NULL, OPT_STREAM },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "deadline", required_argument, NULL, OPT_DEADLINE },
+		{ "retries", required_argument, NULL, OPT_RETRIES },
+		{ "until-done", no_argument, NULL, OPT_UNTIL },
+		{ "dry-run", no_argument, NULL, OPT_DRY },
+		{ "history", required_argument, NULL, OPT_HISTORY },
+		{ "max-calls", required_argument, NULL, OPT_MAXCALLS },
+		{ "answer", no_argument, NULL, OPT_ANSWER },
+		{ "context-window", required_argument, NULL, OPT_WINDOW },
+		{ "api", required_argument, NULL, OPT_API },
+		{ "outputs", required_argument, NULL, OPT_OUTPUTS },
+		{ "compact-at", required_argument, NULL, OPT_COMPACTAT },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -504,76 +504,76 @@ main(int argc, char **argv)
 		case 'm':
 			model = optarg;
 			break;
-		case O_BASE:
+		case OPT_BASE:
 			base = optarg;
 			break;
-		case O_KEYFILE:
+		case OPT_KEYFILE:
 			free(key);
 			key = read_key(optarg);
 			if (!key)
 				return ES_IO;
 			break;
-		case O_TOOLS:
+		case OPT_TOOLS:
 			tools = optarg;
 			break;
-		case O_TEMP:
+		case OPT_TEMP:
 			if (cli_number("--temperature", optarg, 0, 2, &temp))
 				return ES_USAGE;
 			break;
-		case O_MAXTOK:
+		case OPT_MAXTOK:
 			if (cli_whole("--max-tokens", optarg, 1, 1000000000,
 				      &maxtok))
 				return ES_USAGE;
 			break;
-		case O_PARAM:
+		case OPT_PARAM:
 			if (nparams == 64)
 				return cli_usage_error("too many --param");
 			params[nparams++] = optarg;
 			break;
-		case O_STREAM:
+		case OPT_STREAM:
 			stream = 1;
 			break;
-		case O_TIMEOUT:
+		case OPT_TIMEOUT:
 			if (cli_number("--timeout", optarg, 0.001, 1e6,
 				       &r.mo.timeout))
 				return ES_USAGE;
 			break;
-		case O_DEADLINE:
+		case OPT_DEADLINE:
 			if (cli_number("--deadline", optarg, 0, 1e7,
 				       &r.mo.deadline))
 				return ES_USAGE;
 			break;
-		case O_RETRIES:
+		case OPT_RETRIES:
 			if (cli_whole("--retries", optarg, 0, 100, &retries))
 				return ES_USAGE;
 			break;
-		case O_UNTIL:
+		case OPT_UNTIL:
 			r.until_done = 1;
 			break;
-		case O_DRY:
+		case OPT_DRY:
 			r.dry_run = 1;
 			break;
-		case O_HISTORY:
+		case OPT_HISTORY:
 			history = optarg;
 			break;
-		case O_ANSWER:
+		case OPT_ANSWER:
 			answer = 1;
 			break;
-		case O_WINDOW:
+		case OPT_WINDOW:
 			window = optarg;
 			break;
-		case O_API:
+		case OPT_API:
 			api = optarg;
 			break;
-		case O_OUTPUTS:
+		case OPT_OUTPUTS:
 			outputs = optarg;
 			break;
-		case O_COMPACTAT:
+		case OPT_COMPACTAT:
 			if (cli_number("--compact-at", optarg, 0.1, 1,
 				       &compact_at))
 				return ES_USAGE;
 			break;
-		case O_MAXCALLS:
+		case OPT_MAXCALLS:
 			if (cli_whole("--max-calls", optarg, 0, 1000000000,
 				      &maxcalls))
 				return ES_USAGE;

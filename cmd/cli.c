@@ -162,6 +162,16 @@ cli_whole(const char *what, const char *s, long min, long max, long *out)
 }
 
 int
+cli_env_whole(const char *var, long min, long max, long *out)
+{
+	const char *s = getenv(var);
+
+	if (!s || !*s)
+		return 0;
+	return cli_whole(var, s, min, max, out);
+}
+
+int
 cli_version(void)
 {
 	printf("%s (agent-harness) %s\n", progname, AH_VERSION);

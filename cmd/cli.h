@@ -71,6 +71,10 @@ int cli_number(const char *what, const char *s, double min, double max,
 /* The same for a whole number: "10.5" or "1e3" is refused, not rounded. */
 int cli_whole(const char *what, const char *s, long min, long max, long *out);
 
+/* cli_whole for the environment variable var: 0 when it is unset or
+ * empty (*out keeps its default) or holds such a number, else -1. */
+int cli_env_whole(const char *var, long min, long max, long *out);
+
 /* Says "cannot write stdout: why" on stderr, once per process: later
  * failures, and cli_finish, stay quiet.  The exit status becomes ES_IO. */
 void cli_stdout_failed(int errnum);

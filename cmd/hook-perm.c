@@ -706,18 +706,18 @@ trust(struct perm *pm, const char *arg)
 int
 main(int argc, char **argv)
 {
-	enum { O_POLICY = 256, O_TIMEOUT, O_PRINT, O_SERVE, O_WATCH, O_CONNECT,
-	       O_TRUST };
+	enum { OPT_POLICY = 256, OPT_TIMEOUT, OPT_PRINT, OPT_SERVE, OPT_WATCH,
+	       OPT_CONNECT, OPT_TRUST };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
-		{ "policy", required_argument, NULL, O_POLICY },
+		{ "policy", required_argument, NULL, OPT_POLICY },
 		{ "yes", no_argument, NULL, 'y' },
-		{ "rule-timeout", required_argument, NULL, O_TIMEOUT },
-		{ "print-policy", no_argument, NULL, O_PRINT },
-		{ "serve", required_argument, NULL, O_SERVE },
-		{ "watch", required_argument, NULL, O_WATCH },
-		{ "connect", required_argument, NULL, O_CONNECT },
-		{ "trust", no_argument, NULL, O_TRUST },
+		{ "rule-timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "print-policy", no_argument, NULL, OPT_PRINT },
+		{ "serve", required_argument, NULL, OPT_SERVE },
+		{ "watch", required_argument, NULL, OPT_WATCH },
+		{ "connect", required_argument, NULL, OPT_CONNECT },
+		{ "trust", no_argument, NULL, OPT_TRUST },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -728,7 +728,7 @@ main(int argc, char **argv)
 	const char *dir = getenv("AGENT_WORKDIR"), *file = getenv("AGENT_POLICY");
 	const char *serve_at = NULL;
 	pid_t watch = getppid();
-	double w;
+	long w;
 	const cJSON *role, *tc;
 	cJSON *msg, *call;
 	int c, print = 0, trusting = 0, policy_opt = 0, rc = ES_OK;
@@ -740,33 +740,33 @@ main(int argc, char **argv)
 		case 'C':
 			dir = optarg;
 			break;
-		case O_POLICY:
+		case OPT_POLICY:
 			file = optarg;
 			policy_opt = 1;
 			break;
 		case 'y':
 			pm.yes = 1;
 			break;
-		case O_TIMEOUT:
+		case OPT_TIMEOUT:
 			if (cli_number("--rule-timeout", optarg, 0.001, 3600,
 				       &pm.timeout))
 				return ES_USAGE;
 			break;
-		case O_PRINT:
+		case OPT_PRINT:
 			print = 1;
 			break;
-		case O_SERVE:
+		case OPT_SERVE:
 			serve_at = optarg;
 			break;
-		case O_WATCH:
-			if (cli_number("--watch", optarg, 1, 4194304, &w))
+		case OPT_WATCH:
+			if (cli_whole("--watch", optarg, 1, 4194304, &w))
 				return ES_USAGE;
 			watch = (pid_t)w;
 			break;
-		case O_CONNECT:
+		case OPT_CONNECT:
 			pm.server = optarg;
 			break;
-		case O_TRUST:
+		case OPT_TRUST:
 			trusting = 1;
 			break;
 		case CLI_OPT_VERSION:

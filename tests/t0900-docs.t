@@ -70,6 +70,27 @@ test_expect_success 'a full stdout: exit 3 and one message with the reason, ever
 	done
 '
 
+test_expect_success 'a whole-number option or variable refuses a fraction: exit 2, every program' '
+	while read -r cmd; do
+		test_expect_code 2 env $cmd </dev/null >out 2>err &&
+		test_grep "is not a whole number" err &&
+		test ! -s out || { echo "$cmd"; return 1; }
+	done <<-\EOF
+	agent-step -m m --dry-run --max-tokens 10.5
+	agent-step -m m --dry-run --max-calls 1.5
+	agent-step -m m --dry-run --retries 1.5
+	agent-step -m m --dry-run --context-window 1000.5
+	agent-step -m m --dry-run --max-tokens 1e3
+	hook-perm --watch 1.5
+	tool-exec --max-output 100.5
+	tool-exec --max-procs 1.5
+	AGENT_MAX_PROCS=1.5 tool-exec
+	AGENT_MAX_OUTPUT=1e5 tool-exec
+	agent-compact --keep-bytes 1.5
+	agent-compact --context-window 300.5
+	EOF
+'
+
 if command -v shellcheck >/dev/null 2>&1; then
 	test_expect_success 'shell scripts are shellcheck-clean' '
 		cd "$SRC_DIR" &&
