@@ -425,8 +425,8 @@ main(int argc, char **argv)
 			verbose = 1;
 			break;
 		case OPT_SCHEMA:
-			puts(tool_schema());
-			return cli_finish(ES_OK);
+			return cli_finish(cli_put_line(tool_schema(),
+				strlen(tool_schema()), 0) ? ES_IO : ES_OK);
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':

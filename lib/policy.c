@@ -19,34 +19,8 @@
 
 #include "harness.h"
 
-static const char builtin[] =
-"{\n"
-"  \"default\": \"ask\",\n"
-"  \"rules\": [\n"
-"    {\"name\": \"todo-write\", \"if\": \".tool == \\\"run_todo_write\\\"\",\n"
-"     \"decision\": \"allow\", \"reason\": \"todo write only updates internal task state\"},\n"
-"    {\"name\": \"read-only\", \"if\": \".tool == \\\"read_file\\\" or .tool == \\\"list_dir\\\"\",\n"
-"     \"decision\": \"allow\", \"reason\": \"{tool} only reads inside the working directory\"},\n"
-"    {\"name\": \"file-writes\", \"if\": \".tool == \\\"write_file\\\" or .tool == \\\"edit_file\\\"\",\n"
-"     \"decision\": \"ask\", \"reason\": \"{tool} modifies files\"},\n"
-"    {\"name\": \"shell\", \"if\": \".tool == \\\"bash\\\"\",\n"
-"     \"decision\": \"ask\", \"reason\": \"bash runs a shell command\"},\n"
-"    {\"name\": \"rm-root-or-home\", \"if\": \"any_command(cmdname == \\\"rm\\\" and (.[1:] | any(test(\\\"^-[a-zA-Z]*[rR]\\\") or long_is([\\\"recursive\\\"]))) and (.[1:] | any(home_or_root))) or any_command(cmdname == \\\"find\\\" and (.[1:] | any(IN(\\\"-delete\\\", \\\"-exec\\\", \\\"-execdir\\\", \\\"-ok\\\", \\\"-okdir\\\"))) and (.[1:] | .[0:(map(startswith(\\\"-\\\") or IN(\\\"(\\\", \\\"!\\\")) | index(true) // length)] | any(home_or_root and (normpath | test(\\\"^[.]{1,2}/?$\\\") | not))))\",\n"
-"     \"decision\": \"deny\", \"reason\": \"deletes the root, the home or the working directory\"},\n"
-"    {\"name\": \"privilege\", \"if\": \"any_command(cmdname | IN(\\\"sudo\\\", \\\"sudoedit\\\", \\\"su\\\", \\\"doas\\\", \\\"pkexec\\\", \\\"run0\\\", \\\"sg\\\", \\\"newgrp\\\", \\\"runuser\\\", \\\"setpriv\\\", \\\"machinectl\\\"))\",\n"
-"     \"decision\": \"deny\", \"reason\": \"runs as another user\"},\n"
-"    {\"name\": \"filesystems\", \"if\": \"any_command(cmdname | test(\\\"^(mkfs|mke2fs|mkswap|fdisk|sfdisk|parted|wipefs)\\\"))\",\n"
-"     \"decision\": \"deny\", \"reason\": \"formats or partitions a disk\"},\n"
-"    {\"name\": \"raw-devices\", \"if\": \"any_command(cmdname == \\\"dd\\\" and any(.[]; startswith(\\\"of=\\\") and (.[3:] | normpath | startswith(\\\"/dev/\\\")))) or ((.redirects // []) | any(normpath | test(\\\"^/dev/(sd|nvme|hd|vd|xvd|mmcblk|disk|mapper|dm-|loop|md|nbd)\\\")))\",\n"
-"     \"decision\": \"deny\", \"reason\": \"writes to a disk device\"},\n"
-"    {\"name\": \"fork-bomb\", \"if\": \".tool == \\\"bash\\\" and ((.args.command // \\\"\\\") | tostring | test(\\\"(\\\\\\\\S+)\\\\\\\\s*\\\\\\\\(\\\\\\\\)\\\\\\\\s*\\\\\\\\{[^}]*\\\\\\\\1\\\\\\\\s*\\\\\\\\|\\\\\\\\s*\\\\\\\\1\\\"))\",\n"
-"     \"decision\": \"deny\", \"reason\": \"looks like a fork bomb\"},\n"
-"    {\"name\": \"pipe-to-shell\", \"if\": \"(.commands // [] | any(cmdname | IN(\\\"curl\\\", \\\"wget\\\", \\\"fetch\\\", \\\"aria2c\\\", \\\"http\\\", \\\"nc\\\", \\\"ncat\\\", \\\"socat\\\"))) and (.commands // [] | any((cmdname | test(\\\"^(sh|bash|zsh|dash|ksh|mksh|ash|yash|posh|fish|csh|tcsh|rbash|elvish|xonsh|nu|pwsh|source|[.]|eval|python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|node|nodejs|deno|bun|php[0-9.]*|lua[0-9.]*|luajit|tclsh[0-9.]*|wish|Rscript|julia|osascript)$\\\")) or (.[1:] | any(normpath | IN(\\\"/dev/stdin\\\", \\\"/dev/fd/0\\\", \\\"/proc/self/fd/0\\\")))))\",\n"
-"     \"decision\": \"deny\", \"reason\": \"runs code downloaded from the network\"},\n"
-"    {\"name\": \"system-files\", \"if\": \"(.redirects // []) | any(normpath | test(\\\"^/(etc|boot|usr|bin|sbin|lib|lib32|lib64|libx32|var/lib|root)(/|$)\\\"))\",\n"
-"     \"decision\": \"deny\", \"reason\": \"writes to system files\"}\n"
-"  ]\n"
-"}\n";
+/* share/policy.json, compiled in by the Makefile. */
+extern const char data_policy[];
 
 /* Helpers every rule can use (hook-perm(1) documents them).
  * all_commands is the safe way to allow a command: it is false when the
@@ -75,7 +49,7 @@ static const char prelude[] =
 const char *
 policy_builtin(void)
 {
-	return builtin;
+	return data_policy;
 }
 
 static const char *const names[] = { "allow", "ask", "deny" };

@@ -17,55 +17,13 @@
 #define READ_DEFAULT_LINES 2000
 #define LIST_MAX 1000
 
-static const char schema[] =
-"[{\"type\":\"function\",\"function\":{\"name\":\"bash\","
-"\"description\":\"Run a shell command in the working directory and return "
-"its output (stdout and stderr together) and its exit code. stdin is "
-"empty; the command is killed when it runs past the timeout.\","
-"\"parameters\":{\"type\":\"object\",\"properties\":{"
-"\"command\":{\"type\":\"string\",\"description\":\"The command to run.\"},"
-"\"timeout\":{\"type\":\"number\",\"description\":\"Seconds before the "
-"command is killed.\"}},\"required\":[\"command\"]}}},"
-"{\"type\":\"function\",\"function\":{\"name\":\"list_dir\","
-"\"description\":\"List the entries of a directory, sorted; directories "
-"end in /.\",\"parameters\":{\"type\":\"object\",\"properties\":{"
-"\"path\":{\"type\":\"string\",\"description\":\"The directory, relative "
-"to the working directory (default: the working directory).\"}}}}},"
-"{\"type\":\"function\",\"function\":{\"name\":\"read_file\","
-"\"description\":\"Read a text file.\",\"parameters\":{\"type\":\"object\","
-"\"properties\":{\"path\":{\"type\":\"string\",\"description\":\"The file, "
-"relative to the working directory.\"},\"offset\":{\"type\":\"integer\","
-"\"description\":\"The first line to read, from 1.\"},\"limit\":{\"type\":"
-"\"integer\",\"description\":\"The most lines to read.\"}},"
-"\"required\":[\"path\"]}}},"
-"{\"type\":\"function\",\"function\":{\"name\":\"write_file\","
-"\"description\":\"Create a file or replace all of it with content; "
-"missing parent directories are created.\",\"parameters\":{\"type\":"
-"\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"content\":"
-"{\"type\":\"string\"}},\"required\":[\"path\",\"content\"]}}},"
-"{\"type\":\"function\",\"function\":{\"name\":\"edit_file\","
-"\"description\":\"Replace old_string with new_string in a file. "
-"old_string must occur exactly once, unless replace_all is true.\","
-"\"parameters\":{\"type\":\"object\",\"properties\":{\"path\":{\"type\":"
-"\"string\"},\"old_string\":{\"type\":\"string\",\"description\":\"The "
-"exact text to replace.\"},\"new_string\":{\"type\":\"string\"},"
-"\"replace_all\":{\"type\":\"boolean\",\"description\":\"Replace every "
-"occurrence.\"}},\"required\":[\"path\",\"old_string\",\"new_string\"]}}},"
-"{\"type\":\"function\",\"function\":{\"name\":\"run_todo_write\","
-"\"description\":\"Create or update the full task todo list. Use it before "
-"starting a multi-step task, and update it whenever task progress "
-"changes.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"todos\":"
-"{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
-"\"id\":{\"type\":\"string\",\"description\":\"Stable id for this todo "
-"item.\"},\"content\":{\"type\":\"string\",\"description\":\"A concrete "
-"task step.\"},\"status\":{\"type\":\"string\",\"enum\":[\"pending\","
-"\"in_progress\",\"completed\"]}},\"required\":[\"id\",\"content\","
-"\"status\"]}}},\"required\":[\"todos\"]}}}]";
+/* share/tools.json, compiled in by the Makefile. */
+extern const char data_tools[];
 
 const char *
 tool_schema(void)
 {
-	return schema;
+	return data_tools;
 }
 
 /* Sets *res to a printf-formatted text and returns rc. */
