@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "priv.h"
 
 #define MAX_TOKENS 8192 /* max_tokens is required; this when none is given */
 

@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "priv.h"
 
 static const char mark[] = "[REDACTED]";
 

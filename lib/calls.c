@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "priv.h"
 
 void
 calls_init(struct calls *c)

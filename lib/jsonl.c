@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "priv.h"
 
 #define JSONL_CHUNK 65536
 

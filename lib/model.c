@@ -10,7 +10,7 @@
 
 #include <curl/curl.h>
 
-#include "harness.h"
+#include "priv.h"
 
 #define RETRY_CAP 60.0 /* seconds: the longest wait we honour */
 

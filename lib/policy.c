@@ -17,10 +17,7 @@
 
 #include <jq.h>
 
-#include "harness.h"
-
-/* share/policy.json, compiled in by the Makefile. */
-extern const char data_policy[];
+#include "priv.h"
 
 /* Helpers every rule can use (hook-perm(1) documents them).
  * all_commands is the safe way to allow a command: it is false when the

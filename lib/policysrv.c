@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "priv.h"
 
 enum {
 	MAX_PROGRAM = 16 << 20,

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "priv.h"
 
 #define REPLY_MAX_CALLS 10000
 

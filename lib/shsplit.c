@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "priv.h"
 
 #define SH_MAX_DEPTH 32
 #define SH_MAX_WORDS 4096

@@ -11,14 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "priv.h"
 
 #define READ_MAX_BYTES (64u << 20) /* read_file and edit_file refuse more */
 #define READ_DEFAULT_LINES 2000
 #define LIST_MAX 1000
-
-/* share/tools.json, compiled in by the Makefile. */
-extern const char data_tools[];
 
 const char *
 tool_schema(void)
