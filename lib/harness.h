@@ -194,6 +194,15 @@ int calls_feed(struct calls *c, const cJSON *msg);
 int calls_pending(const struct calls *c);
 /* The id of a call object ("" when it has none). */
 const char *call_id(const cJSON *call);
+/* Its function's name ("" when it has none). */
+const char *call_name(const cJSON *call);
+/* Its arguments, as an object: function.arguments is the JSON text of
+ * one (as the API sends them) or the object itself (as some servers
+ * do).  NULL when they are neither, or memory ran out. */
+cJSON *call_arguments(const cJSON *call);
+/* The member of a tool's arguments that says what a call does, its
+ * gist: "command" for bash, "path" for the file tools, else NULL. */
+const char *call_gist_key(const char *tool);
 
 /* --- chat.c: the conversation agent-step sends ----------------------- */
 
@@ -441,20 +450,21 @@ struct rule {
 	int decision;
 };
 
+/* Who evaluates the rules: nobody yet, a child forked here from the
+ * compiled rules, or a policy server's worker (policysrv.c). */
+enum { POLICY_NO_WORKER, POLICY_CHILD, POLICY_SERVER };
+
 struct policy {
 	int deflt;          /* when no rule matches */
 	struct rule *rules;
 	int n;
 	char *source;       /* the file, or "built-in" */
 	void *jq;           /* the compiled rules (jq_state *) */
-	int worker;         /* pid of the process that evaluates, 0 if none,
-			     * -1 for a server's worker */
-	int to_worker, from_worker; /* its pipes (one socket for a server's) */
-	char *prog;         /* the jq program of all rules */
+	char *prog;         /* the jq program of all rules, once made */
 	size_t prog_len;
-	const char *server; /* a policy server's socket, tried first */
-	int server_failed;  /* it could not be used: evaluate here */
-	double limit;       /* how long the server's worker may evaluate */
+	int worker;         /* POLICY_* */
+	pid_t pid;          /* POLICY_CHILD: the child */
+	int to_worker, from_worker; /* its pipes; a server's: one socket */
 };
 
 struct verdict {
@@ -463,7 +473,16 @@ struct verdict {
 	char reason[512];
 };
 
-/* The built-in policy, as JSON text. */
+/* What the rules gave for one input, for policy_verdict. */
+struct rule_results {
+	int n;                  /* the rules that gave a result, in order */
+	unsigned char *matched; /* matched[i] for i < n: rule i is true */
+	int failed;             /* the first rule that failed, or -1 */
+	char why[320];          /* its error */
+	double timed_out;       /* rule n ran past this many seconds; 0: no */
+};
+
+/* The built-in policy (share/policy.json), as JSON text. */
 const char *policy_builtin(void);
 const char *decision_name(int d);
 /* Reads a policy: {"default": D, "rules": [{"name", "if", "decision",
@@ -473,16 +492,33 @@ int policy_parse(struct policy *p, const char *text, size_t len,
 /* Compiles every rule into one jq program (libjq starts here, once);
  * a rule that does not compile is an error naming it. */
 int policy_compile(struct policy *p, struct ah_error *err);
-/* Runs the rules on input, in a child bounded by timeout seconds.  Every
- * matching rule counts and the strictest wins (deny over ask over allow);
- * none matching gives the default.  A rule that fails or runs too long
- * denies, naming it.  -1 only when the child cannot be started. */
+/* Runs the rules on input, in a worker bounded by timeout seconds (a
+ * child forked from the compiled rules, compiled first if need be,
+ * unless a server's worker is attached) and gives policy_verdict.
+ * -1 only when no worker can be had. */
 int policy_eval(struct policy *p, const cJSON *input, double timeout,
 		struct verdict *v, struct ah_error *err);
+/* The verdict: every matching rule counts and the strictest wins (deny
+ * over ask over allow); none matching gives the default.  A rule that
+ * failed, ran too long, or gave no result denies, naming it.  "{tool}"
+ * in a reason becomes tool.  No I/O: a unit test can call it. */
+void policy_verdict(const struct policy *p, const struct rule_results *r,
+		    const char *tool, struct verdict *v);
 void policy_free(struct policy *p);
 
-/* The jq program of all rules, into p->prog.  -1: out of memory. */
-int policy_program(struct policy *p);
+/* The rule input of a call, the contract of every rule (hook-perm(1)):
+ * {tool, args, id, workdir}, and for bash what shell_split finds in
+ * args.command (commands, redirects, outputs, complex, literal;
+ * complex is true when command is not a string).  args is copied.
+ * NULL when out of memory. */
+cJSON *policy_input(const char *tool, const cJSON *args, const char *id,
+		    const char *workdir);
+/* The policy text (NULL: the built-in one) with a rule named name added
+ * that allows exactly this call: its tool, and the member of args that
+ * says what it does (call_gist_key), or all of args.  A new text, or
+ * NULL (the text is not a JSON object, or memory ran out). */
+char *policy_always(const char *text, size_t len, const char *tool,
+		    const cJSON *args, const char *name, struct ah_error *err);
 
 /* Trust in a policy found in a working directory: its SHA-256 and its
  * absolute path, one "sha256:HEX PATH" line each, in the store
@@ -501,16 +537,30 @@ int policy_trust(const char *file, const char *text, size_t len,
 /* Creates the socket at path, for this user only; it must not exist. */
 int policy_listen(const char *path, struct ah_error *err);
 /* Serves on lfd: a client that sends the program of p gets a worker of
- * its own, forked from the compiled rules.  A client with other rules
- * makes it call reload, which should read the policy again into p (and
- * compile it), and then compare once more; still other rules are
- * refused, so that the server only ever runs rules from the policy file.
- * Returns when the process starter ends, when path is removed or
- * replaced, or when *stop becomes non-zero. */
+ * its own, forked from the compiled rules.  For a client with other
+ * rules, reload reads the policy again into a fresh struct (parsed, not
+ * compiled): when that one has the client's rules it replaces p;
+ * still other rules are refused, so that the server only ever runs
+ * rules from the policy file.  Returns when the process starter ends,
+ * when path is removed or replaced, or when *stop becomes non-zero. */
 int policy_serve(struct policy *p, int lfd, const char *path, pid_t starter,
-		 int (*reload)(void *ctx, struct policy *p,
+		 int (*reload)(void *ctx, struct policy *fresh,
 			       struct ah_error *err),
 		 void *ctx, volatile sig_atomic_t *stop, struct ah_error *err);
+
+/* A client of a policy server. */
+struct policy_client {
+	const char *server; /* its socket, or NULL for none */
+	int failed;         /* it could not be used: evaluate here */
+};
+
+/* policy_eval, the rules evaluated by c's server when it has the same
+ * ones (which saves compiling them): each time no worker runs, it
+ * connects and hands the server p's program; once that fails (no
+ * server, other rules), the rules are compiled and evaluated here. */
+int policy_client_eval(struct policy_client *c, struct policy *p,
+		       const cJSON *input, double timeout, struct verdict *v,
+		       struct ah_error *err);
 
 /* --- audit.c: the audit log ------------------------------------------ */
 

@@ -83,20 +83,18 @@ int model_too_long(long status, const char *code, const char *msg);
 
 /* --- policy.c: the worker that evaluates -------------------------------- */
 
+/* The jq program of all rules, into p->prog.  -1: out of memory. */
+int policy_program(struct policy *p);
 /* Evaluates input lines from in, writing results to out, until in ends;
  * an evaluation longer than limit seconds (0: no limit) kills it.  For
  * forked children only: it never returns. */
 void policy_worker(struct policy *p, int in, int out, double limit)
 	__attribute__((noreturn));
-
+/* From now on p is evaluated by the server's worker at the other end of
+ * the socket fd, which p owns. */
+void policy_attach(struct policy *p, int fd);
 /* The store's path; -1 when there is no absolute one. */
 int policy_trust_store(char *path, size_t size);
-
-/* --- policysrv.c -------------------------------------------------------- */
-
-/* Client: connects to p->server and hands it p's program; 0 when the
- * server has the same rules and a worker waits for p's inputs. */
-int policy_connect(struct policy *p, struct ah_error *err);
 
 /* --- audit.c ------------------------------------------------------------ */
 
