@@ -161,6 +161,16 @@ cli_whole(const char *what, const char *s, long min, long max, long *out)
 	return 0;
 }
 
+const char *
+cli_env(const char *name, const char *fallback)
+{
+	const char *v = getenv(name);
+
+	if ((!v || !*v) && fallback)
+		v = getenv(fallback);
+	return v && *v ? v : NULL;
+}
+
 int
 cli_env_whole(const char *var, long min, long max, long *out)
 {

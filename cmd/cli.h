@@ -71,6 +71,11 @@ int cli_number(const char *what, const char *s, double min, double max,
 /* The same for a whole number: "10.5" or "1e3" is refused, not rounded. */
 int cli_whole(const char *what, const char *s, long min, long max, long *out);
 
+/* The value of the environment variable name, else of fallback (NULL:
+ * none), as AGENT_API_KEY falls back to OPENAI_API_KEY; NULL when both
+ * are unset or empty. */
+const char *cli_env(const char *name, const char *fallback);
+
 /* cli_whole for the environment variable var: 0 when it is unset or
  * empty (*out keeps its default) or holds such a number, else -1. */
 int cli_env_whole(const char *var, long min, long max, long *out);
