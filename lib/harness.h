@@ -562,7 +562,7 @@ int policy_client_eval(struct policy_client *c, struct policy *p,
 		       const cJSON *input, double timeout, struct verdict *v,
 		       struct ah_error *err);
 
-/* --- audit.c: the audit log ------------------------------------------ */
+/* --- redact.c: secrets out of text ----------------------------------- */
 
 /* Replaces secrets in s by "[REDACTED]", in place (s never grows): the
  * strings of secrets (NULL-terminated list; the API key we hold), keys and
@@ -576,6 +576,8 @@ void redact(char *s, const char *const *secrets);
  * key-like strings on purpose but must never carry the key we hold. */
 void redact_exact(char *s, const char *const *secrets);
 void redact_json_exact(cJSON *v, const char *const *secrets);
+
+/* --- audit.c: the audit log ------------------------------------------ */
 
 /* One audit record for a message, as a line without its newline: time,
  * session, seq, role, bytes, tools (id, name, decision, reason, rule),

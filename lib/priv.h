@@ -96,7 +96,7 @@ void policy_attach(struct policy *p, int fd);
 /* The store's path; -1 when there is no absolute one. */
 int policy_trust_store(char *path, size_t size);
 
-/* --- audit.c ------------------------------------------------------------ */
+/* --- redact.c ----------------------------------------------------------- */
 
 /* redact on every string of v, object keys included. */
 void redact_json(cJSON *v, const char *const *secrets);
