@@ -131,10 +131,7 @@ read_transcript(struct chat *c)
 	cJSON *msg;
 	int r;
 
-	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
-		cli_warn("out of memory");
-		return ES_IO;
-	}
+	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
 	while ((r = jsonl_read_object(&in, &msg, &err)) > 0) {
 		r = chat_add(c, msg, in.lineno, &err);
 		cJSON_Delete(msg);

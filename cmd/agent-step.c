@@ -355,10 +355,7 @@ print_answer(void)
 	cJSON *msg = NULL;
 	int c, rc = ES_OK;
 
-	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
-		cli_warn("out of memory");
-		return ES_IO;
-	}
+	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
 	while ((c = jsonl_read_line(&in, &err)) > 0) {
 		if (jsonl_blank(in.line.data, in.line.len))
 			continue;
@@ -693,11 +690,7 @@ read_history(struct run *r, struct chat *chat, const char *history,
 		cli_report(&err);
 		return ES_IO;
 	}
-	if (jsonl_reader_init(&h, fd, history, 0) < 0) {
-		close(fd);
-		cli_warn("out of memory");
-		return ES_IO;
-	}
+	jsonl_reader_init(&h, fd, history, 0);
 	while ((c = jsonl_read_object(&h, &msg, &err)) > 0) {
 		c = chat_add(chat, msg, h.lineno, &err);
 		cJSON_Delete(msg);
@@ -736,10 +729,7 @@ read_input(struct run *r, struct chat *chat, int history, int *stop)
 	cJSON *msg;
 	int c, rc = ES_OK;
 
-	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
-		cli_warn("out of memory");
-		return ES_IO;
-	}
+	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
 	while (!*stop && !rc) {
 		c = interrupted ? -1 : jsonl_read_object(&in, &msg, &err);
 		if (c < 0 && interrupted) {

@@ -158,10 +158,7 @@ pass_lines(struct pass *p)
 	struct jsonl_reader in;
 	int c, rc = ES_OK;
 
-	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
-		cli_warn("out of memory");
-		return ES_IO;
-	}
+	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
 	while (rc == ES_OK && (c = jsonl_read_line(&in, &err)) != 0) {
 		if (c < 0) {
 			cli_report(&err);

@@ -759,10 +759,7 @@ filter(struct perm *pm)
 	int c, rc = -1;
 
 	signal(SIGPIPE, SIG_IGN);
-	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
-		cli_warn("out of memory");
-		return ES_IO;
-	}
+	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
 	while (rc < 0) {
 		c = jsonl_read_object(&in, &msg, &err);
 		if (c < 0) {

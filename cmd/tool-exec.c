@@ -512,13 +512,7 @@ main(int argc, char **argv)
 	proc_become_subreaper();
 
 	calls_init(&calls);
-	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
-		cli_warn("out of memory");
-		sandbox_free(&sandbox);
-		root_close(&ctx.root);
-		proc_env_free(env);
-		return ES_IO;
-	}
+	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
 	for (;;) {
 		c = interrupted ? -1 : jsonl_read_object(&in, &msg, &err);
 		if (c < 0) {

@@ -136,8 +136,9 @@ struct jsonl_reader {
 };
 
 /* Starts reading fd (not closed by jsonl_reader_free); max bounds one line
- * (0 means JSONL_MAX_LINE).  -1 when out of memory. */
-int jsonl_reader_init(struct jsonl_reader *r, int fd, const char *name,
+ * (0 means JSONL_MAX_LINE).  It cannot fail: memory is taken by the
+ * first read, whose error says when there is none. */
+void jsonl_reader_init(struct jsonl_reader *r, int fd, const char *name,
 		      size_t max);
 void jsonl_reader_free(struct jsonl_reader *r);
 
