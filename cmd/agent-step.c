@@ -305,23 +305,29 @@ out:
 	return rc;
 }
 
-/* Adds the members of a --param object to the request head. */
+/* Adds the members of a --param object to the request head.  0, or an
+ * exit status. */
 static int
 add_params(cJSON *head, const char *json)
 {
 	cJSON *p = json_parse(json, strlen(json), NULL), *m;
+	int rc = ES_OK;
 
 	if (!cJSON_IsObject(p)) {
 		cJSON_Delete(p);
 		return cli_usage_error("--param: '%s' is not a JSON object", json);
 	}
-	while ((m = p->child)) {
+	while (!rc && (m = p->child)) {
 		cJSON_DetachItemViaPointer(p, m);
 		cJSON_DeleteItemFromObjectCaseSensitive(head, m->string);
-		cJSON_AddItemToObject(head, m->string, m);
+		if (!cJSON_AddItemToObject(head, m->string, m)) {
+			cJSON_Delete(m);
+			cli_warn("out of memory");
+			rc = ES_IO;
+		}
 	}
 	cJSON_Delete(p);
-	return 0;
+	return rc;
 }
 
 static char *
@@ -652,10 +658,9 @@ build_head(struct run *r, const struct opts *o)
 			goto nomem;
 	}
 	for (i = 0; i < o->nparams; i++)
-		if (add_params(r->head, o->params[i])) {
-			rc = ES_USAGE;
+		if ((rc = add_params(r->head, o->params[i])) != ES_OK)
 			goto out;
-		}
+	rc = -1;
 	r->mo.stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r->head,
 								   "stream"));
 	{

@@ -1,4 +1,5 @@
 /* todo-write: the TodoWrite tool as a program.  See todo-write(1). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,7 +179,8 @@ main(int argc, char **argv)
 	if (!path)
 		path = todo_default_path();
 	if (dir && chdir(dir) < 0) {
-		cli_warn("cannot change to directory '%s': %m", dir);
+		cli_warn("cannot change to directory '%s': %s", dir,
+			 strerror(errno));
 		return ES_IO;
 	}
 	rc = mode == MODE_WRITE ? write_list(path, dry_run, quiet)

@@ -474,9 +474,8 @@ main(int argc, char **argv)
 	ctx.todo_path = todo_default_path();
 	if (sandbox_init(&sandbox, sbmode, ctx.root.path, ctx.todo_path,
 			 &err) < 0) {
-		fprintf(stderr, "%s: cannot set up the sandbox: %s; "
-			"--sandbox off runs commands unconfined\n", progname,
-			err.msg);
+		cli_warn("cannot set up the sandbox: %s; --sandbox off runs "
+			 "commands unconfined", err.msg);
 		sandbox_free(&sandbox);
 		root_close(&ctx.root);
 		proc_env_free(env);
@@ -549,8 +548,7 @@ main(int argc, char **argv)
 	}
 	if (interrupted && rc == ES_OK) {
 		rc = 128 + (int)interrupted;
-		fprintf(stderr, "%s: interrupted by signal %d\n", progname,
-			(int)interrupted);
+		cli_warn("interrupted by signal %d", (int)interrupted);
 	}
 	calls_free(&calls);
 	jsonl_reader_free(&in);

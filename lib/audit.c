@@ -21,68 +21,88 @@ utc_now(char *out, size_t size)
 	snprintf(out, size, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
 }
 
+/* The audit fields of one call: id, name, and its permission's. */
+static int
+add_tool(cJSON *tools, const cJSON *call)
+{
+	const cJSON *perm = cJSON_GetObjectItemCaseSensitive(call, "permission");
+	static const char *const pk[] = { "decision", "reason", "rule" };
+	cJSON *t = cJSON_CreateObject();
+	const cJSON *v;
+	size_t i;
+
+	if (!t || !cJSON_AddItemToArray(tools, t)) {
+		cJSON_Delete(t);
+		return -1;
+	}
+	if (!cJSON_AddStringToObject(t, "id", call_id(call)) ||
+	    !cJSON_AddStringToObject(t, "name", call_name(call)))
+		return -1;
+	for (i = 0; i < 3; i++) {
+		v = cJSON_GetObjectItemCaseSensitive(perm, pk[i]);
+		if (cJSON_IsString(v) &&
+		    !cJSON_AddStringToObject(t, pk[i], v->valuestring))
+			return -1;
+	}
+	return 0;
+}
+
+/* Copies the string member key of msg, if it has one, to rec. */
+static int
+copy_string(cJSON *rec, const cJSON *msg, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(msg, key);
+
+	return !cJSON_IsString(v) ||
+	       cJSON_AddStringToObject(rec, key, v->valuestring) ? 0 : -1;
+}
+
 char *
 audit_record(const cJSON *msg, size_t bytes, const char *session,
 	     unsigned long long seq, const char *const *secrets)
 {
 	const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
 	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
-	const cJSON *call, *v;
-	cJSON *rec = cJSON_CreateObject(), *tools, *t, *copy;
-	char when[48], *s;
+	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(msg, "usage");
+	const cJSON *call;
+	cJSON *rec = cJSON_CreateObject(), *tools, *copy = NULL;
+	char when[48], *s = NULL;
 
-	if (!rec)
-		return NULL;
 	utc_now(when, sizeof when);
-	cJSON_AddStringToObject(rec, "time", when);
-	cJSON_AddStringToObject(rec, "session", session);
-	cJSON_AddNumberToObject(rec, "seq", (double)seq);
-	cJSON_AddStringToObject(rec, "role", cJSON_IsString(role) ?
-				role->valuestring : "");
-	cJSON_AddNumberToObject(rec, "bytes", (double)bytes);
+	if (!rec || !cJSON_AddStringToObject(rec, "time", when) ||
+	    !cJSON_AddStringToObject(rec, "session", session) ||
+	    !cJSON_AddNumberToObject(rec, "seq", (double)seq) ||
+	    !cJSON_AddStringToObject(rec, "role", cJSON_IsString(role) ?
+				     role->valuestring : "") ||
+	    !cJSON_AddNumberToObject(rec, "bytes", (double)bytes))
+		goto out;
 	if (cJSON_IsArray(tc) && tc->child) {
-		tools = cJSON_AddArrayToObject(rec, "tools");
-		cJSON_ArrayForEach(call, tc) {
-			const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call,
-									   "function");
-			const cJSON *perm = cJSON_GetObjectItemCaseSensitive(call,
-									     "permission");
-			static const char *const pk[] = { "decision", "reason",
-							  "rule" };
-			size_t i;
-
-			t = cJSON_CreateObject();
-			cJSON_AddItemToArray(tools, t);
-			cJSON_AddStringToObject(t, "id", call_id(call));
-			v = cJSON_GetObjectItemCaseSensitive(fn, "name");
-			cJSON_AddStringToObject(t, "name", cJSON_IsString(v) ?
-						v->valuestring : "");
-			for (i = 0; i < 3; i++) {
-				v = cJSON_GetObjectItemCaseSensitive(perm, pk[i]);
-				if (cJSON_IsString(v))
-					cJSON_AddStringToObject(t, pk[i],
-								v->valuestring);
-			}
-		}
+		if (!(tools = cJSON_AddArrayToObject(rec, "tools")))
+			goto out;
+		cJSON_ArrayForEach(call, tc)
+			if (add_tool(tools, call) < 0)
+				goto out;
 	}
-	v = cJSON_GetObjectItemCaseSensitive(msg, "tool_call_id");
-	if (cJSON_IsString(v))
-		cJSON_AddStringToObject(rec, "tool_call_id", v->valuestring);
-	v = cJSON_GetObjectItemCaseSensitive(msg, "request_id");
-	if (cJSON_IsString(v))
-		cJSON_AddStringToObject(rec, "request_id", v->valuestring);
-	v = cJSON_GetObjectItemCaseSensitive(msg, "usage");
-	if (cJSON_IsObject(v))
-		cJSON_AddItemToObject(rec, "usage", cJSON_Duplicate(v, 1));
+	if (copy_string(rec, msg, "tool_call_id") < 0 ||
+	    copy_string(rec, msg, "request_id") < 0)
+		goto out;
+	if (cJSON_IsObject(usage)) {
+		copy = cJSON_Duplicate(usage, 1);
+		if (!copy || !cJSON_AddItemToObject(rec, "usage", copy))
+			goto out;
+		copy = NULL;
+	}
 	copy = cJSON_Duplicate(msg, 1);
-	if (!copy) {
-		cJSON_Delete(rec);
-		return NULL;
-	}
+	if (!copy)
+		goto out;
 	redact_json(copy, secrets);
 	redact_json(rec, secrets);
-	cJSON_AddItemToObject(rec, "message", copy);
+	if (!cJSON_AddItemToObject(rec, "message", copy))
+		goto out;
+	copy = NULL;
 	s = cJSON_PrintUnformatted(rec);
+out:
+	cJSON_Delete(copy); /* one that did not get into rec */
 	cJSON_Delete(rec);
 	return s;
 }

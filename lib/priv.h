@@ -70,8 +70,9 @@ int reply_finish_stream(struct reply *r, struct ah_error *err);
  * content_filter) and usage (prompt_tokens counts cached input too). */
 int anthropic_event(struct reply *r, const char *data, size_t n,
 		    struct ah_error *err);
-int anthropic_parse(struct reply *r, const char *body, size_t n,
-		    struct ah_error *err);
+/* The answer v, a JSON object without "error": reply_parse has parsed
+ * and checked it. */
+int anthropic_parse(struct reply *r, const cJSON *v, struct ah_error *err);
 
 /* --- model.c ------------------------------------------------------------ */
 
