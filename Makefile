@@ -24,7 +24,10 @@ BUILD   ?= build
 
 PROGS   = todo-write tool-exec agent-step hook-perm hook-audit agent-compact agent-session
 LIBSRC  = $(wildcard lib/*.c)
-LIBOBJ  = $(LIBSRC:lib/%.c=$(BUILD)/lib/%.o)
+# share/NAME.json compiled in as the string data_NAME (lib/priv.h).
+DATA    = policy tools task
+GENSRC  = $(DATA:%=$(BUILD)/gen/%.c)
+LIBOBJ  = $(LIBSRC:lib/%.c=$(BUILD)/lib/%.o) $(GENSRC:.c=.o)
 CLIOBJ  = $(BUILD)/cmd/cli.o
 UNITSRC = $(wildcard tests/unit/*.c)
 UNITS   = $(UNITSRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -66,6 +69,18 @@ $(BUILD)/.deps:
 
 $(BUILD)/lib/%.o: lib/%.c | $(BUILD)/.deps
 	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# The bytes of the file as od prints them, in an array that ends in a NUL.
+$(BUILD)/gen/%.c: share/%.json
+	@mkdir -p $(@D)
+	{ printf '/* Made by the Makefile from %s: edit that. */\n' '$<' && \
+	  printf 'extern const char data_%s[];\nconst char data_%s[] = {\n' \
+		'$*' '$*' && \
+	  od -An -v -tx1 $< | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g' && \
+	  printf '0 };\n'; } >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/cmd/%.o: cmd/%.c | $(BUILD)/.deps
@@ -114,11 +129,11 @@ FUZZCC   ?= clang
 FUZZTIME ?= 60
 FUZZFLAGS = -O1 -g -std=c11 -D_GNU_SOURCE -Ilib -Itests/fuzz \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-fuzz: | build/.deps
+fuzz: $(DATA:%=build/gen/%.c) | build/.deps
 	@mkdir -p build/fuzz/libfuzzer
 	@for f in $(FUZZERS); do \
 		$(FUZZCC) $(FUZZFLAGS) -o build/fuzz/libfuzzer/$$f tests/fuzz/$$f.c \
-			$(LIBSRC) $(LDLIBS) || exit 1; \
+			$(LIBSRC) $(DATA:%=build/gen/%.c) $(LDLIBS) || exit 1; \
 		mkdir -p build/fuzz/corpus/$$f tests/corpus/$$f; \
 		echo "fuzz: $$f for $(FUZZTIME) s"; \
 		build/fuzz/libfuzzer/$$f -max_total_time=$(FUZZTIME) \

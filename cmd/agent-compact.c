@@ -131,24 +131,20 @@ read_transcript(struct chat *c)
 	cJSON *msg;
 	int r;
 
-	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
-		cli_warn("out of memory");
-		return ES_IO;
-	}
+	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
 	while ((r = jsonl_read_object(&in, &msg, &err)) > 0) {
 		r = chat_add(c, msg, in.lineno, &err);
 		cJSON_Delete(msg);
 		if (r < 0) {
 			cli_warn("stdin: %s", err.msg);
 			jsonl_reader_free(&in);
-			return err.code == AH_ENOMEM ? ES_IO : ES_BADINPUT;
+			return cli_status(&err, ES_BADINPUT);
 		}
 	}
 	jsonl_reader_free(&in);
 	if (r < 0) {
 		cli_report(&err);
-		return err.code == AH_EFORMAT || err.code == AH_ETOOBIG ?
-		       ES_BADINPUT : ES_IO;
+		return cli_status(&err, ES_BADINPUT);
 	}
 	if (calls_pending(&c->calls)) {
 		cli_warn("stdin: the tool calls of line %lu have no result",

@@ -178,25 +178,6 @@ on_retry(void *ctx, const char *why)
 		warn_server(r, "%s", why);
 }
 
-static int
-exit_for(int code, long window)
-{
-	switch (code) {
-	case AH_ETOOLONG:
-		/* with a budget, the driver compacts and goes on */
-		return window ? ES_FULL : ES_REFUSED;
-	case AH_EAPI:
-		return ES_REFUSED;
-	case AH_EAPIRETRY:
-	case AH_ENET:
-		return ES_APIFAIL;
-	case AH_ENOMEM:
-		return ES_IO;
-	default:
-		return ES_UNUSABLE;
-	}
-}
-
 /* Calls the model for the messages so far and writes its answer.
  * Returns an exit status; *stop is set when the run is over. */
 static int
@@ -260,7 +241,9 @@ step(struct run *r, struct chat *chat, int *stop)
 			goto out;
 		}
 		warn_server(r, "%s", err.msg);
-		rc = exit_for(err.code, r->window);
+		/* with a budget, the driver compacts and goes on */
+		rc = err.code == AH_ETOOLONG && r->window ? ES_FULL
+			: cli_status(&err, ES_UNUSABLE);
 		goto out;
 	}
 	end_text(r);
@@ -322,23 +305,29 @@ out:
 	return rc;
 }
 
-/* Adds the members of a --param object to the request head. */
+/* Adds the members of a --param object to the request head.  0, or an
+ * exit status. */
 static int
 add_params(cJSON *head, const char *json)
 {
 	cJSON *p = json_parse(json, strlen(json), NULL), *m;
+	int rc = ES_OK;
 
 	if (!cJSON_IsObject(p)) {
 		cJSON_Delete(p);
 		return cli_usage_error("--param: '%s' is not a JSON object", json);
 	}
-	while ((m = p->child)) {
+	while (!rc && (m = p->child)) {
 		cJSON_DetachItemViaPointer(p, m);
 		cJSON_DeleteItemFromObjectCaseSensitive(head, m->string);
-		cJSON_AddItemToObject(head, m->string, m);
+		if (!cJSON_AddItemToObject(head, m->string, m)) {
+			cJSON_Delete(m);
+			cli_warn("out of memory");
+			rc = ES_IO;
+		}
 	}
 	cJSON_Delete(p);
-	return 0;
+	return rc;
 }
 
 static char *
@@ -372,10 +361,7 @@ print_answer(void)
 	cJSON *msg = NULL;
 	int c, rc = ES_OK;
 
-	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
-		cli_warn("out of memory");
-		return ES_IO;
-	}
+	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
 	while ((c = jsonl_read_line(&in, &err)) > 0) {
 		if (jsonl_blank(in.line.data, in.line.len))
 			continue;
@@ -390,7 +376,7 @@ print_answer(void)
 	}
 	if (c < 0) {
 		cli_report(&err);
-		rc = err.code == AH_ETOOBIG ? ES_BADINPUT : ES_IO;
+		rc = cli_status(&err, ES_BADINPUT);
 	} else if (!lineno) {
 		cli_warn("stdin: no messages, so no answer");
 		rc = ES_REJECTED;
@@ -424,186 +410,149 @@ print_answer(void)
 	buf_free(&last);
 	buf_free(&text);
 	jsonl_reader_free(&in);
-	return cli_finish(rc);
+	return rc;
 }
 
-static const char *
-env(const char *a, const char *b)
-{
-	const char *v = getenv(a);
+/* The options, and the environment variables they default to. */
+struct opts {
+	const char *model, *tools, *history, *window, *outputs, *api, *base;
+	char *key;          /* the key we hold; wiped and freed at the end */
+	long maxcalls, maxtok, retries;
+	double temp, compact_at;
+	int stream, answer, nparams;
+	int finished;       /* stdout is closed: --help, --version */
+	const char *params[64];
+};
 
-	if ((!v || !*v) && b)
-		v = getenv(b);
-	return v && *v ? v : NULL;
-}
-
-int
-main(int argc, char **argv)
+/* Reads the options into o and r->mo; an exit status when the program
+ * ends here (--help, --version, a usage error, a key file that cannot
+ * be read), else -1. */
+static int
+parse_options(int argc, char **argv, struct run *r, struct opts *o)
 {
-	enum { O_BASE = 256, O_KEYFILE, O_TOOLS, O_TEMP, O_MAXTOK, O_PARAM,
-	       O_STREAM, O_TIMEOUT, O_RETRIES, O_UNTIL, O_DRY, O_HISTORY,
-	       O_MAXCALLS, O_ANSWER, O_WINDOW, O_OUTPUTS, O_COMPACTAT, O_API,
-	       O_DEADLINE };
+	enum { OPT_BASE = 256, OPT_KEYFILE, OPT_TOOLS, OPT_TEMP, OPT_MAXTOK,
+	       OPT_PARAM, OPT_STREAM, OPT_TIMEOUT, OPT_RETRIES, OPT_UNTIL, OPT_DRY,
+	       OPT_HISTORY, OPT_MAXCALLS, OPT_ANSWER, OPT_WINDOW, OPT_OUTPUTS,
+	       OPT_COMPACTAT, OPT_API, OPT_DEADLINE };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
-		{ "base-url", required_argument, NULL, O_BASE },
-		{ "api-key-file", required_argument, NULL, O_KEYFILE },
-		{ "tools", required_argument, NULL, O_TOOLS },
-		{ "temperature", required_argument, NULL, O_TEMP },
-		{ "max-tokens", required_argument, NULL, O_MAXTOK },
-		{ "param", required_argument, NULL, O_PARAM },
-		{ "stream", no_argument, NULL, O_STREAM },
-		{ "timeout", required_argument, NULL, O_TIMEOUT },
-		{ "deadline", required_argument, NULL, O_DEADLINE },
-		{ "retries", required_argument, NULL, O_RETRIES },
-		{ "until-done", no_argument, NULL, O_UNTIL },
-		{ "dry-run", no_argument, NULL, O_DRY },
-		{ "history", required_argument, NULL, O_HISTORY },
-		{ "max-calls", required_argument, NULL, O_MAXCALLS },
-		{ "answer", no_argument, NULL, O_ANSWER },
-		{ "context-window", required_argument, NULL, O_WINDOW },
-		{ "api", required_argument, NULL, O_API },
-		{ "outputs", required_argument, NULL, O_OUTPUTS },
-		{ "compact-at", required_argument, NULL, O_COMPACTAT },
+		{ "base-url", required_argument, NULL, OPT_BASE },
+		{ "api-key-file", required_argument, NULL, OPT_KEYFILE },
+		{ "tools", required_argument, NULL, OPT_TOOLS },
+		{ "temperature", required_argument, NULL, OPT_TEMP },
+		{ "max-tokens", required_argument, NULL, OPT_MAXTOK },
+		{ "param", required_argument, NULL, OPT_PARAM },
+		{ "stream", no_argument, NULL, OPT_STREAM },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "deadline", required_argument, NULL, OPT_DEADLINE },
+		{ "retries", required_argument, NULL, OPT_RETRIES },
+		{ "until-done", no_argument, NULL, OPT_UNTIL },
+		{ "dry-run", no_argument, NULL, OPT_DRY },
+		{ "history", required_argument, NULL, OPT_HISTORY },
+		{ "max-calls", required_argument, NULL, OPT_MAXCALLS },
+		{ "answer", no_argument, NULL, OPT_ANSWER },
+		{ "context-window", required_argument, NULL, OPT_WINDOW },
+		{ "api", required_argument, NULL, OPT_API },
+		{ "outputs", required_argument, NULL, OPT_OUTPUTS },
+		{ "compact-at", required_argument, NULL, OPT_COMPACTAT },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct ah_error err = { 0 };
-	struct run r = { 0 };
-	struct jsonl_reader in;
-	struct chat chat;
-	const char *model = env("AGENT_MODEL", NULL), *tools = NULL;
-	const char *history = NULL;
-	const char *window = env("AGENT_CONTEXT_WINDOW", NULL);
-	const char *outputs = env("AGENT_OUTPUTS", NULL);
-	const char *api = env("AGENT_API", NULL), *base = NULL;
-	long maxcalls = -1, maxtok = -1, retries = 2, w = 0;
-	double compact_at = 0.8;
-	struct sigaction sa;
-	char *key = NULL, *tooltext = NULL;
-	double temp = -1;
-	cJSON *msg, *t;
-	size_t tlen;
-	int c, stream = 0, stop = 0, rc = ES_OK, nparams = 0, answer = 0;
-	const char *params[64];
+	int c;
 
-	/* The key lives in this process: a crash must not write it to a
-	 * core file in the workspace, and no other process of the user (a
-	 * command the model runs) may read our memory or environment
-	 * through /proc/PID/mem, /proc/PID/environ or ptrace.  Before the
-	 * key is read; it cannot fail, but if it did we would not go on. */
-	{
-		struct rlimit nocore = { 0, 0 };
-
-		if (setrlimit(RLIMIT_CORE, &nocore) < 0 ||
-		    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
-			cli_warn("cannot keep the key out of core files: %s",
-				 strerror(errno));
-			return ES_IO;
-		}
-	}
-	base = env("AGENT_BASE_URL", NULL);
-	r.mo.timeout = 60;
-	/* as the official SDKs' request timeout, but for the whole answer */
-	r.mo.deadline = 600;
-	if (env("AGENT_DEADLINE", NULL) &&
-	    cli_number("AGENT_DEADLINE", env("AGENT_DEADLINE", NULL), 0, 1e7,
-		       &r.mo.deadline))
-		return ES_USAGE;
-	r.mo.max_answer = 64u << 20;
-	/* a piece of text is an event's, bounded by the answer's bound */
-	r.held = (struct buf)BUF_INIT(r.mo.max_answer);
 	while ((c = getopt_long(argc, argv, ":m:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
-			model = optarg;
+			o->model = optarg;
 			break;
-		case O_BASE:
-			base = optarg;
+		case OPT_BASE:
+			o->base = optarg;
 			break;
-		case O_KEYFILE:
-			free(key);
-			key = read_key(optarg);
-			if (!key)
+		case OPT_KEYFILE:
+			free(o->key);
+			o->key = read_key(optarg);
+			if (!o->key)
 				return ES_IO;
 			break;
-		case O_TOOLS:
-			tools = optarg;
+		case OPT_TOOLS:
+			o->tools = optarg;
 			break;
-		case O_TEMP:
-			if (cli_number("--temperature", optarg, 0, 2, &temp))
+		case OPT_TEMP:
+			if (cli_number("--temperature", optarg, 0, 2, &o->temp))
 				return ES_USAGE;
 			break;
-		case O_MAXTOK:
+		case OPT_MAXTOK:
 			if (cli_whole("--max-tokens", optarg, 1, 1000000000,
-				      &maxtok))
+				      &o->maxtok))
 				return ES_USAGE;
 			break;
-		case O_PARAM:
-			if (nparams == 64)
+		case OPT_PARAM:
+			if (o->nparams == 64)
 				return cli_usage_error("too many --param");
-			params[nparams++] = optarg;
+			o->params[o->nparams++] = optarg;
 			break;
-		case O_STREAM:
-			stream = 1;
+		case OPT_STREAM:
+			o->stream = 1;
 			break;
-		case O_TIMEOUT:
+		case OPT_TIMEOUT:
 			if (cli_number("--timeout", optarg, 0.001, 1e6,
-				       &r.mo.timeout))
+				       &r->mo.timeout))
 				return ES_USAGE;
 			break;
-		case O_DEADLINE:
+		case OPT_DEADLINE:
 			if (cli_number("--deadline", optarg, 0, 1e7,
-				       &r.mo.deadline))
+				       &r->mo.deadline))
 				return ES_USAGE;
 			break;
-		case O_RETRIES:
-			if (cli_whole("--retries", optarg, 0, 100, &retries))
+		case OPT_RETRIES:
+			if (cli_whole("--retries", optarg, 0, 100, &o->retries))
 				return ES_USAGE;
 			break;
-		case O_UNTIL:
-			r.until_done = 1;
+		case OPT_UNTIL:
+			r->until_done = 1;
 			break;
-		case O_DRY:
-			r.dry_run = 1;
+		case OPT_DRY:
+			r->dry_run = 1;
 			break;
-		case O_HISTORY:
-			history = optarg;
+		case OPT_HISTORY:
+			o->history = optarg;
 			break;
-		case O_ANSWER:
-			answer = 1;
+		case OPT_ANSWER:
+			o->answer = 1;
 			break;
-		case O_WINDOW:
-			window = optarg;
+		case OPT_WINDOW:
+			o->window = optarg;
 			break;
-		case O_API:
-			api = optarg;
+		case OPT_API:
+			o->api = optarg;
 			break;
-		case O_OUTPUTS:
-			outputs = optarg;
+		case OPT_OUTPUTS:
+			o->outputs = optarg;
 			break;
-		case O_COMPACTAT:
+		case OPT_COMPACTAT:
 			if (cli_number("--compact-at", optarg, 0.1, 1,
-				       &compact_at))
+				       &o->compact_at))
 				return ES_USAGE;
 			break;
-		case O_MAXCALLS:
+		case OPT_MAXCALLS:
 			if (cli_whole("--max-calls", optarg, 0, 1000000000,
-				      &maxcalls))
+				      &o->maxcalls))
 				return ES_USAGE;
 			break;
 		case 'q':
-			r.quiet = 1;
+			r->quiet = 1;
 			break;
 		case 'v':
-			r.verbose = 1;
+			r->verbose = 1;
 			break;
 		case CLI_OPT_VERSION:
+			o->finished = 1;
 			return cli_version();
 		case 'h':
+			o->finished = 1;
 			fputs(usage, stdout);
 			return cli_finish(ES_OK);
 		default:
@@ -612,160 +561,181 @@ main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("unexpected argument '%s'", argv[optind]);
-	if (answer) {
-		free(key);
-		return print_answer();
-	}
-	if (!model)
-		return cli_usage_error("no model: give --model or set AGENT_MODEL");
-	if (window && !strcmp(window, "auto"))
-		w = chat_model_window(model) ? chat_model_window(model) : 32768;
-	else if (window && cli_whole("--context-window", window, 256,
-				     1000000000, &w)) {
-		free(key);
-		return ES_USAGE;
-	}
-	r.window = (long)w;
-	r.compact_at = compact_at;
-	if (api && !strcmp(api, "anthropic"))
-		r.mo.api = API_ANTHROPIC;
-	else if (api && strcmp(api, "chat")) {
-		free(key);
-		return cli_usage_error("--api: unknown API '%s' (use chat or "
-				       "anthropic)", api);
-	}
-	r.mo.base_url = base ? base : r.mo.api == API_ANTHROPIC ?
-			"https://api.anthropic.com/v1" :
-			env("OPENAI_BASE_URL", NULL) ? env("OPENAI_BASE_URL", NULL)
-			: "https://api.openai.com/v1";
-	if (!key && env("AGENT_API_KEY", r.mo.api == API_ANTHROPIC ?
-			"ANTHROPIC_API_KEY" : "OPENAI_API_KEY"))
-		key = strdup(env("AGENT_API_KEY", r.mo.api == API_ANTHROPIC ?
-				 "ANTHROPIC_API_KEY" : "OPENAI_API_KEY"));
-	r.mo.api_key = key;
-	r.mo.retries = (int)retries;
-	r.max_calls = (long)maxcalls;
-	r.mo.interrupted = &interrupted;
-	r.mo.on_text = stream ? on_text : NULL;
-	r.mo.on_retry = on_retry;
-	r.mo.ctx = &r;
+	return -1;
+}
 
-	r.head = cJSON_CreateObject();
-	cJSON_AddStringToObject(r.head, "model", model);
-	if (tools) {
-		if (file_read(tools, 16u << 20, &tooltext, &tlen, &err) <= 0) {
+/* What the options leave to decide: the model, its window, the API, the
+ * endpoint and the key.  An exit status, or -1 to go on. */
+static int
+settle(struct run *r, struct opts *o)
+{
+	const char *keyvar;
+	long w = 0;
+
+	if (!o->model)
+		return cli_usage_error("no model: give --model or set AGENT_MODEL");
+	if (o->window && !strcmp(o->window, "auto"))
+		w = chat_model_window(o->model) ? chat_model_window(o->model)
+						: 32768;
+	else if (o->window && cli_whole("--context-window", o->window, 256,
+					1000000000, &w))
+		return ES_USAGE;
+	r->window = w;
+	r->compact_at = o->compact_at;
+	if (o->api && !strcmp(o->api, "anthropic"))
+		r->mo.api = API_ANTHROPIC;
+	else if (o->api && strcmp(o->api, "chat"))
+		return cli_usage_error("--api: unknown API '%s' (use chat or "
+				       "anthropic)", o->api);
+	r->mo.base_url = o->base ? o->base : r->mo.api == API_ANTHROPIC ?
+			 "https://api.anthropic.com/v1" :
+			 cli_env("OPENAI_BASE_URL", NULL) ?
+			 cli_env("OPENAI_BASE_URL", NULL) :
+			 "https://api.openai.com/v1";
+	keyvar = r->mo.api == API_ANTHROPIC ? "ANTHROPIC_API_KEY"
+					    : "OPENAI_API_KEY";
+	if (!o->key && cli_env("AGENT_API_KEY", keyvar) &&
+	    !(o->key = strdup(cli_env("AGENT_API_KEY", keyvar)))) {
+		cli_warn("out of memory");
+		return ES_IO;
+	}
+	r->mo.api_key = o->key;
+	r->mo.retries = (int)o->retries;
+	r->max_calls = o->maxcalls;
+	r->mo.interrupted = &interrupted;
+	r->mo.on_text = o->stream ? on_text : NULL;
+	r->mo.on_retry = on_retry;
+	r->mo.ctx = r;
+	return -1;
+}
+
+/* The request head: model, tools, temperature, max_tokens, stream, and
+ * the --param members.  An exit status, or -1 to go on. */
+static int
+build_head(struct run *r, const struct opts *o)
+{
+	struct ah_error err = { 0 };
+	char *text = NULL;
+	cJSON *t = NULL;
+	size_t len;
+	int i, rc = -1;
+
+	r->head = cJSON_CreateObject();
+	if (!r->head || !cJSON_AddStringToObject(r->head, "model", o->model))
+		goto nomem;
+	if (o->tools) {
+		if (file_read(o->tools, 16u << 20, &text, &len, &err) <= 0) {
 			if (!err.msg[0])
-				cli_warn("cannot open '%s': %s", tools,
+				cli_warn("cannot open '%s': %s", o->tools,
 					 strerror(ENOENT));
 			else
 				cli_report(&err);
 			rc = ES_IO;
 			goto out;
 		}
-		t = json_parse(tooltext, tlen, NULL);
+		t = json_parse(text, len, NULL);
 		if (!cJSON_IsArray(t)) {
-			cJSON_Delete(t);
-			rc = cli_usage_error("--tools: '%s' is not a JSON array of "
-					     "tool definitions", tools);
+			rc = cli_usage_error("--tools: '%s' is not a JSON array "
+					     "of tool definitions", o->tools);
 			goto out;
 		}
+		if (t->child && !cJSON_AddItemToObject(r->head, "tools", t))
+			goto nomem;
 		if (t->child)
-			cJSON_AddItemToObject(r.head, "tools", t);
-		else
-			cJSON_Delete(t);
+			t = NULL;
 	}
-	if (temp >= 0)
-		cJSON_AddNumberToObject(r.head, "temperature", temp);
-	if (maxtok > 0)
-		cJSON_AddNumberToObject(r.head, "max_tokens", (double)maxtok);
-	if (stream) {
-		cJSON_AddTrueToObject(r.head, "stream");
-		t = cJSON_AddObjectToObject(r.head, "stream_options");
-		cJSON_AddTrueToObject(t, "include_usage");
-	}
-	for (c = 0; c < nparams; c++)
-		if (add_params(r.head, params[c])) {
-			rc = ES_USAGE;
-			goto out;
-		}
-	r.mo.stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r.head,
-								  "stream"));
-	t = cJSON_GetObjectItemCaseSensitive(r.head, "n");
-	r.mo.choices = cJSON_IsNumber(t) && t->valuedouble > 1 ? 2 : 1;
+	if ((o->temp >= 0 && !cJSON_AddNumberToObject(r->head, "temperature",
+						       o->temp)) ||
+	    (o->maxtok > 0 && !cJSON_AddNumberToObject(r->head, "max_tokens",
+							(double)o->maxtok)))
+		goto nomem;
+	if (o->stream) {
+		cJSON *so;
 
-	signal(SIGPIPE, SIG_IGN);
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal; /* no SA_RESTART: a blocked read returns */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	if (!r.dry_run) {
-		if (model_global_init() < 0) {
-			cli_warn("cannot start libcurl");
-			rc = ES_IO;
-			goto out;
-		}
-		r.model = model_new(&r.mo, &err);
-		if (!r.model) {
-			cli_report(&err);
-			rc = ES_IO;
-			goto out;
-		}
+		if (!cJSON_AddTrueToObject(r->head, "stream") ||
+		    !(so = cJSON_AddObjectToObject(r->head, "stream_options")) ||
+		    !cJSON_AddTrueToObject(so, "include_usage"))
+			goto nomem;
 	}
-	chat_init(&chat);
-	chat.api = r.mo.api;
-	if (r.window)
-		chat_budget_default(&chat.budget, r.window, outputs);
-	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
-		cli_warn("out of memory");
-		rc = ES_IO;
-		goto out_chat;
-	}
-	if (history) {
-		struct jsonl_reader h;
-		/* never through a symbolic link, never a FIFO or a device
-		 * (agent-run's is .agent/transcript.jsonl) */
-		int fd = agent_open(history, NULL, O_RDONLY, 0, &err);
+	for (i = 0; i < o->nparams; i++)
+		if ((rc = add_params(r->head, o->params[i])) != ES_OK)
+			goto out;
+	rc = -1;
+	r->mo.stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r->head,
+								   "stream"));
+	{
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(r->head, "n");
 
-		if (fd < 0) {
-			cli_report(&err);
-			rc = ES_IO;
-			goto out_reader;
-		}
-		if (jsonl_reader_init(&h, fd, history, 0) < 0) {
-			close(fd);
-			cli_warn("out of memory");
-			rc = ES_IO;
-			goto out_reader;
-		}
-		while ((c = jsonl_read_object(&h, &msg, &err)) > 0) {
-			c = chat_add(&chat, msg, h.lineno, &err);
-			cJSON_Delete(msg);
-			if (c < 0) {
-				cli_warn("%s: %s", history, err.msg);
-				c = -2;
-				break;
-			}
-		}
-		if (c == -1)
-			cli_report(&err);
-		jsonl_reader_free(&h);
-		close(fd);
+		r->mo.choices = cJSON_IsNumber(n) && n->valuedouble > 1 ? 2 : 1;
+	}
+	goto out;
+nomem:
+	cli_warn("out of memory");
+	rc = ES_IO;
+out:
+	cJSON_Delete(t);
+	free(text);
+	return rc;
+}
+
+/* --history: the transcript read first, and answered when it waits for
+ * an answer.  An exit status. */
+static int
+read_history(struct run *r, struct chat *chat, const char *history,
+	     int *stop)
+{
+	struct ah_error err = { 0 };
+	struct jsonl_reader h;
+	cJSON *msg;
+	/* never through a symbolic link, never a FIFO or a device
+	 * (agent-run's is .agent/transcript.jsonl) */
+	int fd = agent_open(history, NULL, O_RDONLY, 0, &err), c;
+
+	if (fd < 0) {
+		cli_report(&err);
+		return ES_IO;
+	}
+	jsonl_reader_init(&h, fd, history, 0);
+	while ((c = jsonl_read_object(&h, &msg, &err)) > 0) {
+		c = chat_add(chat, msg, h.lineno, &err);
+		cJSON_Delete(msg);
 		if (c < 0) {
-			rc = err.code == AH_ENOMEM ? ES_IO : ES_BADINPUT;
-			goto out_reader;
+			cli_warn("%s: %s", history, err.msg);
+			c = -2;
+			break;
 		}
-		if (chat_ready(&chat))
-			rc = step(&r, &chat, &stop);
-		else if (calls_pending(&chat.calls)) {
-			/* nothing downstream will ever answer them */
-			cli_warn("%s: tool calls of line %lu have no result",
-				 history, chat.calls_line);
-			rc = ES_BADINPUT;
-		} else if (r.until_done)
-			stop = 1; /* the history ends with the final answer */
 	}
-	while (!stop && !rc) {
+	if (c == -1)
+		cli_report(&err);
+	jsonl_reader_free(&h);
+	close(fd);
+	if (c < 0)
+		return cli_status(&err, ES_BADINPUT);
+	if (chat_ready(chat))
+		return step(r, chat, stop);
+	if (calls_pending(&chat->calls)) {
+		/* nothing downstream will ever answer them */
+		cli_warn("%s: tool calls of line %lu have no result", history,
+			 chat->calls_line);
+		return ES_BADINPUT;
+	}
+	if (r->until_done)
+		*stop = 1; /* the history ends with the final answer */
+	return ES_OK;
+}
+
+/* The messages of stdin as they come, the model called whenever they
+ * wait for an answer and the input has caught up.  An exit status. */
+static int
+read_input(struct run *r, struct chat *chat, int history, int *stop)
+{
+	struct ah_error err = { 0 };
+	struct jsonl_reader in;
+	cJSON *msg;
+	int c, rc = ES_OK;
+
+	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
+	while (!*stop && !rc) {
 		c = interrupted ? -1 : jsonl_read_object(&in, &msg, &err);
 		if (c < 0 && interrupted) {
 			rc = 128 + (int)interrupted;
@@ -773,55 +743,130 @@ main(int argc, char **argv)
 		}
 		if (c < 0) {
 			cli_report(&err);
-			rc = err.code == AH_EFORMAT || err.code == AH_ETOOBIG
-			     ? ES_BADINPUT : ES_IO;
+			rc = cli_status(&err, ES_BADINPUT);
 			break;
 		}
 		if (c == 0) {
-			if (chat.dirty && chat_ready(&chat))
-				rc = step(&r, &chat, &stop);
-			else if (!r.called && history)
-				; /* the history was all there was to answer */
-			else if (!r.called) {
+			if (chat->dirty && chat_ready(chat))
+				rc = step(r, chat, stop);
+			else if (!r->called && !history) {
 				cli_warn("stdin: nothing to answer: %s",
-					 !chat.count ? "no messages"
-					 : chat.last_assistant
+					 !chat->count ? "no messages"
+					 : chat->last_assistant
 					 ? "the last message is the assistant's"
 					 : "tool calls wait for results");
 				rc = ES_BADINPUT;
 			}
+			/* else the history was all there was to answer */
 			break;
 		}
-		if (chat_add(&chat, msg, in.lineno, &err) < 0) {
+		if (chat_add(chat, msg, in.lineno, &err) < 0) {
 			cJSON_Delete(msg);
 			cli_warn("stdin: %s", err.msg);
-			rc = err.code == AH_ENOMEM ? ES_IO : ES_BADINPUT;
+			rc = cli_status(&err, ES_BADINPUT);
 			break;
 		}
 		cJSON_Delete(msg);
 		/* Call once the input has caught up, so that a whole
 		 * transcript is one call, and a live ring one per turn. */
-		if (chat_ready(&chat) && !jsonl_ready(&in)) {
-			rc = step(&r, &chat, &stop);
-			if (rc)
-				break;
-		}
+		if (chat_ready(chat) && !jsonl_ready(&in))
+			rc = step(r, chat, stop);
 	}
-out_reader:
 	jsonl_reader_free(&in);
-out_chat:
-	chat_free(&chat);
-out:
-	if (key) {
-		memset(key, 0, strlen(key));
-		free(key);
+	return rc;
+}
+
+/* The key lives in this process: a crash must not write it to a core
+ * file in the workspace, and no other process of the user (a command
+ * the model runs) may read our memory or environment through
+ * /proc/PID/mem, /proc/PID/environ or ptrace.  Before the key is read;
+ * it cannot fail, but if it did we would not go on. */
+static int
+guard_key(void)
+{
+	struct rlimit nocore = { 0, 0 };
+
+	if (setrlimit(RLIMIT_CORE, &nocore) < 0 ||
+	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		cli_warn("cannot keep the key out of core files: %s",
+			 strerror(errno));
+		return -1;
 	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct ah_error err = { 0 };
+	struct opts o = { 0 };
+	struct run r = { 0 };
+	struct chat chat;
+	struct sigaction sa;
+	int stop = 0, rc;
+
+	chat_init(&chat);
+	if (guard_key() < 0)
+		return ES_IO;
+	o.model = cli_env("AGENT_MODEL", NULL);
+	o.window = cli_env("AGENT_CONTEXT_WINDOW", NULL);
+	o.outputs = cli_env("AGENT_OUTPUTS", NULL);
+	o.api = cli_env("AGENT_API", NULL);
+	o.base = cli_env("AGENT_BASE_URL", NULL);
+	o.maxcalls = o.maxtok = -1;
+	o.retries = 2;
+	o.temp = -1;
+	o.compact_at = 0.8;
+	r.mo.timeout = 60;
+	/* as the official SDKs' request timeout, but for the whole answer */
+	r.mo.deadline = 600;
+	r.mo.max_answer = 64u << 20;
+	/* a piece of text is an event's, bounded by the answer's bound */
+	r.held = (struct buf)BUF_INIT(r.mo.max_answer);
+	if (cli_env("AGENT_DEADLINE", NULL) &&
+	    cli_number("AGENT_DEADLINE", cli_env("AGENT_DEADLINE", NULL), 0,
+		       1e7, &r.mo.deadline))
+		rc = ES_USAGE;
+	else if ((rc = parse_options(argc, argv, &r, &o)) >= 0)
+		;
+	else if (o.answer)
+		rc = print_answer();
+	else if ((rc = settle(&r, &o)) >= 0 || (rc = build_head(&r, &o)) >= 0)
+		;
+	else {
+		signal(SIGPIPE, SIG_IGN);
+		memset(&sa, 0, sizeof sa);
+		/* no SA_RESTART: a blocked read returns */
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		rc = ES_OK;
+		if (!r.dry_run && model_global_init() < 0) {
+			cli_warn("cannot start libcurl");
+			rc = ES_IO;
+		} else if (!r.dry_run && !(r.model = model_new(&r.mo, &err))) {
+			cli_report(&err);
+			rc = ES_IO;
+		}
+		chat.api = r.mo.api;
+		if (r.window)
+			chat_budget_default(&chat.budget, r.window, o.outputs);
+		if (!rc && o.history)
+			rc = read_history(&r, &chat, o.history, &stop);
+		if (!rc && !stop)
+			rc = read_input(&r, &chat, o.history != NULL, &stop);
+		model_free(r.model);
+		if (!r.dry_run)
+			model_global_cleanup();
+	}
+	if (o.key) {
+		memset(o.key, 0, strlen(o.key));
+		free(o.key);
+	}
+	chat_free(&chat);
 	buf_free(&r.held);
-	free(tooltext);
 	buf_free(&r.abody);
 	cJSON_Delete(r.head);
-	model_free(r.model);
-	if (!r.dry_run)
-		model_global_cleanup();
-	return cli_finish(rc);
+	return o.finished ? rc : cli_finish(rc);
 }

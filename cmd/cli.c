@@ -35,6 +35,24 @@ cli_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+int
+cli_status(const struct ah_error *err, int bad)
+{
+	switch (err->code) {
+	case AH_EFORMAT:
+	case AH_ETOOBIG:
+		return bad;
+	case AH_EAPI:
+	case AH_ETOOLONG:
+		return ES_REFUSED;
+	case AH_ENET:
+	case AH_EAPIRETRY:
+		return ES_APIFAIL;
+	default: /* AH_ENOMEM, AH_EIO, AH_EINTR, and none said */
+		return ES_IO;
+	}
+}
+
 void
 cli_report(const struct ah_error *err)
 {
@@ -141,6 +159,26 @@ cli_whole(const char *what, const char *s, long min, long max, long *out)
 	}
 	*out = v;
 	return 0;
+}
+
+const char *
+cli_env(const char *name, const char *fallback)
+{
+	const char *v = getenv(name);
+
+	if ((!v || !*v) && fallback)
+		v = getenv(fallback);
+	return v && *v ? v : NULL;
+}
+
+int
+cli_env_whole(const char *var, long min, long max, long *out)
+{
+	const char *s = getenv(var);
+
+	if (!s || !*s)
+		return 0;
+	return cli_whole(var, s, min, max, out);
 }
 
 int

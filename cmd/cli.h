@@ -7,14 +7,20 @@
 
 #include "harness.h"
 
-/* Exit statuses.  Each program documents the ones it uses in its man page;
- * all stay below 126 so that 128+signal keeps its meaning. */
+/* Exit statuses: the one table.  Each program documents the ones it uses
+ * in its man page (EXIT STATUS) and in --help, and t0900 checks that the
+ * two agree; all stay below 126 so that 128+signal keeps its meaning.
+ * 4 has two names: no program can end in both cases (todo-write has no
+ * policy, hook-perm no list), and each page says what its 4 means. */
 enum {
 	ES_OK = 0,
-	ES_REJECTED = 1,   /* the input was refused (todo-write: an Error: answer) */
+	ES_REJECTED = 1,   /* the input was refused (todo-write: an Error:
+			      answer; agent-step --answer: none) */
 	ES_USAGE = 2,      /* bad options or arguments */
-	ES_IO = 3,         /* a file or stream could not be read or written */
+	ES_IO = 3,         /* a file or stream could not be read or written,
+			      or memory ran out */
 	ES_UNFINISHED = 4, /* todo-write --check: items are left */
+	ES_POLICY = 4,     /* hook-perm: the policy is not valid */
 	ES_BADINPUT = 5,   /* input is not JSON Lines, or not a valid transcript */
 	ES_REFUSED = 6,    /* agent-step: the API refused the request */
 	ES_APIFAIL = 7,    /* agent-step: unreachable, or failing after retries */
@@ -22,6 +28,15 @@ enum {
 	ES_STEPLIMIT = 9,  /* agent-step: --max-calls reached */
 	ES_FULL = 10,      /* agent-step: the context is full, compact it */
 };
+
+/* The exit status for an error the library filled: memory, I/O and
+ * signals are ES_IO, the API's refusals ES_REFUSED (a request too long
+ * too: a program with a context budget makes that ES_FULL itself), a
+ * server out of reach or failing ES_APIFAIL, and what is malformed or
+ * over a bound (AH_EFORMAT, AH_ETOOBIG) is bad: the status the program
+ * gives for what it was reading (ES_BADINPUT for its input, ES_POLICY
+ * for hook-perm's policy, ES_UNUSABLE for a model's answer). */
+int cli_status(const struct ah_error *err, int bad);
 
 extern const char *progname;
 
@@ -55,6 +70,15 @@ int cli_number(const char *what, const char *s, double min, double max,
 
 /* The same for a whole number: "10.5" or "1e3" is refused, not rounded. */
 int cli_whole(const char *what, const char *s, long min, long max, long *out);
+
+/* The value of the environment variable name, else of fallback (NULL:
+ * none), as AGENT_API_KEY falls back to OPENAI_API_KEY; NULL when both
+ * are unset or empty. */
+const char *cli_env(const char *name, const char *fallback);
+
+/* cli_whole for the environment variable var: 0 when it is unset or
+ * empty (*out keeps its default) or holds such a number, else -1. */
+int cli_env_whole(const char *var, long min, long max, long *out);
 
 /* Says "cannot write stdout: why" on stderr, once per process: later
  * failures, and cli_finish, stay quiet.  The exit status becomes ES_IO. */

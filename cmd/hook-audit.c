@@ -179,7 +179,7 @@ pass_text(struct pass *p, const char *role)
 	if (fd_read(STDIN_FILENO, "stdin", JSONL_MAX_LINE, &text, &len,
 		    &err) < 0) {
 		cli_report(&err);
-		rc = err.code == AH_ETOOBIG ? ES_BADINPUT : ES_IO;
+		rc = cli_status(&err, ES_BADINPUT);
 	} else if (!(line = chat_text_message(role, text, len, &len, &err))) {
 		cli_report(&err);
 		rc = ES_IO;
@@ -198,14 +198,11 @@ pass_lines(struct pass *p)
 	struct jsonl_reader in;
 	int c, rc = ES_OK;
 
-	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
-		cli_warn("out of memory");
-		return ES_IO;
-	}
+	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
 	while (rc == ES_OK && (c = jsonl_read_line(&in, &err)) != 0) {
 		if (c < 0) {
 			cli_report(&err);
-			rc = err.code == AH_ETOOBIG ? ES_BADINPUT : ES_IO;
+			rc = cli_status(&err, ES_BADINPUT);
 		} else
 			rc = pass_line(p, in.line.data, in.line.len, in.lineno,
 				       !in.partial);

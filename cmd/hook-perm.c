@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
@@ -55,15 +56,13 @@ static const char usage[] =
 	"128+N a signal N came while asking: the message went on with all its\n"
 	"calls denied.\n";
 
-enum { ES_POLICY = 4 };
-
 struct perm {
 	struct policy pol;
 	const char *file;        /* --policy or AGENT_POLICY, else NULL */
 	const char *policy_file; /* the policy in force; NULL: built-in */
 	int untrusted;           /* the project's policy is not trusted */
 	int noticed;             /* and we said so */
-	const char *server;      /* --connect */
+	struct policy_client client; /* --connect */
 	char project[PATH_MAX + 32];
 	char workdir[PATH_MAX];
 	double timeout;
@@ -194,36 +193,15 @@ load_policy(struct perm *pm, struct ah_error *err)
 {
 	if (read_policy(pm, &pm->pol, err) < 0)
 		return -1;
-	pm->pol.server = pm->server;
-	return pm->server ? 0 : policy_compile(&pm->pol, err);
+	return pm->client.server ? 0 : policy_compile(&pm->pol, err);
 }
 
 /* The server's: a client has other rules than ours; the policy may have
  * changed (an "always" answer adds a rule), so read it again. */
 static int
-reload(void *ctx, struct policy *p, struct ah_error *err)
+reload(void *ctx, struct policy *fresh, struct ah_error *err)
 {
-	struct perm *pm = ctx;
-	struct policy fresh;
-
-	if (read_policy(pm, &fresh, err) < 0)
-		return -1;
-	if (policy_program(&fresh) < 0 || policy_program(p) < 0) {
-		policy_free(&fresh);
-		return ah_fail(err, AH_ENOMEM, "out of memory");
-	}
-	if (fresh.prog_len == p->prog_len &&
-	    !memcmp(fresh.prog, p->prog, p->prog_len)) {
-		policy_free(&fresh);
-		return 0;
-	}
-	if (policy_compile(&fresh, err) < 0) {
-		policy_free(&fresh);
-		return -1;
-	}
-	policy_free(p);
-	*p = fresh;
-	return 0;
+	return read_policy(ctx, fresh, err);
 }
 
 static volatile sig_atomic_t stopping;
@@ -329,31 +307,14 @@ show(FILE *tty, const char *s, size_t max, int lines)
 	free(t);
 }
 
-/* The member of the arguments that says what a call does. */
-static const char *
-gist_key(const char *tool)
-{
-	if (!strcmp(tool, "bash"))
-		return "command";
-	if (!strcmp(tool, "write_file") || !strcmp(tool, "edit_file") ||
-	    !strcmp(tool, "read_file") || !strcmp(tool, "list_dir"))
-		return "path";
-	return NULL;
-}
-
 /* Adds a rule allowing exactly this call to the policy file, atomically,
  * and takes the new policy in. */
 static int
 add_always(struct perm *pm, const char *tool, const cJSON *args,
 	   struct ah_error *err)
 {
-	const char *key = gist_key(tool);
-	const cJSON *val = key ? cJSON_GetObjectItemCaseSensitive(args, key) : args;
-	char *text = NULL, *lit = NULL, *tlit = NULL, *out = NULL;
-	char path[PATH_MAX + 32];
-	cJSON *doc = NULL, *rules, *r;
-	struct buf expr = BUF_INIT(0);
-	size_t len;
+	char path[PATH_MAX + 32], name[64], *text = NULL, *out = NULL;
+	size_t len = 0;
 	int rc = -1;
 
 	if (pm->untrusted)
@@ -372,57 +333,20 @@ add_always(struct perm *pm, const char *tool, const cJSON *args,
 				: file_read(pm->policy_file, 4u << 20, &text,
 					    &len, err)) < 0)
 		goto out;
-	doc = text ? json_parse(text, len, NULL)
-		   : cJSON_Parse(policy_builtin());
-	rules = cJSON_GetObjectItemCaseSensitive(doc, "rules");
-	if (!rules)
-		rules = cJSON_AddArrayToObject(doc, "rules");
-	lit = cJSON_PrintUnformatted(val ? val : cJSON_GetObjectItem(args, ""));
-	{
-		cJSON *t = cJSON_CreateString(tool);
-
-		tlit = cJSON_PrintUnformatted(t);
-		cJSON_Delete(t);
-	}
-	r = cJSON_CreateObject();
-	if (!doc || !rules || !tlit || !r ||
-	    buf_printf(&expr, ".tool == %s and .args%s%s == %s", tlit,
-		       key ? "." : "", key ? key : "", lit ? lit : "null") < 0) {
-		cJSON_Delete(r);
-		ah_fail(err, AH_ENOMEM, "out of memory");
-		goto out;
-	}
-	pm->always_n++;
-	{
-		char name[64];
-
-		snprintf(name, sizeof name, "always-%s-%ld-%d", tool,
-			 (long)getpid(), pm->always_n);
-		cJSON_AddStringToObject(r, "name", name);
-	}
-	cJSON_AddStringToObject(r, "if", expr.data);
-	cJSON_AddStringToObject(r, "decision", "allow");
-	cJSON_AddStringToObject(r, "reason", "allowed always at the terminal");
-	cJSON_AddItemToArray(rules, r);
-	out = cJSON_Print(doc);
-	if (!out) {
-		ah_fail(err, AH_ENOMEM, "out of memory");
-		goto out;
-	}
-	if (file_replace(path, out, strlen(out), err) < 0)
+	snprintf(name, sizeof name, "always-%s-%ld-%d", tool, (long)getpid(),
+		 ++pm->always_n);
+	out = policy_always(text, len, tool, args, name, err);
+	if (!out || file_replace(path, out, strlen(out), err) < 0)
 		goto out;
 	/* the user's own answer: the project's policy stays trusted */
 	if ((!pm->policy_file || pm->policy_file == pm->project) &&
 	    policy_trust(pm->project, out, strlen(out), err) < 0)
 		goto out;
 	policy_free(&pm->pol);
+	pm->client.failed = 0;
 	rc = load_policy(pm, err);
 out:
-	buf_free(&expr);
-	cJSON_Delete(doc);
 	free(text);
-	free(lit);
-	free(tlit);
 	free(out);
 	return rc;
 }
@@ -462,18 +386,30 @@ wait_answer(FILE *tty)
 static int
 ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
 {
-	const char *key = gist_key(tool);
+	const char *key = call_gist_key(tool);
 	const cJSON *g = key ? cJSON_GetObjectItemCaseSensitive(args, key) : NULL;
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
 	struct sigaction sa, old[3];
 	char answer[64], *text = NULL;
 	struct ah_error err = { 0 };
+	const char *depth = getenv("AGENT_DEPTH"), *session = getenv("AGENT_SESSION");
+	const char *child_tty = getenv("AGENT_TTY");
+	int child = depth && *depth && strcmp(depth, "0");
 	FILE *tty;
 	int fd, i, got;
 
+	if (child && (!child_tty || !*child_tty))
+		child_tty = "/dev/tty";
 	if (ask_signal)
 		goto interrupted;
-	fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	/* a child session (a task call) has no terminal of its own: its
+	 * parent's tool-exec names the user's (AGENT_TTY) */
+	fd = open(child ? child_tty : "/dev/tty",
+		  O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0 && !isatty(fd)) {
+		close(fd);
+		fd = -1;
+	}
 	tty = fd >= 0 ? fdopen(fd, "r+") : NULL;
 	if (!tty) {
 		if (fd >= 0)
@@ -490,9 +426,25 @@ ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < 3; i++)
 		sigaction(sigs[i], &sa, &old[i]);
+	/* one question at a time on the terminal: child sessions running
+	 * at once take turns (a signal while waiting is the interruption) */
+	while (flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR || ask_signal)
+			break;
+	if (ask_signal) {
+		for (i = 0; i < 3; i++)
+			sigaction(sigs[i], &old[i], NULL);
+		fclose(tty);
+		goto interrupted;
+	}
 	/* every text shown comes from the model or the policy: the tool's
 	 * name, the rule's name and reason too go through show() */
 	fprintf(tty, "\n%s: ", progname);
+	if (child) {
+		fputs("[subagent ", tty);
+		show(tty, session ? session : "?", 200, 0);
+		fputs("] ", tty);
+	}
 	show(tty, tool, 200, 0);
 	fprintf(tty, " wants to %s:\n    ", !strcmp(tool, "bash") ? "run"
 		: "act on");
@@ -548,24 +500,34 @@ interrupted:
 	return DECIDE_DENY;
 }
 
+/* Writes a decision into the call, as its "permission". */
+static int
+put_permission(cJSON *call, int decision, const char *reason,
+	       const char *rule)
+{
+	cJSON *perm;
+
+	cJSON_DeleteItemFromObjectCaseSensitive(call, "permission");
+	perm = cJSON_AddObjectToObject(call, "permission");
+	return perm && cJSON_AddStringToObject(perm, "decision",
+					       decision_name(decision)) &&
+	       cJSON_AddStringToObject(perm, "reason", reason) &&
+	       cJSON_AddStringToObject(perm, "rule", rule) ? 0 : -1;
+}
+
 /* After a signal while asking: every call of the message is denied,
  * also those a rule allowed. */
 static int
 deny_all(cJSON *tc)
 {
-	cJSON *call, *perm;
+	cJSON *call;
 	char why[96];
 
 	snprintf(why, sizeof why, "interrupted by signal %d while asking at "
 		 "the terminal; not run", (int)ask_signal);
-	cJSON_ArrayForEach(call, tc) {
-		cJSON_DeleteItemFromObjectCaseSensitive(call, "permission");
-		perm = cJSON_AddObjectToObject(call, "permission");
-		if (!perm || !cJSON_AddStringToObject(perm, "decision", "deny") ||
-		    !cJSON_AddStringToObject(perm, "reason", why) ||
-		    !cJSON_AddStringToObject(perm, "rule", "interrupted"))
+	cJSON_ArrayForEach(call, tc)
+		if (put_permission(call, DECIDE_DENY, why, "interrupted") < 0)
 			return -1;
-	}
 	return 0;
 }
 
@@ -573,23 +535,12 @@ deny_all(cJSON *tc)
 static int
 decide(struct perm *pm, cJSON *call, struct ah_error *err)
 {
-	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
-	const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-	const cJSON *argv = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
-	const char *tool = cJSON_IsString(name) ? name->valuestring : "";
-	cJSON *input = NULL, *args = NULL, *perm;
-	const char *dupkey = NULL;
+	const char *tool = call_name(call), *dupkey = NULL;
+	cJSON *args = call_arguments(call), *input = NULL;
 	struct verdict v = { 0 };
-	size_t off = 0;
 	int rc = -1;
 
-	if (cJSON_IsString(argv))
-		args = json_parse(argv->valuestring, strlen(argv->valuestring),
-				  &off);
-	else if (cJSON_IsObject(argv))
-		args = cJSON_Duplicate(argv, 1);
-	v.decision = -1;
-	if (!args || !cJSON_IsObject(args)) {
+	if (!args) {
 		v.decision = DECIDE_DENY;
 		snprintf(v.rule, sizeof v.rule, "arguments");
 		snprintf(v.reason, sizeof v.reason, "the arguments are not a JSON "
@@ -600,54 +551,20 @@ decide(struct perm *pm, cJSON *call, struct ah_error *err)
 		snprintf(v.rule, sizeof v.rule, "duplicate-keys");
 		snprintf(v.reason, sizeof v.reason, "the arguments give the key "
 			 "'%.100s' more than once", dupkey);
-	}
-	if (v.decision < 0) {
-		input = cJSON_CreateObject();
+	} else {
+		input = policy_input(tool, args, call_id(call), pm->workdir);
 		if (!input)
 			goto nomem;
-		cJSON_AddStringToObject(input, "tool", tool);
-		cJSON_AddItemToObject(input, "args", args);
-		args = NULL;
-		cJSON_AddStringToObject(input, "id", call_id(call));
-		cJSON_AddStringToObject(input, "workdir", pm->workdir);
-		if (!strcmp(tool, "bash")) {
-			const cJSON *c = cJSON_GetObjectItemCaseSensitive(
-				cJSON_GetObjectItemCaseSensitive(input, "args"),
-				"command");
-			cJSON *split = shell_split(cJSON_IsString(c) ?
-						   c->valuestring : "");
-			cJSON *m;
-
-			if (!split)
-				goto nomem;
-			if (!cJSON_IsString(c))
-				cJSON_ReplaceItemInObject(split, "complex",
-							  cJSON_CreateTrue());
-			while ((m = split->child)) {
-				cJSON_DetachItemViaPointer(split, m);
-				cJSON_AddItemToObject(input, m->string, m);
-			}
-			cJSON_Delete(split);
-		}
-		if (policy_eval(&pm->pol, input, pm->timeout, &v, err) < 0)
+		if (policy_client_eval(&pm->client, &pm->pol, input, pm->timeout,
+				       &v, err) < 0)
 			goto out;
-		if (v.decision == DECIDE_ASK) {
-			if (pm->yes) {
-				note(&v, "approved by --yes");
-				v.decision = DECIDE_ALLOW;
-			} else
-				v.decision = ask(pm, tool,
-						 cJSON_GetObjectItemCaseSensitive(input,
-										  "args"),
-						 &v);
-		}
+		if (v.decision == DECIDE_ASK && pm->yes) {
+			note(&v, "approved by --yes");
+			v.decision = DECIDE_ALLOW;
+		} else if (v.decision == DECIDE_ASK)
+			v.decision = ask(pm, tool, args, &v);
 	}
-	cJSON_DeleteItemFromObjectCaseSensitive(call, "permission");
-	perm = cJSON_AddObjectToObject(call, "permission");
-	if (!perm || !cJSON_AddStringToObject(perm, "decision",
-					      decision_name(v.decision)) ||
-	    !cJSON_AddStringToObject(perm, "reason", v.reason) ||
-	    !cJSON_AddStringToObject(perm, "rule", v.rule))
+	if (put_permission(call, v.decision, v.reason, v.rule) < 0)
 		goto nomem;
 	rc = 0;
 	goto out;
@@ -686,13 +603,13 @@ trust(struct perm *pm, const char *arg)
 	}
 	if (rc < 0) {
 		cli_report(&err);
-		return ES_IO;
+		return cli_status(&err, ES_POLICY);
 	}
 	rc = ES_OK;
 	if (policy_parse(&p, text, len, path, &err) < 0 ||
 	    policy_compile(&p, &err) < 0) {
 		cli_report(&err);
-		rc = err.code == AH_EFORMAT ? ES_POLICY : ES_IO;
+		rc = cli_status(&err, ES_POLICY);
 	} else if (policy_trust(path, text, len, &err) < 0) {
 		cli_report(&err);
 		rc = ES_IO;
@@ -705,71 +622,70 @@ trust(struct perm *pm, const char *arg)
 	return rc;
 }
 
-int
-main(int argc, char **argv)
+/* What the options ask for besides the filter. */
+struct opts {
+	const char *dir, *serve_at;
+	pid_t watch;
+	int print, trusting, policy_opt;
+};
+
+/* Reads the options into pm and o; an exit status when the program
+ * ends here (--help, --version, a usage error), else -1. */
+static int
+parse_options(int argc, char **argv, struct perm *pm, struct opts *o)
 {
-	enum { O_POLICY = 256, O_TIMEOUT, O_PRINT, O_SERVE, O_WATCH, O_CONNECT,
-	       O_TRUST };
+	enum { OPT_POLICY = 256, OPT_TIMEOUT, OPT_PRINT, OPT_SERVE, OPT_WATCH,
+	       OPT_CONNECT, OPT_TRUST };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
-		{ "policy", required_argument, NULL, O_POLICY },
+		{ "policy", required_argument, NULL, OPT_POLICY },
 		{ "yes", no_argument, NULL, 'y' },
-		{ "rule-timeout", required_argument, NULL, O_TIMEOUT },
-		{ "print-policy", no_argument, NULL, O_PRINT },
-		{ "serve", required_argument, NULL, O_SERVE },
-		{ "watch", required_argument, NULL, O_WATCH },
-		{ "connect", required_argument, NULL, O_CONNECT },
-		{ "trust", no_argument, NULL, O_TRUST },
+		{ "rule-timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "print-policy", no_argument, NULL, OPT_PRINT },
+		{ "serve", required_argument, NULL, OPT_SERVE },
+		{ "watch", required_argument, NULL, OPT_WATCH },
+		{ "connect", required_argument, NULL, OPT_CONNECT },
+		{ "trust", no_argument, NULL, OPT_TRUST },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct perm pm = { 0 };
-	struct ah_error err = { 0 };
-	struct jsonl_reader in;
-	const char *dir = getenv("AGENT_WORKDIR"), *file = getenv("AGENT_POLICY");
-	const char *serve_at = NULL;
-	pid_t watch = getppid();
-	double w;
-	const cJSON *role, *tc;
-	cJSON *msg, *call;
-	int c, print = 0, trusting = 0, policy_opt = 0, rc = ES_OK;
-	char *s;
+	long w;
+	int c;
 
-	pm.timeout = 2;
 	while ((c = getopt_long(argc, argv, ":C:yh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'C':
-			dir = optarg;
+			o->dir = optarg;
 			break;
-		case O_POLICY:
-			file = optarg;
-			policy_opt = 1;
+		case OPT_POLICY:
+			pm->file = optarg;
+			o->policy_opt = 1;
 			break;
 		case 'y':
-			pm.yes = 1;
+			pm->yes = 1;
 			break;
-		case O_TIMEOUT:
+		case OPT_TIMEOUT:
 			if (cli_number("--rule-timeout", optarg, 0.001, 3600,
-				       &pm.timeout))
+				       &pm->timeout))
 				return ES_USAGE;
 			break;
-		case O_PRINT:
-			print = 1;
+		case OPT_PRINT:
+			o->print = 1;
 			break;
-		case O_SERVE:
-			serve_at = optarg;
+		case OPT_SERVE:
+			o->serve_at = optarg;
 			break;
-		case O_WATCH:
-			if (cli_number("--watch", optarg, 1, 4194304, &w))
+		case OPT_WATCH:
+			if (cli_whole("--watch", optarg, 1, 4194304, &w))
 				return ES_USAGE;
-			watch = (pid_t)w;
+			o->watch = (pid_t)w;
 			break;
-		case O_CONNECT:
-			pm.server = optarg;
+		case OPT_CONNECT:
+			pm->client.server = optarg;
 			break;
-		case O_TRUST:
-			trusting = 1;
+		case OPT_TRUST:
+			o->trusting = 1;
 			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
@@ -780,122 +696,149 @@ main(int argc, char **argv)
 			return cli_bad_option(argv, c);
 		}
 	}
-	if (optind < argc && !(trusting && optind == argc - 1))
+	if (optind < argc && !(o->trusting && optind == argc - 1))
 		return cli_usage_error("unexpected argument '%s'",
-				       argv[optind + trusting]);
-	if (trusting && (serve_at || pm.server || print || pm.yes ||
-			 policy_opt))
+				       argv[optind + o->trusting]);
+	if (o->trusting && (o->serve_at || pm->client.server || o->print ||
+			    pm->yes || o->policy_opt))
 		return cli_usage_error("--trust goes with -C only (a policy "
 				       "given with --policy needs no trust)");
-	if (serve_at && (pm.server || print || pm.yes))
-		return cli_usage_error("--serve cannot go with %s", pm.server ?
-				       "--connect" : print ? "--print-policy"
-				       : "--yes");
-	if (!realpath(dir && *dir ? dir : ".", pm.workdir)) {
-		cli_warn("cannot resolve '%s': %s", dir && *dir ? dir : ".",
-			 strerror(errno));
+	if (o->serve_at && (pm->client.server || o->print || pm->yes))
+		return cli_usage_error("--serve cannot go with %s",
+				       pm->client.server ? "--connect"
+				       : o->print ? "--print-policy" : "--yes");
+	return -1;
+}
+
+/* --print-policy: the policy in force, as it is. */
+static int
+print_policy(struct perm *pm)
+{
+	struct ah_error err = { 0 };
+	char *text = NULL;
+	size_t len;
+
+	if (resolve(pm, &text, &len, &err) < 0) {
+		cli_report(&err);
+		return ES_IO;
+	}
+	untrusted_notice(pm);
+	if (!text)
+		fputs(policy_builtin(), stdout);
+	else
+		fwrite(text, 1, len, stdout);
+	free(text);
+	return ES_OK;
+}
+
+/* One message of the input: the calls of an assistant's decided and
+ * the message written on, any other passed as it came.  An exit status
+ * when the filter ends here, else -1. */
+static int
+pass_message(struct perm *pm, const struct jsonl_reader *in, cJSON *msg)
+{
+	const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
+	cJSON *tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"), *call;
+	struct ah_error err = { 0 };
+	char *s = NULL;
+	int rc = -1;
+
+	if (!cJSON_IsString(role) || strcmp(role->valuestring, "assistant") ||
+	    !cJSON_IsArray(tc) || !tc->child) {
+		/* not ours: the same bytes go on */
+		if (cli_put_line(in->line.data, in->line.len, !in->partial))
+			rc = ES_IO;
+		goto out;
+	}
+	cJSON_ArrayForEach(call, tc)
+		if (decide(pm, call, &err) < 0) {
+			cli_report(&err);
+			/* a policy that does not compile shows only now when
+			 * a server was to evaluate it */
+			rc = cli_status(&err, ES_POLICY);
+			goto out;
+		}
+	if ((ask_signal && deny_all(tc) < 0) ||
+	    !(s = cJSON_PrintUnformatted(msg))) {
+		cli_warn("out of memory");
+		rc = ES_IO;
+		goto out;
+	}
+	if (cli_put_line(s, strlen(s), 1))
+		rc = ES_IO;
+	else if (ask_signal) {
+		/* the message went on, denied: now we stop */
+		rc = 128 + (int)ask_signal;
+		cli_warn("interrupted by signal %d while asking: the calls were "
+			 "denied", (int)ask_signal);
+	}
+out:
+	free(s);
+	cJSON_Delete(msg);
+	return rc;
+}
+
+/* The filter: every line of stdin, until its end. */
+static int
+filter(struct perm *pm)
+{
+	struct ah_error err = { 0 };
+	struct jsonl_reader in;
+	cJSON *msg;
+	int c, rc = -1;
+
+	signal(SIGPIPE, SIG_IGN);
+	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
+	while (rc < 0) {
+		c = jsonl_read_object(&in, &msg, &err);
+		if (c < 0) {
+			cli_report(&err);
+			rc = cli_status(&err, ES_BADINPUT);
+		} else if (c == 0)
+			rc = ES_OK;
+		else
+			rc = pass_message(pm, &in, msg);
+	}
+	jsonl_reader_free(&in);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct perm pm = { 0 };
+	struct opts o = { 0 };
+	struct ah_error err = { 0 };
+	const char *dir;
+	int rc;
+
+	o.dir = getenv("AGENT_WORKDIR");
+	o.watch = getppid();
+	pm.file = getenv("AGENT_POLICY");
+	pm.timeout = 2;
+	rc = parse_options(argc, argv, &pm, &o);
+	if (rc >= 0)
+		return rc;
+	dir = o.dir && *o.dir ? o.dir : ".";
+	if (!realpath(dir, pm.workdir)) {
+		cli_warn("cannot resolve '%s': %s", dir, strerror(errno));
 		return ES_IO;
 	}
 	snprintf(pm.project, sizeof pm.project, "%s/.agent/policy.json",
 		 pm.workdir);
-	if (trusting)
-		return cli_finish(trust(&pm, optind < argc ? argv[optind] : NULL));
-	pm.file = file;
-	if (print) {
-		char *text = NULL;
-		size_t len;
-
-		if (resolve(&pm, &text, &len, &err) < 0) {
-			cli_report(&err);
-			return ES_IO;
-		}
-		untrusted_notice(&pm);
-		if (!text)
-			fputs(policy_builtin(), stdout);
-		else
-			fwrite(text, 1, len, stdout);
-		free(text);
-		return cli_finish(ES_OK);
-	}
-	if (serve_at) {
-		rc = serve(&pm, serve_at, watch);
-		policy_free(&pm.pol);
-		return rc;
-	}
-	if (load_policy(&pm, &err) < 0) {
+	if (o.trusting)
+		rc = trust(&pm, optind < argc ? argv[optind] : NULL);
+	else if (o.print)
+		rc = print_policy(&pm);
+	else if (o.serve_at)
+		/* the parent's stdout is finished there; the server's is
+		 * /dev/null */
+		rc = serve(&pm, o.serve_at, o.watch);
+	else if (load_policy(&pm, &err) < 0) {
 		cli_report(&err);
-		policy_free(&pm.pol);
-		return err.code == AH_EFORMAT ? ES_POLICY : ES_IO;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
-		cli_warn("out of memory");
-		policy_free(&pm.pol);
-		return ES_IO;
-	}
-	for (;;) {
-		c = jsonl_read_object(&in, &msg, &err);
-		if (c <= 0) {
-			if (c < 0) {
-				cli_report(&err);
-				rc = err.code == AH_EFORMAT || err.code == AH_ETOOBIG
-				     ? ES_BADINPUT : ES_IO;
-			}
-			break;
-		}
-		role = cJSON_GetObjectItemCaseSensitive(msg, "role");
-		tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
-		if (!cJSON_IsString(role) || strcmp(role->valuestring, "assistant") ||
-		    !cJSON_IsArray(tc) || !tc->child) {
-			/* not ours: the same bytes go on */
-			cJSON_Delete(msg);
-			if (cli_put_line(in.line.data, in.line.len, !in.partial)) {
-				rc = ES_IO;
-				break;
-			}
-			continue;
-		}
-		cJSON_ArrayForEach(call, tc)
-			if (decide(&pm, call, &err) < 0)
-				break;
-		if (!call && ask_signal &&
-		    deny_all(cJSON_GetObjectItemCaseSensitive(msg,
-							    "tool_calls")) < 0) {
-			cli_warn("out of memory");
-			cJSON_Delete(msg);
-			rc = ES_IO;
-			break;
-		}
-		if (call) {
-			cli_report(&err);
-			cJSON_Delete(msg);
-			/* a policy that does not compile shows only now when a
-			 * server was to evaluate it */
-			rc = err.code == AH_EFORMAT ? ES_POLICY : ES_IO;
-			break;
-		}
-		s = cJSON_PrintUnformatted(msg);
-		cJSON_Delete(msg);
-		if (!s) {
-			cli_warn("out of memory");
-			rc = ES_IO;
-			break;
-		}
-		c = cli_put_line(s, strlen(s), 1);
-		free(s);
-		if (c) {
-			rc = ES_IO;
-			break;
-		}
-		if (ask_signal) {
-			/* the message went on, denied: now we stop */
-			rc = 128 + (int)ask_signal;
-			cli_warn("interrupted by signal %d while asking: the "
-				 "calls were denied", (int)ask_signal);
-			break;
-		}
-	}
-	jsonl_reader_free(&in);
+		rc = cli_status(&err, ES_POLICY);
+	} else
+		rc = filter(&pm);
 	policy_free(&pm.pol);
-	return cli_finish(rc);
+	return o.serve_at ? rc : cli_finish(rc);
 }

@@ -1,4 +1,5 @@
 /* todo-write: the TodoWrite tool as a program.  See todo-write(1). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,13 +126,14 @@ out:
 int
 main(int argc, char **argv)
 {
+	enum { OPT_SHOW = 256, OPT_CHECK };
 	static const struct option longopts[] = {
 		{ "file", required_argument, NULL, 'f' },
 		{ "directory", required_argument, NULL, 'C' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "show", no_argument, NULL, 'S' },
-		{ "check", no_argument, NULL, 'K' },
+		{ "show", no_argument, NULL, OPT_SHOW },
+		{ "check", no_argument, NULL, OPT_CHECK },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -153,12 +155,12 @@ main(int argc, char **argv)
 		case 'q':
 			quiet = 1;
 			break;
-		case 'S':
-		case 'K':
+		case OPT_SHOW:
+		case OPT_CHECK:
 			if (mode != MODE_WRITE)
 				return cli_usage_error("--show and --check "
 						       "exclude each other");
-			mode = c == 'S' ? MODE_SHOW : MODE_CHECK;
+			mode = c == OPT_SHOW ? MODE_SHOW : MODE_CHECK;
 			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
@@ -177,7 +179,8 @@ main(int argc, char **argv)
 	if (!path)
 		path = todo_default_path();
 	if (dir && chdir(dir) < 0) {
-		cli_warn("cannot change to directory '%s': %m", dir);
+		cli_warn("cannot change to directory '%s': %s", dir,
+			 strerror(errno));
 		return ES_IO;
 	}
 	rc = mode == MODE_WRITE ? write_list(path, dry_run, quiet)

@@ -416,28 +416,29 @@ pass_env_var(const char **pass, int *npass, int max)
 int
 main(int argc, char **argv)
 {
-	enum { O_TIMEOUT = 256, O_MAXTIMEOUT, O_GRACE, O_MAXOUTPUT, O_SHELL,
-	       O_BATCH, O_SCHEMA, O_INTERRUPTED, O_SANDBOX, O_NETWORK, O_GIT,
-	       O_PROTECT, O_PASSENV, O_MAXPROCS, O_MAXMEM, O_MAXFSIZE };
+	enum { OPT_TIMEOUT = 256, OPT_MAXTIMEOUT, OPT_GRACE, OPT_MAXOUTPUT,
+	       OPT_SHELL, OPT_BATCH, OPT_SCHEMA, OPT_INTERRUPTED, OPT_SANDBOX,
+	       OPT_NETWORK, OPT_GIT, OPT_PROTECT, OPT_PASSENV, OPT_MAXPROCS,
+	       OPT_MAXMEM, OPT_MAXFSIZE };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "yes", no_argument, NULL, 'y' },
-		{ "timeout", required_argument, NULL, O_TIMEOUT },
-		{ "max-timeout", required_argument, NULL, O_MAXTIMEOUT },
-		{ "grace", required_argument, NULL, O_GRACE },
-		{ "max-output", required_argument, NULL, O_MAXOUTPUT },
-		{ "shell", required_argument, NULL, O_SHELL },
-		{ "sandbox", required_argument, NULL, O_SANDBOX },
-		{ "allow-network", no_argument, NULL, O_NETWORK },
-		{ "allow-git", no_argument, NULL, O_GIT },
-		{ "protect", required_argument, NULL, O_PROTECT },
-		{ "pass-env", required_argument, NULL, O_PASSENV },
-		{ "max-procs", required_argument, NULL, O_MAXPROCS },
-		{ "max-memory", required_argument, NULL, O_MAXMEM },
-		{ "max-file-size", required_argument, NULL, O_MAXFSIZE },
-		{ "batch", no_argument, NULL, O_BATCH },
-		{ "schema", no_argument, NULL, O_SCHEMA },
-		{ "interrupted", no_argument, NULL, O_INTERRUPTED },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "max-timeout", required_argument, NULL, OPT_MAXTIMEOUT },
+		{ "grace", required_argument, NULL, OPT_GRACE },
+		{ "max-output", required_argument, NULL, OPT_MAXOUTPUT },
+		{ "shell", required_argument, NULL, OPT_SHELL },
+		{ "sandbox", required_argument, NULL, OPT_SANDBOX },
+		{ "allow-network", no_argument, NULL, OPT_NETWORK },
+		{ "allow-git", no_argument, NULL, OPT_GIT },
+		{ "protect", required_argument, NULL, OPT_PROTECT },
+		{ "pass-env", required_argument, NULL, OPT_PASSENV },
+		{ "max-procs", required_argument, NULL, OPT_MAXPROCS },
+		{ "max-memory", required_argument, NULL, OPT_MAXMEM },
+		{ "max-file-size", required_argument, NULL, OPT_MAXFSIZE },
+		{ "batch", no_argument, NULL, OPT_BATCH },
+		{ "schema", no_argument, NULL, OPT_SCHEMA },
+		{ "interrupted", no_argument, NULL, OPT_INTERRUPTED },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
@@ -455,7 +456,7 @@ main(int argc, char **argv)
 	const char *protect[64], *pass[64];
 	struct proc_limits limits = { 0 };
 	char **env = NULL, *passcopy = NULL;
-	double maxout = 30000, procs = 512;
+	long maxout = 30000, procs = 512;
 	int npass = 0;
 	cJSON *msg;
 	int c, yes = 0, batch = 0, rc = ES_OK, network = 0, nprotect = 0;
@@ -475,8 +476,8 @@ main(int argc, char **argv)
 			 "%d; %d is used", task.clamped, TASK_DEPTH_LIMIT,
 			 TASK_DEPTH_LIMIT);
 	if (getenv_number("AGENT_BASH_TIMEOUT", 0.001, 1e6, &ctx.timeout) ||
-	    getenv_number("AGENT_MAX_OUTPUT", 64, 1e9, &maxout) ||
-	    getenv_number("AGENT_MAX_PROCS", 0, 1e6, &procs))
+	    cli_env_whole("AGENT_MAX_OUTPUT", 64, 1000000000, &maxout) ||
+	    cli_env_whole("AGENT_MAX_PROCS", 0, 1000000, &procs))
 		return ES_USAGE;
 	limits.memory = 4LL << 30;
 	limits.file_size = 1LL << 30;
@@ -497,37 +498,37 @@ main(int argc, char **argv)
 		case 'y':
 			yes = 1;
 			break;
-		case O_TIMEOUT:
+		case OPT_TIMEOUT:
 			if (cli_number("--timeout", optarg, 0.001, 1e6,
 				       &ctx.timeout))
 				return ES_USAGE;
 			break;
-		case O_MAXTIMEOUT:
+		case OPT_MAXTIMEOUT:
 			if (cli_number("--max-timeout", optarg, 0.001, 1e6,
 				       &ctx.max_timeout))
 				return ES_USAGE;
 			break;
-		case O_GRACE:
+		case OPT_GRACE:
 			if (cli_number("--grace", optarg, 0, 60, &ctx.grace))
 				return ES_USAGE;
 			break;
-		case O_MAXOUTPUT:
-			if (cli_number("--max-output", optarg, 64, 1e9, &maxout))
+		case OPT_MAXOUTPUT:
+			if (cli_whole("--max-output", optarg, 64, 1000000000, &maxout))
 				return ES_USAGE;
 			break;
-		case O_SHELL:
+		case OPT_SHELL:
 			ctx.shell = optarg;
 			break;
-		case O_SANDBOX:
+		case OPT_SANDBOX:
 			mode = optarg;
 			break;
-		case O_NETWORK:
+		case OPT_NETWORK:
 			network = 1;
 			break;
-		case O_GIT:
+		case OPT_GIT:
 			git = 1;
 			break;
-		case O_PROTECT:
+		case OPT_PROTECT:
 			if (nprotect == (int)(sizeof protect / sizeof *protect))
 				return cli_usage_error("too many --protect (at "
 						       "most %zu)",
@@ -535,36 +536,43 @@ main(int argc, char **argv)
 						       sizeof *protect);
 			protect[nprotect++] = optarg;
 			break;
-		case O_PASSENV:
+		case OPT_PASSENV:
 			if (npass == (int)(sizeof pass / sizeof *pass))
 				return cli_usage_error("too many --pass-env");
 			pass[npass++] = optarg;
 			break;
-		case O_MAXPROCS:
-			if (cli_number("--max-procs", optarg, 0, 1e6, &procs))
+		case OPT_MAXPROCS:
+			if (cli_whole("--max-procs", optarg, 0, 1000000, &procs))
 				return ES_USAGE;
 			break;
-		case O_MAXMEM:
+		case OPT_MAXMEM:
 			if (size_arg("--max-memory", optarg, &limits.memory))
 				return ES_USAGE;
 			break;
-		case O_MAXFSIZE:
+		case OPT_MAXFSIZE:
 			if (size_arg("--max-file-size", optarg,
 				     &limits.file_size))
 				return ES_USAGE;
 			break;
-		case O_BATCH:
+		case OPT_BATCH:
 			batch = 1;
 			break;
-		case O_INTERRUPTED:
+		case OPT_INTERRUPTED:
 			interrupted_mode = batch = 1;
 			break;
 		case 'v':
 			verbose = 1;
 			break;
-		case O_SCHEMA:
-			puts(tool_schema(task_offered(&task)));
-			return cli_finish(ES_OK);
+		case OPT_SCHEMA: {
+			const char *s = tool_schema(task_offered(&task));
+
+			if (!s) {
+				cli_warn("out of memory");
+				return ES_IO;
+			}
+			return cli_finish(cli_put_line(s, strlen(s), 0)
+					  ? ES_IO : ES_OK);
+		}
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -584,7 +592,7 @@ main(int argc, char **argv)
 				       "workspace-write, read-only or off)",
 				       mode);
 	ctx.max_output = (size_t)maxout;
-	limits.procs = (long)procs;
+	limits.procs = procs;
 	ctx.limits = &limits;
 	/* Commands get the allow-list and what is named, never a secret. */
 	passcopy = pass_env_var(pass, &npass, (int)(sizeof pass / sizeof *pass));
@@ -612,9 +620,8 @@ main(int argc, char **argv)
 	ctx.todo_path = todo_default_path();
 	if (sandbox_init(&sandbox, sbmode, ctx.root.path, ctx.todo_path,
 			 &err) < 0) {
-		fprintf(stderr, "%s: cannot set up the sandbox: %s; "
-			"--sandbox off runs commands unconfined\n", progname,
-			err.msg);
+		cli_warn("cannot set up the sandbox: %s; --sandbox off runs "
+			 "commands unconfined", err.msg);
 		sandbox_free(&sandbox);
 		root_close(&ctx.root);
 		proc_env_free(env);
@@ -651,20 +658,13 @@ main(int argc, char **argv)
 	proc_become_subreaper();
 
 	calls_init(&calls);
-	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
-		cli_warn("out of memory");
-		sandbox_free(&sandbox);
-		root_close(&ctx.root);
-		proc_env_free(env);
-		return ES_IO;
-	}
+	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
 	for (;;) {
 		c = interrupted ? -1 : jsonl_read_object(&in, &msg, &err);
 		if (c < 0) {
 			if (!interrupted) {
 				cli_report(&err);
-				rc = err.code == AH_EFORMAT ||
-				     err.code == AH_ETOOBIG ? ES_BADINPUT : ES_IO;
+				rc = cli_status(&err, ES_BADINPUT);
 				break;
 			}
 			/* A signal while waiting for input: what is pending
@@ -695,8 +695,7 @@ main(int argc, char **argv)
 	}
 	if (interrupted && rc == ES_OK) {
 		rc = 128 + (int)interrupted;
-		fprintf(stderr, "%s: interrupted by signal %d\n", progname,
-			(int)interrupted);
+		cli_warn("interrupted by signal %d", (int)interrupted);
 	}
 	calls_free(&calls);
 	jsonl_reader_free(&in);

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "priv.h"
 
 static const char *
 kind(mode_t m)

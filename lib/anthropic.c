@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "priv.h"
 
 #define MAX_TOKENS 8192 /* max_tokens is required; this when none is given */
 
@@ -99,27 +99,18 @@ add_assistant(cJSON *msgs, const cJSON *msg)
 		any = 1;
 	}
 	cJSON_ArrayForEach(call, tc) {
-		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call,
-								   "function");
-		const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-		const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn,
-								     "arguments");
-		cJSON *u = cJSON_CreateObject(), *input;
+		cJSON *u = cJSON_CreateObject(), *input = call_arguments(call);
 
-		input = cJSON_IsString(args) ?
-			json_parse(args->valuestring, strlen(args->valuestring),
-				   NULL) : NULL;
 		/* input must be an object: arguments that are not one were
 		 * answered with an error, and go back empty */
-		if (!cJSON_IsObject(input)) {
-			cJSON_Delete(input);
+		if (!input)
 			input = cJSON_CreateObject();
-		}
 		if (!u || !input || !cJSON_AddStringToObject(u, "type", "tool_use") ||
 		    !cJSON_AddStringToObject(u, "id", call_id(call)) ||
-		    !cJSON_AddStringToObject(u, "name", cJSON_IsString(name) ?
-					     name->valuestring : "") ||
+		    !cJSON_AddStringToObject(u, "name", call_name(call)) ||
 		    !cJSON_AddItemToObject(u, "input", input)) {
+			if (!cJSON_GetObjectItemCaseSensitive(u, "input"))
+				cJSON_Delete(input); /* not u's */
 			cJSON_Delete(u);
 			goto out;
 		}
@@ -567,25 +558,11 @@ anthropic_event(struct reply *r, const char *data, size_t n,
 }
 
 int
-anthropic_parse(struct reply *r, const char *body, size_t n,
-		struct ah_error *err)
+anthropic_parse(struct reply *r, const cJSON *v, struct ah_error *err)
 {
-	const cJSON *blocks, *b, *type, *e;
-	size_t off = 0;
-	cJSON *v = json_parse(body, n, &off);
+	const cJSON *blocks, *b, *type;
 	int rc = -1, i = 0;
 
-	if (!cJSON_IsObject(v)) {
-		ah_fail(err, AH_EFORMAT, "the answer is not a JSON object%s",
-			v ? "" : " (not valid JSON)");
-		goto out;
-	}
-	e = cJSON_GetObjectItemCaseSensitive(v, "error");
-	if (e) {
-		r->error = cJSON_Duplicate(e, 1);
-		rc = 0;
-		goto out;
-	}
 	blocks = cJSON_GetObjectItemCaseSensitive(v, "content");
 	if (!cJSON_IsArray(blocks)) {
 		ah_fail(err, AH_EFORMAT, "the answer has no content blocks: "
@@ -639,6 +616,5 @@ anthropic_parse(struct reply *r, const char *body, size_t n,
 	r->done = 1;
 	rc = 0;
 out:
-	cJSON_Delete(v);
 	return rc;
 }

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "priv.h"
 
 /* Makes room for len more bytes and the terminating NUL. */
 static int

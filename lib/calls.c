@@ -1,8 +1,9 @@
-/* calls.c: which tool calls of a transcript still wait for a result. */
+/* calls.c: tool calls: their parts, and which of a transcript still wait
+ * for a result. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "priv.h"
 
 void
 calls_init(struct calls *c)
@@ -24,6 +25,44 @@ call_id(const cJSON *call)
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(call, "id");
 
 	return cJSON_IsString(id) ? id->valuestring : "";
+}
+
+const char *
+call_gist_key(const char *tool)
+{
+	if (!strcmp(tool, "bash"))
+		return "command";
+	if (!strcmp(tool, "write_file") || !strcmp(tool, "edit_file") ||
+	    !strcmp(tool, "read_file") || !strcmp(tool, "list_dir"))
+		return "path";
+	return NULL;
+}
+
+const char *
+call_name(const cJSON *call)
+{
+	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+
+	return cJSON_IsString(name) ? name->valuestring : "";
+}
+
+cJSON *
+call_arguments(const cJSON *call)
+{
+	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+	cJSON *args = NULL;
+
+	if (cJSON_IsString(a))
+		args = json_parse(a->valuestring, strlen(a->valuestring), NULL);
+	else if (cJSON_IsObject(a))
+		args = cJSON_Duplicate(a, 1);
+	if (!cJSON_IsObject(args)) {
+		cJSON_Delete(args);
+		return NULL;
+	}
+	return args;
 }
 
 int

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "priv.h"
 
 void
 chat_init(struct chat *c)

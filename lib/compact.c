@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "harness.h"
+#include "priv.h"
 
 static const char default_prompt[] =
 	"Stop here and write a summary of this conversation so far, for "

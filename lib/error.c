@@ -3,7 +3,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "harness.h"
+#include "priv.h"
 
 int
 ah_fail(struct ah_error *err, int code, const char *fmt, ...)

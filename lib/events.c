@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "harness.h"
+#include "priv.h"
 
 /* The most bytes of a tool result an event carries; the transcript has
  * the whole of it. */

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "priv.h"
 
 #define TEMP_RANDOM 12 /* random characters in a temporary name */
 

@@ -120,27 +120,6 @@ enum {
  * separators, tag characters.  NULL when out of memory. */
 char *utf8_for_terminal(const char *s, size_t n, int flags, size_t *outlen);
 
-/* --- text.c: bounded text for the model ------------------------------ */
-
-/* Keeps the first and the last max/2 bytes of a stream of any length. */
-struct capture {
-	char *head, *tail;
-	size_t hcap, hlen;
-	size_t tcap, tlen, tpos; /* tail is a ring; tpos: next write */
-	size_t total;            /* bytes seen */
-};
-
-int capture_init(struct capture *c, size_t max);
-void capture_add(struct capture *c, const char *p, size_t n);
-/* The text kept, as valid UTF-8 without NUL bytes: all of it when it fit,
- * else head, a line "[... N bytes cut ...]", and tail, cut on character
- * boundaries.  NULL when out of memory. */
-char *capture_text(const struct capture *c, size_t *outlen);
-void capture_free(struct capture *c);
-
-/* capture_text of the string s[0..n), bounded to max bytes. */
-char *text_bound(const char *s, size_t n, size_t max, size_t *outlen);
-
 /* --- jsonl.c: JSON Lines in and out ------------------------------------ */
 
 #define JSONL_MAX_LINE (64u << 20) /* default bound on one input line */
@@ -157,8 +136,9 @@ struct jsonl_reader {
 };
 
 /* Starts reading fd (not closed by jsonl_reader_free); max bounds one line
- * (0 means JSONL_MAX_LINE).  -1 when out of memory. */
-int jsonl_reader_init(struct jsonl_reader *r, int fd, const char *name,
+ * (0 means JSONL_MAX_LINE).  It cannot fail: memory is taken by the
+ * first read, whose error says when there is none. */
+void jsonl_reader_init(struct jsonl_reader *r, int fd, const char *name,
 		      size_t max);
 void jsonl_reader_free(struct jsonl_reader *r);
 
@@ -188,12 +168,6 @@ int jsonl_read_object(struct jsonl_reader *r, cJSON **out,
  * offset of the error in *erroff (when not NULL). */
 cJSON *json_parse(const char *s, size_t n, size_t *erroff);
 
-/* A file of lines whose last line was torn (a crash in the middle of a
- * write: no newline at the end) is cut back to its last complete line.
- * *cut receives the bytes removed (0 when the file was whole).  fd must
- * be open for reading and writing. */
-int jsonl_repair_tail(int fd, size_t *cut, struct ah_error *err);
-
 /* Writes obj as one compact line and flushes.  0, or -1 on a write error,
  * with errno that of the failed write. */
 int jsonl_write(FILE *fp, const cJSON *obj, struct ah_error *err);
@@ -221,6 +195,15 @@ int calls_feed(struct calls *c, const cJSON *msg);
 int calls_pending(const struct calls *c);
 /* The id of a call object ("" when it has none). */
 const char *call_id(const cJSON *call);
+/* Its function's name ("" when it has none). */
+const char *call_name(const cJSON *call);
+/* Its arguments, as an object: function.arguments is the JSON text of
+ * one (as the API sends them) or the object itself (as some servers
+ * do).  NULL when they are neither, or memory ran out. */
+cJSON *call_arguments(const cJSON *call);
+/* The member of a tool's arguments that says what a call does, its
+ * gist: "command" for bash, "path" for the file tools, else NULL. */
+const char *call_gist_key(const char *tool);
 
 /* --- chat.c: the conversation agent-step sends ----------------------- */
 
@@ -385,20 +368,7 @@ struct reply {
 
 /* max bounds the text, each call's arguments and each event. */
 void reply_init(struct reply *r, size_t max);
-/* For the parsers: a new call (NULL and err set when there are too
- * many, or no memory), and the text of v appended to b (nothing when v
- * is not a string). */
-struct reply_call *reply_new_call(struct reply *r, int index, const char *id,
-				  struct ah_error *err);
-int reply_append(struct buf *b, const cJSON *v, struct ah_error *err);
 void reply_free(struct reply *r);
-/* A whole (non-streamed) Chat Completions answer. */
-int reply_parse(struct reply *r, const char *body, size_t n,
-		struct ah_error *err);
-/* Bytes of a text/event-stream answer, as they come. */
-int reply_feed(struct reply *r, const char *p, size_t n, struct ah_error *err);
-/* The end of a stream. */
-int reply_finish_stream(struct reply *r, struct ah_error *err);
 /* The assistant message, annotated with "usage" and "request_id"; a
  * refusal is in "refusal", the members a provider added to a tool call
  * stay on it (to be sent back). */
@@ -414,14 +384,6 @@ cJSON *reply_message(const struct reply *r, const char *request_id);
  * two user turns.  Into out (reset first); -1 when out of memory. */
 int anthropic_request(const struct chat *c, const cJSON *head,
 		      struct buf *out);
-/* One event of a Messages stream, and a whole Messages answer, into r
- * as Chat Completions: text, tool calls, thinking blocks, finish reason
- * (end_turn stop, tool_use tool_calls, max_tokens length, refusal
- * content_filter) and usage (prompt_tokens counts cached input too). */
-int anthropic_event(struct reply *r, const char *data, size_t n,
-		    struct ah_error *err);
-int anthropic_parse(struct reply *r, const char *body, size_t n,
-		    struct ah_error *err);
 
 /* --- model.c: calling the endpoint ------------------------------------ */
 
@@ -444,12 +406,6 @@ struct model_opts {
 };
 
 struct model;
-
-/* Whether an API error (status, error.code or .type, message) says the
- * request is longer than the model's context: the words of OpenAI,
- * Azure, Anthropic, vLLM, llama.cpp, Ollama, Mistral, DeepSeek, Groq,
- * Gemini and others. */
-int model_too_long(long status, const char *code, const char *msg);
 
 int model_global_init(void);
 void model_global_cleanup(void);
@@ -495,20 +451,21 @@ struct rule {
 	int decision;
 };
 
+/* Who evaluates the rules: nobody yet, a child forked here from the
+ * compiled rules, or a policy server's worker (policysrv.c). */
+enum { POLICY_NO_WORKER, POLICY_CHILD, POLICY_SERVER };
+
 struct policy {
 	int deflt;          /* when no rule matches */
 	struct rule *rules;
 	int n;
 	char *source;       /* the file, or "built-in" */
 	void *jq;           /* the compiled rules (jq_state *) */
-	int worker;         /* pid of the process that evaluates, 0 if none,
-			     * -1 for a server's worker */
-	int to_worker, from_worker; /* its pipes (one socket for a server's) */
-	char *prog;         /* the jq program of all rules */
+	char *prog;         /* the jq program of all rules, once made */
 	size_t prog_len;
-	const char *server; /* a policy server's socket, tried first */
-	int server_failed;  /* it could not be used: evaluate here */
-	double limit;       /* how long the server's worker may evaluate */
+	int worker;         /* POLICY_* */
+	pid_t pid;          /* POLICY_CHILD: the child */
+	int to_worker, from_worker; /* its pipes; a server's: one socket */
 };
 
 struct verdict {
@@ -517,7 +474,16 @@ struct verdict {
 	char reason[512];
 };
 
-/* The built-in policy, as JSON text. */
+/* What the rules gave for one input, for policy_verdict. */
+struct rule_results {
+	int n;                  /* the rules that gave a result, in order */
+	unsigned char *matched; /* matched[i] for i < n: rule i is true */
+	int failed;             /* the first rule that failed, or -1 */
+	char why[320];          /* its error */
+	double timed_out;       /* rule n ran past this many seconds; 0: no */
+};
+
+/* The built-in policy (share/policy.json), as JSON text. */
 const char *policy_builtin(void);
 const char *decision_name(int d);
 /* Reads a policy: {"default": D, "rules": [{"name", "if", "decision",
@@ -527,28 +493,38 @@ int policy_parse(struct policy *p, const char *text, size_t len,
 /* Compiles every rule into one jq program (libjq starts here, once);
  * a rule that does not compile is an error naming it. */
 int policy_compile(struct policy *p, struct ah_error *err);
-/* Runs the rules on input, in a child bounded by timeout seconds.  Every
- * matching rule counts and the strictest wins (deny over ask over allow);
- * none matching gives the default.  A rule that fails or runs too long
- * denies, naming it.  -1 only when the child cannot be started. */
+/* Runs the rules on input, in a worker bounded by timeout seconds (a
+ * child forked from the compiled rules, compiled first if need be,
+ * unless a server's worker is attached) and gives policy_verdict.
+ * -1 only when no worker can be had. */
 int policy_eval(struct policy *p, const cJSON *input, double timeout,
 		struct verdict *v, struct ah_error *err);
+/* The verdict: every matching rule counts and the strictest wins (deny
+ * over ask over allow); none matching gives the default.  A rule that
+ * failed, ran too long, or gave no result denies, naming it.  "{tool}"
+ * in a reason becomes tool.  No I/O: a unit test can call it. */
+void policy_verdict(const struct policy *p, const struct rule_results *r,
+		    const char *tool, struct verdict *v);
 void policy_free(struct policy *p);
 
-/* The jq program of all rules, into p->prog.  -1: out of memory. */
-int policy_program(struct policy *p);
-/* Evaluates input lines from in, writing results to out, until in ends;
- * an evaluation longer than limit seconds (0: no limit) kills it.  For
- * forked children only: it never returns. */
-void policy_worker(struct policy *p, int in, int out, double limit)
-	__attribute__((noreturn));
+/* The rule input of a call, the contract of every rule (hook-perm(1)):
+ * {tool, args, id, workdir}, and for bash what shell_split finds in
+ * args.command (commands, redirects, outputs, complex, literal;
+ * complex is true when command is not a string).  args is copied.
+ * NULL when out of memory. */
+cJSON *policy_input(const char *tool, const cJSON *args, const char *id,
+		    const char *workdir);
+/* The policy text (NULL: the built-in one) with a rule named name added
+ * that allows exactly this call: its tool, and the member of args that
+ * says what it does (call_gist_key), or all of args.  A new text, or
+ * NULL (the text is not a JSON object, or memory ran out). */
+char *policy_always(const char *text, size_t len, const char *tool,
+		    const cJSON *args, const char *name, struct ah_error *err);
 
 /* Trust in a policy found in a working directory: its SHA-256 and its
  * absolute path, one "sha256:HEX PATH" line each, in the store
  * ${XDG_CONFIG_HOME:-$HOME/.config}/agent-harness/trusted-policies. */
 void policy_hash(const char *text, size_t len, char hex[65]);
-/* The store's path; -1 when there is no absolute one. */
-int policy_trust_store(char *path, size_t size);
 /* 1 when this text of file is trusted, 0 when not, -1 on error. */
 int policy_is_trusted(const char *file, const char *text, size_t len,
 		      struct ah_error *err);
@@ -562,21 +538,32 @@ int policy_trust(const char *file, const char *text, size_t len,
 /* Creates the socket at path, for this user only; it must not exist. */
 int policy_listen(const char *path, struct ah_error *err);
 /* Serves on lfd: a client that sends the program of p gets a worker of
- * its own, forked from the compiled rules.  A client with other rules
- * makes it call reload, which should read the policy again into p (and
- * compile it), and then compare once more; still other rules are
- * refused, so that the server only ever runs rules from the policy file.
- * Returns when the process starter ends, when path is removed or
- * replaced, or when *stop becomes non-zero. */
+ * its own, forked from the compiled rules.  For a client with other
+ * rules, reload reads the policy again into a fresh struct (parsed, not
+ * compiled): when that one has the client's rules it replaces p;
+ * still other rules are refused, so that the server only ever runs
+ * rules from the policy file.  Returns when the process starter ends,
+ * when path is removed or replaced, or when *stop becomes non-zero. */
 int policy_serve(struct policy *p, int lfd, const char *path, pid_t starter,
-		 int (*reload)(void *ctx, struct policy *p,
+		 int (*reload)(void *ctx, struct policy *fresh,
 			       struct ah_error *err),
 		 void *ctx, volatile sig_atomic_t *stop, struct ah_error *err);
-/* Client: connects to p->server and hands it p's program; 0 when the
- * server has the same rules and a worker waits for p's inputs. */
-int policy_connect(struct policy *p, struct ah_error *err);
 
-/* --- audit.c: the audit log ------------------------------------------ */
+/* A client of a policy server. */
+struct policy_client {
+	const char *server; /* its socket, or NULL for none */
+	int failed;         /* it could not be used: evaluate here */
+};
+
+/* policy_eval, the rules evaluated by c's server when it has the same
+ * ones (which saves compiling them): each time no worker runs, it
+ * connects and hands the server p's program; once that fails (no
+ * server, other rules), the rules are compiled and evaluated here. */
+int policy_client_eval(struct policy_client *c, struct policy *p,
+		       const cJSON *input, double timeout, struct verdict *v,
+		       struct ah_error *err);
+
+/* --- redact.c: secrets out of text ----------------------------------- */
 
 /* Replaces secrets in s by "[REDACTED]", in place (s never grows): the
  * strings of secrets (NULL-terminated list; the API key we hold), keys and
@@ -584,14 +571,14 @@ int policy_connect(struct policy *p, struct ah_error *err);
  * AIza, hf_, ...), and the credential after "Bearer", "Authorization:",
  * "x-api-key:". */
 void redact(char *s, const char *const *secrets);
-/* redact on every string of v, object keys included. */
-void redact_json(cJSON *v, const char *const *secrets);
 /* Only the first part of redact: the strings of secrets (8 bytes or
  * more; one shorter than the mark becomes as many '*'), nothing that
  * merely looks like a key.  For the model's own text, which may quote
  * key-like strings on purpose but must never carry the key we hold. */
 void redact_exact(char *s, const char *const *secrets);
 void redact_json_exact(cJSON *v, const char *const *secrets);
+
+/* --- audit.c: the audit log ------------------------------------------ */
 
 /* One audit record for a message, as a line without its newline: time,
  * session, seq, role, bytes, tools (id, name, decision, reason, rule),
@@ -683,6 +670,7 @@ int session_children(const char *agentdir, const char *id, double sums[3],
 /* Writes all of p[0..len) to fd, again after a short write or EINTR.
  * 0, or -1 with errno set. */
 int write_all(int fd, const char *p, size_t len);
+
 /* Reads the whole file at path, at most max bytes (a larger file is an
  * AH_ETOOBIG error).  Returns 1 and sets *data and *len (NUL-terminated,
  * the caller frees), 0 when the file does not exist, -1 on error. */
@@ -704,15 +692,7 @@ int fd_read(int fd, const char *name, size_t max, char **data, size_t *len,
 int file_replace(const char *path, const void *data, size_t len,
 		 struct ah_error *err);
 
-/* The same for the entry name in the open directory dfd (not closed);
- * shown is the path to use in messages. */
-int file_replace_at(int dfd, const char *name, const char *shown,
-		    const void *data, size_t len, struct ah_error *err);
-
 /* --- agentdir.c: the harness's own files, never through a link ------- */
-
-/* Nonzero when a component of path is named ".agent". */
-int agent_path_inside(const char *path);
 
 /* Opens a file the harness reads or appends to (a transcript, the audit
  * log) with open(2)'s flags and mode, O_CLOEXEC added.  Under .agent
@@ -741,26 +721,6 @@ struct root {
 int root_open(struct root *rt, const char *dir, struct ah_error *err);
 void root_close(struct root *rt);
 
-/* Turns a path the model gave into one relative to the root, without "."
- * or empty components ("." for the root itself).  An absolute path is
- * accepted only when the root's components are its first ones.  Returns 0
- * and sets *rel; 1 with an "Error: ..." text in msg; -1 out of memory. */
-int root_relative(const struct root *rt, const char *path, char **rel,
-		  char *msg, size_t size);
-
-/* openat(2) of rel beneath the root: ".." and symbolic links (of the file
- * or of a directory on the way) that lead outside fail with EXDEV.  Uses
- * openat2 RESOLVE_BENEATH where the kernel has it. */
-int root_openat(const struct root *rt, const char *rel, int flags,
-		mode_t mode);
-
-/* The path of an open descriptor, relative to the root (EXDEV when it is
- * not inside).  -1 with errno set on failure. */
-int root_realpath(const struct root *rt, int fd, char **rel);
-
-/* mkdir -p of rel beneath the root.  -1 with errno set on failure. */
-int root_mkdirs(const struct root *rt, const char *rel);
-
 /* --- sandbox.c: confining the commands the model runs ------------------ */
 
 enum sandbox_mode {
@@ -769,17 +729,6 @@ enum sandbox_mode {
 	SANDBOX_WORKSPACE_WRITE, /* and to the workspace, but for what is
 				    protected */
 };
-
-/* A .git found in the workspace, or a git directory one points to. */
-struct sandbox_git {
-	char *path;       /* absolute */
-	dev_t dev;
-	ino_t ino;
-	int kind;         /* GIT_ENTRY, GIT_LINK (a .git that is a symbolic
-			     link: not bound, its target is), GIT_TARGET */
-};
-
-enum { GIT_ENTRY = 1, GIT_LINK, GIT_TARGET };
 
 struct sandbox {
 	enum sandbox_mode mode;
@@ -812,45 +761,8 @@ int sandbox_init(struct sandbox *sb, enum sandbox_mode mode,
 int sandbox_protect(struct sandbox *sb, const char *path,
 		    struct ah_error *err);
 
-/* Creates the private temporary directory if it is not there yet, and
- * looks for the .git entries of the workspace again (sandbox_scan).
- * Called before each command, in the parent. */
-int sandbox_prepare(struct sandbox *sb, struct ah_error *err);
-
-/* Finds every entry named .git (in any case) in the workspace, not
- * following symbolic links, and the git directories that a .git file
- * ("gitdir: PATH"), a .git symlink or a commondir file points to inside
- * the workspace: sb->git, kept read-only from then on.  A no-op but in
- * workspace-write mode. */
-int sandbox_scan(struct sandbox *sb, struct ah_error *err);
-
-/* After a command: removes every .git entry that the last sandbox_scan
- * did not see (created, or replaced, by the command), and says so in
- * report, one line each.  -1 only when memory ran out. */
-int sandbox_check_git(struct sandbox *sb, struct buf *report);
-
-/* Is one of the components of the relative path rel named .git (in any
- * case)? */
-int sandbox_git_path(const char *rel);
-
 /* Removes the temporary directory and frees *sb. */
 void sandbox_free(struct sandbox *sb);
-
-/* Confines the calling process, for good: a mount namespace in which all
- * is read-only but the write roots (nosuid), and the protected paths in
- * them are read-only too, all capabilities dropped, no_new_privs,
- * Landlock write roots, and a seccomp filter (no inet sockets unless
- * sb->network, no io_uring, no ioctl TIOCSTI or TIOCLINUX).  Meant for a child between fork and exec;
- * sets TMPDIR.  On failure the process is in an unknown state and must
- * not run the command. */
-int sandbox_enter(const struct sandbox *sb, struct ah_error *err);
-
-/* May the file tools write the entry name of the open directory dirfd?
- * Returns 0 if so, 1 with the reason in msg if the sandbox forbids it
- * (read-only mode, a protected path or one beneath it, a .git or a path
- * through one), -1 with errno set if a check failed. */
-int sandbox_may_write(const struct sandbox *sb, int dirfd, const char *name,
-		      char *msg, size_t size);
 
 /* --- proc.c: running a command for the model ------------------------- */
 
@@ -871,53 +783,12 @@ struct proc_limits {
 
 enum { PROC_LIMIT_PROCS = 1, PROC_LIMIT_MEMORY = 2, PROC_LIMIT_FSIZE = 4 };
 
-struct proc_opts {
-	const char *shell;    /* run as: shell -c command */
-	const char *command;
-	const char *dir;      /* working directory, NULL for the current */
-	double timeout;       /* seconds before TERM */
-	double term_grace;    /* seconds from TERM to KILL */
-	double grace;         /* seconds to wait for output after the shell
-				 exits (background children) */
-	size_t max_output;    /* bytes kept, head and tail */
-	volatile sig_atomic_t *interrupted; /* nonzero: stop (a signal) */
-	const struct sandbox *sandbox; /* entered by the child, or NULL */
-	char *const *env;     /* the command's whole environment, "NAME=value"
-				 strings, NULL-terminated; NULL: none */
-	const struct proc_limits *limits; /* NULL: none */
-};
-
-struct proc_result {
-	int status;         /* wait status of the shell */
-	int timed_out;
-	int interrupted;    /* the signal that stopped it, or 0 */
-	int left_running;   /* background processes held the output open */
-	int limit;          /* the PROC_LIMIT_* the call went over (killed),
-			       or 0 */
-	char *output;       /* bounded, valid UTF-8; the caller frees */
-	size_t len;
-};
-
-/* Seconds on the monotonic clock, for deadlines. */
-double mono_now(void);
-
 /* Makes this process the reaper of its orphaned descendants, so that
  * proc_run can find and kill children that left the process group. */
 int proc_become_subreaper(void);
 
-/* Finds how the limits can be enforced here (a cgroup v2 or v1 of our
- * own beneath this process's, else rlimits and a count of the call's
- * processes) and creates the cgroup.  Idempotent.  Fails only when
- * memory runs out; a weaker enforcement is said in l->warning. */
-int proc_limits_prepare(struct proc_limits *l, struct ah_error *err);
-
 /* Removes the cgroups and frees what prepare made. */
 void proc_limits_free(struct proc_limits *l);
-
-/* Does NAME look like it holds a secret (a key, token, password, cloud or
- * forge credential, an agent socket)?  Such a variable never reaches a
- * command. */
-int proc_env_secret(const char *name);
 
 /* The environment of the commands: the variables of environ on the
  * allow-list (see tool-exec(1)) and those named in pass, in a new
@@ -926,16 +797,6 @@ int proc_env_secret(const char *name);
 char **proc_env_build(const char *const *pass, size_t npass,
 		      struct ah_error *err);
 void proc_env_free(char **env);
-
-/* Runs the command in a new session with no controlling terminal, under a
- * supervisor that is the init of a new PID namespace (where the kernel
- * allows one; see tool-exec(1)) and dies with the caller, stdin from
- * /dev/null, stdout and stderr together, no other file descriptor.
- * Returns when the shell has exited (plus the grace), on timeout, when a
- * limit is reached, or when *interrupted is set; in every case every
- * process it started is killed and reaped before it returns. */
-int proc_run(const struct proc_opts *o, struct proc_result *r,
-	     struct ah_error *err);
 
 /* --- tools.c: the tools the model calls ------------------------------- */
 
@@ -975,6 +836,7 @@ int tool_call(const struct tool_ctx *ctx, const char *name,
 #define TASK_DEPTH_LIMIT 3    /* the most AGENT_MAX_DEPTH can give */
 #define TASK_PARALLEL 4       /* children at once by default */
 #define TASK_PARALLEL_MAX 16  /* the most AGENT_MAX_TASKS can give */
+#define TASK_EVENTS_FD 8       /* agent-run --json's events, in a child */
 #define TASK_TERM_GRACE 5.0   /* seconds from SIGTERM to SIGKILL */
 
 struct task_opts {
@@ -992,6 +854,10 @@ struct task_opts {
 	const char *workdir;  /* absolute: the children's AGENT_WORKDIR, or
 				 NULL */
 	volatile sig_atomic_t *interrupted; /* set: stop the children */
+	int events_fd;        /* agent-run --json's events (AGENT_EVENTS_FD),
+				 given to the children as fd 8; or -1 */
+	char tty[64];         /* our terminal's path, for the children's
+				 asks (AGENT_TTY); "" for none */
 };
 
 /* One task call: the caller sets id and args (the JSON text the model
@@ -1040,17 +906,6 @@ int task_run(const struct task_opts *o, struct task *t, int n,
 
 enum todo_status { TODO_PENDING, TODO_IN_PROGRESS, TODO_COMPLETED };
 
-/* Validates TodoWrite arguments ({"todos": [...]}) by the seed's rules.
- * text[0..len) is the JSON args was parsed from, or NULL: with it, a
- * number becomes the text Python's str() gives ("1.0", "0.1", all the
- * digits of a large integer), and a string holding U+0000 is refused;
- * without it, an integral number reads as an integer.
- * Returns 0 and sets *out to the normalised {"todos": [...]} to store;
- * 1 when a rule is broken, with the seed's "Error: ..." answer in msg;
- * -1 when memory runs out (msg says so). */
-int todo_validate(const cJSON *args, const char *text, size_t len,
-		  cJSON **out, char *msg, size_t msgsize);
-
 /* The seed's rendering of a normalised list: "Current todos:" and one
  * "[ ] id - content" line per item, or "No active todos.".  With
  * unfinished_only, only pending and in_progress items are listed, under
@@ -1063,9 +918,6 @@ int todo_unfinished(const cJSON *list);
 /* Loads and validates the stored list.  A missing file is an empty list; a
  * file that is not a valid list is an AH_EFORMAT error naming it. */
 int todo_load(const char *path, cJSON **out, struct ah_error *err);
-
-/* Stores a normalised list at path (file_replace). */
-int todo_store(const char *path, const cJSON *list, struct ah_error *err);
 
 /* The whole tool: parses args[0..n), validates, stores at path (unless
  * dry_run) and sets *answer to the text for the model: the rendered list,

@@ -6,11 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "priv.h"
 
 #define JSONL_CHUNK 65536
 
-int
+void
 jsonl_reader_init(struct jsonl_reader *r, int fd, const char *name,
 		  size_t max)
 {
@@ -23,8 +23,7 @@ jsonl_reader_init(struct jsonl_reader *r, int fd, const char *name,
 	r->eof = 0;
 	r->line = b;
 	r->inpos = r->inlen = 0;
-	r->in = malloc(JSONL_CHUNK);
-	return r->in ? 0 : -1;
+	r->in = NULL; /* allocated by the first read */
 }
 
 void
@@ -69,6 +68,9 @@ jsonl_read_line(struct jsonl_reader *r, struct ah_error *err)
 			r->partial = 1;
 			break;
 		}
+		if (!r->in && !(r->in = malloc(JSONL_CHUNK)))
+			return ah_fail(err, AH_ENOMEM, "cannot read %s: %s",
+				       r->name, strerror(ENOMEM));
 		got = read(r->fd, r->in, JSONL_CHUNK);
 		if (got < 0) {
 			if (errno == EINTR)
@@ -94,7 +96,8 @@ jsonl_ready(struct jsonl_reader *r)
 {
 	struct pollfd p = { .fd = r->fd, .events = POLLIN };
 
-	if (r->eof || memchr(r->in + r->inpos, '\n', r->inlen - r->inpos))
+	if (r->eof || (r->inpos < r->inlen &&
+			memchr(r->in + r->inpos, '\n', r->inlen - r->inpos)))
 		return 1;
 	return poll(&p, 1, 0) > 0;
 }

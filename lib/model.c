@@ -10,7 +10,7 @@
 
 #include <curl/curl.h>
 
-#include "harness.h"
+#include "priv.h"
 
 #define RETRY_CAP 60.0 /* seconds: the longest wait we honour */
 
@@ -353,179 +353,209 @@ on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow,
 	return 0;
 }
 
+/* One attempt: the request sent, the answer read into reply.  0 for an
+ * answer; 1 when the attempt failed in a way worth trying again (why
+ * says how, err->code is set, *retry_after is what the server asked
+ * for, or -1); -1 when the call failed (err). */
+static int
+try_once(struct model *m, const struct model_opts *o, const char *body,
+	 size_t len, struct reply *reply, double deadline, int attempt,
+	 char *request_id, size_t idsize, char *why, size_t whysize,
+	 double *retry_after, struct ah_error *err)
+{
+	const char *secrets[] = { o->api_key, NULL };
+	char msg[1024], code[128];
+	struct attempt a;
+	CURLcode cc;
+	int transient, retryable = 0, rc = -1;
+
+	memset(&a, 0, sizeof a);
+	a.m = m;
+	a.reply = reply;
+	a.body = (struct buf)BUF_INIT(o->max_answer);
+	a.retry_after = -1;
+	a.should_retry = -1;
+	a.stream = o->stream;
+	a.secrets = secrets;
+	a.stop = o->interrupted;
+	a.idle = o->timeout;
+	a.deadline = deadline;
+	a.last_data = mono_now();
+	reply_free(reply);
+	reply_init(reply, o->max_answer);
+	reply->choices = o->choices;
+	reply->api = o->api;
+	reply->on_text = o->on_text;
+	reply->ctx = o->ctx;
+	m->errbuf[0] = '\0';
+	curl_easy_setopt(m->curl, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(m->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(m->curl, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(m->curl, CURLOPT_HEADERDATA, &a);
+	curl_easy_setopt(m->curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(m->curl, CURLOPT_WRITEDATA, &a);
+	curl_easy_setopt(m->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(m->curl, CURLOPT_XFERINFODATA, &a);
+	curl_easy_setopt(m->curl, CURLOPT_NOPROGRESS, 0L);
+	cc = curl_easy_perform(m->curl);
+	if (o->interrupted && *o->interrupted) {
+		ah_fail(err, AH_EINTR, "interrupted");
+		goto out;
+	}
+	curl_easy_getinfo(m->curl, CURLINFO_RESPONSE_CODE, &a.status);
+	/* the server's text: it may echo the key */
+	redact(a.request_id, secrets);
+	snprintf(request_id, idsize, "%s", a.request_id);
+	*retry_after = a.retry_after;
+	if (a.late) {
+		ah_fail(err, AH_ENET, "no answer within the deadline of %g s "
+			"(--deadline)%s", o->deadline, attempt ?
+			", retries included" : "");
+		goto out;
+	}
+	if (a.failed) {
+		/* our own bound or a broken stream: not the network */
+		ah_fail(err, a.err.code, "%s", a.err.msg);
+		goto out;
+	}
+	if (cc != CURLE_OK && a.status == 200 && a.event_stream) {
+		/* The request was taken and half answered: sending it again
+		 * could do the work twice.  It failed. */
+		if (a.stalled)
+			ah_fail(err, AH_ENET, "the stream sent no data for %g s "
+				"(--timeout; comments and keep-alives do not "
+				"count)", o->timeout);
+		else
+			ah_fail(err, AH_ENET, "the stream broke off before the "
+				"answer was complete: %.400s", m->errbuf[0] ?
+				m->errbuf : curl_easy_strerror(cc));
+		goto out;
+	}
+	if (cc != CURLE_OK && a.stalled) {
+		snprintf(why, whysize, "no answer from %.300s for %g s "
+			 "(--timeout)", m->url, o->timeout);
+		retryable = 1;
+		err->code = AH_ENET;
+	} else if (cc != CURLE_OK) {
+		snprintf(why, whysize, "cannot reach %.300s: %.400s", m->url,
+			 m->errbuf[0] ? m->errbuf : curl_easy_strerror(cc));
+		retryable = 1;
+		err->code = AH_ENET;
+	} else if (a.status == 200) {
+		if (a.event_stream) {
+			if (reply_finish_stream(reply, err) < 0)
+				goto out;
+		} else if (reply_parse(reply, a.body.data ? a.body.data : "",
+				       a.body.len, err) < 0)
+			goto out;
+		if (reply->error) {
+			/* whole, before any of it is cut to size */
+			redact_json(reply->error, secrets);
+			api_error(NULL, 0, reply->error, msg, sizeof msg, code,
+				  sizeof code);
+			ah_fail(err, AH_EAPI, "the stream ended with an error: "
+				"%.500s%s%.100s%s", msg[0] ? msg : "no message",
+				code[0] ? " (" : "", code, code[0] ? ")" : "");
+			goto out;
+		}
+		if (a.event_stream && !reply->done && !reply->finish[0]) {
+			ah_fail(err, AH_ENET, "the stream ended before the "
+				"answer was complete (no finish reason, no "
+				"[DONE])");
+			goto out;
+		}
+		rc = 0;
+		goto out;
+	} else {
+		if (a.body.data) {
+			redact(a.body.data, secrets);
+			a.body.len = strlen(a.body.data);
+		}
+		api_error(a.body.data ? a.body.data : "", a.body.len, NULL, msg,
+			  sizeof msg, code, sizeof code);
+		snprintf(why, whysize, "%ld%s%.500s%s%.100s%s", a.status,
+			 msg[0] ? ": " : "", msg, code[0] ? " (" : "", code,
+			 code[0] ? ")" : "");
+		transient = a.status == 408 || a.status == 409 ||
+			    a.status >= 500 ||
+			    (a.status == 429 && strcmp(code, "insufficient_quota"));
+		retryable = a.should_retry >= 0 ? a.should_retry : transient;
+		err->code = transient ? AH_EAPIRETRY :
+			    model_too_long(a.status, code, msg) ? AH_ETOOLONG
+								: AH_EAPI;
+	}
+	if (retryable)
+		rc = 1;
+	else
+		ah_fail(err, err->code, "%s", why);
+out:
+	buf_free(&a.body);
+	return rc;
+}
+
+/* The wait before attempt + 1, the SDKs' backoff: 0.5 s doubling to 8 s,
+ * less up to 25 % jitter; a server's Retry-After wins, up to a cap.  0
+ * when waited; -1 (err, keeping its code) when the deadline would pass
+ * in the wait, or a signal came. */
+static int
+backoff(const struct model_opts *o, int attempt, double retry_after,
+	double deadline, const char *why, struct ah_error *err)
+{
+	const char *secrets[] = { o->api_key, NULL };
+	double wait = 0.5 * pow(2, attempt);
+	char msg[1024];
+
+	if (wait > 8)
+		wait = 8;
+	wait *= 1 - 0.25 * ((double)rand() / RAND_MAX);
+	if (retry_after >= 0)
+		wait = retry_after > RETRY_CAP ? RETRY_CAP : retry_after;
+	if (deadline > 0 && mono_now() + wait >= deadline)
+		return ah_fail(err, err->code, "%s; not retried: the deadline "
+			       "of %g s (--deadline) would pass in the wait "
+			       "of %.1f s", why, o->deadline, wait);
+	if (o->on_retry) {
+		snprintf(msg, sizeof msg, "%.900s; retrying in %.1f s", why,
+			 wait);
+		redact(msg, secrets);
+		o->on_retry(o->ctx, msg);
+	}
+	sleep_for(wait, o->interrupted);
+	if (o->interrupted && *o->interrupted)
+		return ah_fail(err, AH_EINTR, "interrupted");
+	return 0;
+}
+
 int
 model_call(struct model *m, const struct model_opts *o, const char *body,
 	   size_t len, struct reply *reply, char *request_id, size_t idsize,
 	   struct ah_error *err)
 {
 	const char *secrets[] = { o->api_key, NULL };
-	char msg[1024], code[128], why[768];
-	struct attempt a;
-	double wait, deadline = o->deadline > 0 ? mono_now() + o->deadline : 0;
-	CURLcode cc;
-	int attempt, retryable, transient, rc = -1;
+	double deadline = o->deadline > 0 ? mono_now() + o->deadline : 0;
+	double retry_after;
+	char why[768];
+	int attempt, rc;
 
 	request_id[0] = '\0';
 	for (attempt = 0;; attempt++) {
-		struct buf b = BUF_INIT(o->max_answer);
-
-		memset(&a, 0, sizeof a);
-		a.m = m;
-		a.reply = reply;
-		a.body = b;
-		a.retry_after = -1;
-		a.should_retry = -1;
-		a.stream = o->stream;
-		a.secrets = secrets;
-		a.stop = o->interrupted;
-		a.idle = o->timeout;
-		a.deadline = deadline;
-		a.last_data = mono_now();
-		reply_free(reply);
-		reply_init(reply, o->max_answer);
-		reply->choices = o->choices;
-		reply->api = o->api;
-		reply->on_text = o->on_text;
-		reply->ctx = o->ctx;
-		m->errbuf[0] = '\0';
-		curl_easy_setopt(m->curl, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(m->curl, CURLOPT_POSTFIELDSIZE_LARGE,
-				 (curl_off_t)len);
-		curl_easy_setopt(m->curl, CURLOPT_HEADERFUNCTION, on_header);
-		curl_easy_setopt(m->curl, CURLOPT_HEADERDATA, &a);
-		curl_easy_setopt(m->curl, CURLOPT_WRITEFUNCTION, on_body);
-		curl_easy_setopt(m->curl, CURLOPT_WRITEDATA, &a);
-		curl_easy_setopt(m->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-		curl_easy_setopt(m->curl, CURLOPT_XFERINFODATA, &a);
-		curl_easy_setopt(m->curl, CURLOPT_NOPROGRESS, 0L);
-		cc = curl_easy_perform(m->curl);
-		if (o->interrupted && *o->interrupted) {
-			ah_fail(err, AH_EINTR, "interrupted");
-			goto out;
-		}
-		curl_easy_getinfo(m->curl, CURLINFO_RESPONSE_CODE, &a.status);
-		/* the server's text: it may echo the key */
-		redact(a.request_id, secrets);
-		snprintf(request_id, idsize, "%s", a.request_id);
-		retryable = 0;
-		if (a.late) {
-			ah_fail(err, AH_ENET, "no answer within the deadline of "
-				"%g s (--deadline)%s", o->deadline, attempt ?
-				", retries included" : "");
-			goto out;
-		}
-		if (a.failed) {
-			/* our own bound or a broken stream: not the network */
-			ah_fail(err, a.err.code, "%s", a.err.msg);
-			goto out;
-		}
-		if (cc != CURLE_OK && a.status == 200 && a.event_stream) {
-			/* The request was taken and half answered: sending it
-			 * again could do the work twice.  It failed. */
-			if (a.stalled)
-				ah_fail(err, AH_ENET, "the stream sent no data "
-					"for %g s (--timeout; comments and "
-					"keep-alives do not count)", o->timeout);
-			else
-				ah_fail(err, AH_ENET, "the stream broke off "
-					"before the answer was complete: %.400s",
-					m->errbuf[0] ? m->errbuf
-						     : curl_easy_strerror(cc));
-			goto out;
-		}
-		if (cc != CURLE_OK && a.stalled) {
-			snprintf(why, sizeof why, "no answer from %.300s for %g s "
-				 "(--timeout)", m->url, o->timeout);
-			retryable = 1;
-			err->code = AH_ENET;
-		} else if (cc != CURLE_OK) {
-			snprintf(why, sizeof why, "cannot reach %.300s: %.400s", m->url,
-				 m->errbuf[0] ? m->errbuf : curl_easy_strerror(cc));
-			retryable = 1;
-			err->code = AH_ENET;
-		} else if (a.status == 200) {
-			if (a.event_stream) {
-				if (reply_finish_stream(reply, err) < 0)
-					goto out;
-			} else if (reply_parse(reply, a.body.data ? a.body.data
-					       : "", a.body.len, err) < 0)
-				goto out;
-			if (reply->error) {
-				/* whole, before any of it is cut to size */
-				redact_json(reply->error, secrets);
-				api_error(NULL, 0, reply->error, msg, sizeof msg,
-					  code, sizeof code);
-				ah_fail(err, AH_EAPI, "the stream ended with an "
-					"error: %.500s%s%.100s%s", msg[0] ? msg :
-					"no message", code[0] ? " (" : "", code,
-					code[0] ? ")" : "");
-				goto out;
-			}
-			if (a.event_stream && !reply->done && !reply->finish[0]) {
-				ah_fail(err, AH_ENET, "the stream ended before "
-					"the answer was complete (no finish "
-					"reason, no [DONE])");
-				goto out;
-			}
-			rc = 0;
-			goto out;
-		} else {
-			if (a.body.data) {
-				redact(a.body.data, secrets);
-				a.body.len = strlen(a.body.data);
-			}
-			api_error(a.body.data ? a.body.data : "", a.body.len,
-				  NULL, msg, sizeof msg, code, sizeof code);
-			snprintf(why, sizeof why, "%ld%s%.500s%s%.100s%s", a.status,
-				 msg[0] ? ": " : "", msg, code[0] ? " (" : "",
-				 code, code[0] ? ")" : "");
-			transient = a.status == 408 || a.status == 409 ||
-				    a.status >= 500 ||
-				    (a.status == 429 &&
-				     strcmp(code, "insufficient_quota"));
-			retryable = a.should_retry >= 0 ? a.should_retry
-							: transient;
-			err->code = transient ? AH_EAPIRETRY :
-				    model_too_long(a.status, code, msg) ?
-				    AH_ETOOLONG : AH_EAPI;
-		}
-		if (!retryable || attempt >= o->retries) {
-			if (retryable && attempt)
+		rc = try_once(m, o, body, len, reply, deadline, attempt,
+			      request_id, idsize, why, sizeof why,
+			      &retry_after, err);
+		if (rc <= 0)
+			break;
+		rc = -1;
+		if (attempt >= o->retries) {
+			if (attempt)
 				ah_fail(err, err->code, "%s, after %d retr%s",
 					why, attempt, attempt == 1 ? "y" : "ies");
 			else
 				ah_fail(err, err->code, "%s", why);
-			goto out;
+			break;
 		}
-		/* The SDKs' backoff: 0.5 s doubling to 8 s, less up to 25 %
-		 * jitter; a server's Retry-After wins, up to a cap. */
-		wait = 0.5 * pow(2, attempt);
-		if (wait > 8)
-			wait = 8;
-		wait *= 1 - 0.25 * ((double)rand() / RAND_MAX);
-		if (a.retry_after >= 0)
-			wait = a.retry_after > RETRY_CAP ? RETRY_CAP : a.retry_after;
-		if (deadline > 0 && mono_now() + wait >= deadline) {
-			ah_fail(err, err->code, "%s; not retried: the deadline "
-				"of %g s (--deadline) would pass in the wait of "
-				"%.1f s", why, o->deadline, wait);
-			goto out;
-		}
-		if (o->on_retry) {
-			snprintf(msg, sizeof msg, "%.900s; retrying in %.1f s", why,
-				 wait);
-			redact(msg, secrets);
-			o->on_retry(o->ctx, msg);
-		}
-		buf_free(&a.body);
-		sleep_for(wait, o->interrupted);
-		if (o->interrupted && *o->interrupted) {
-			ah_fail(err, AH_EINTR, "interrupted");
-			goto out;
-		}
+		if (backoff(o, attempt, retry_after, deadline, why, err) < 0)
+			break;
 	}
-out:
-	buf_free(&a.body);
 	if (rc < 0 && request_id[0]) {
 		size_t n = strlen(err->msg);
 

@@ -10,7 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "priv.h"
 
 int
 root_open(struct root *rt, const char *dir, struct ah_error *err)

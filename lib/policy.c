@@ -1,6 +1,8 @@
 /* policy.c: permission rules written as jq expressions (libjq). */
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <fcntl.h>
@@ -17,38 +19,7 @@
 
 #include <jq.h>
 
-#include "harness.h"
-
-static const char builtin[] =
-"{\n"
-"  \"default\": \"ask\",\n"
-"  \"rules\": [\n"
-"    {\"name\": \"todo-write\", \"if\": \".tool == \\\"run_todo_write\\\"\",\n"
-"     \"decision\": \"allow\", \"reason\": \"todo write only updates internal task state\"},\n"
-"    {\"name\": \"read-only\", \"if\": \".tool == \\\"read_file\\\" or .tool == \\\"list_dir\\\"\",\n"
-"     \"decision\": \"allow\", \"reason\": \"{tool} only reads inside the working directory\"},\n"
-"    {\"name\": \"file-writes\", \"if\": \".tool == \\\"write_file\\\" or .tool == \\\"edit_file\\\"\",\n"
-"     \"decision\": \"ask\", \"reason\": \"{tool} modifies files\"},\n"
-"    {\"name\": \"shell\", \"if\": \".tool == \\\"bash\\\"\",\n"
-"     \"decision\": \"ask\", \"reason\": \"bash runs a shell command\"},\n"
-"    {\"name\": \"subagent\", \"if\": \".tool == \\\"task\\\"\",\n"
-"     \"decision\": \"ask\", \"reason\": \"task starts a subagent, which makes tool calls of its own\"},\n"
-"    {\"name\": \"rm-root-or-home\", \"if\": \"any_command(cmdname == \\\"rm\\\" and (.[1:] | any(test(\\\"^-[a-zA-Z]*[rR]\\\") or long_is([\\\"recursive\\\"]))) and (.[1:] | any(home_or_root))) or any_command(cmdname == \\\"find\\\" and (.[1:] | any(IN(\\\"-delete\\\", \\\"-exec\\\", \\\"-execdir\\\", \\\"-ok\\\", \\\"-okdir\\\"))) and (.[1:] | .[0:(map(startswith(\\\"-\\\") or IN(\\\"(\\\", \\\"!\\\")) | index(true) // length)] | any(home_or_root and (normpath | test(\\\"^[.]{1,2}/?$\\\") | not))))\",\n"
-"     \"decision\": \"deny\", \"reason\": \"deletes the root, the home or the working directory\"},\n"
-"    {\"name\": \"privilege\", \"if\": \"any_command(cmdname | IN(\\\"sudo\\\", \\\"sudoedit\\\", \\\"su\\\", \\\"doas\\\", \\\"pkexec\\\", \\\"run0\\\", \\\"sg\\\", \\\"newgrp\\\", \\\"runuser\\\", \\\"setpriv\\\", \\\"machinectl\\\"))\",\n"
-"     \"decision\": \"deny\", \"reason\": \"runs as another user\"},\n"
-"    {\"name\": \"filesystems\", \"if\": \"any_command(cmdname | test(\\\"^(mkfs|mke2fs|mkswap|fdisk|sfdisk|parted|wipefs)\\\"))\",\n"
-"     \"decision\": \"deny\", \"reason\": \"formats or partitions a disk\"},\n"
-"    {\"name\": \"raw-devices\", \"if\": \"any_command(cmdname == \\\"dd\\\" and any(.[]; startswith(\\\"of=\\\") and (.[3:] | normpath | startswith(\\\"/dev/\\\")))) or ((.redirects // []) | any(normpath | test(\\\"^/dev/(sd|nvme|hd|vd|xvd|mmcblk|disk|mapper|dm-|loop|md|nbd)\\\")))\",\n"
-"     \"decision\": \"deny\", \"reason\": \"writes to a disk device\"},\n"
-"    {\"name\": \"fork-bomb\", \"if\": \".tool == \\\"bash\\\" and ((.args.command // \\\"\\\") | tostring | test(\\\"(\\\\\\\\S+)\\\\\\\\s*\\\\\\\\(\\\\\\\\)\\\\\\\\s*\\\\\\\\{[^}]*\\\\\\\\1\\\\\\\\s*\\\\\\\\|\\\\\\\\s*\\\\\\\\1\\\"))\",\n"
-"     \"decision\": \"deny\", \"reason\": \"looks like a fork bomb\"},\n"
-"    {\"name\": \"pipe-to-shell\", \"if\": \"(.commands // [] | any(cmdname | IN(\\\"curl\\\", \\\"wget\\\", \\\"fetch\\\", \\\"aria2c\\\", \\\"http\\\", \\\"nc\\\", \\\"ncat\\\", \\\"socat\\\"))) and (.commands // [] | any((cmdname | test(\\\"^(sh|bash|zsh|dash|ksh|mksh|ash|yash|posh|fish|csh|tcsh|rbash|elvish|xonsh|nu|pwsh|source|[.]|eval|python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|node|nodejs|deno|bun|php[0-9.]*|lua[0-9.]*|luajit|tclsh[0-9.]*|wish|Rscript|julia|osascript)$\\\")) or (.[1:] | any(normpath | IN(\\\"/dev/stdin\\\", \\\"/dev/fd/0\\\", \\\"/proc/self/fd/0\\\")))))\",\n"
-"     \"decision\": \"deny\", \"reason\": \"runs code downloaded from the network\"},\n"
-"    {\"name\": \"system-files\", \"if\": \"(.redirects // []) | any(normpath | test(\\\"^/(etc|boot|usr|bin|sbin|lib|lib32|lib64|libx32|var/lib|root)(/|$)\\\"))\",\n"
-"     \"decision\": \"deny\", \"reason\": \"writes to system files\"}\n"
-"  ]\n"
-"}\n";
+#include "priv.h"
 
 /* Helpers every rule can use (hook-perm(1) documents them).
  * all_commands is the safe way to allow a command: it is false when the
@@ -77,7 +48,7 @@ static const char prelude[] =
 const char *
 policy_builtin(void)
 {
-	return builtin;
+	return data_policy;
 }
 
 static const char *const names[] = { "allow", "ask", "deny" };
@@ -339,15 +310,82 @@ policy_compile(struct policy *p, struct ah_error *err)
 		       "%s", p->source, er.msg);
 }
 
-/* Runs the rules on input, writing one line per rule result ("1", "0" or
- * "E message"), then "D" when done. */
-static int
-evaluate(struct policy *p, const char *input, int out)
-{
-	struct buf b = BUF_INIT(0);
-	jv v = jv_parse(input), r;
-	int k = 0, rc = 0;
+/* The worker's results for one input: "1", "0" or "E message" per rule,
+ * then "D".  They go in one write when the evaluation ends within
+ * FLUSH_USEC, so that the parent wakes once per call, not once per rule;
+ * past it, SIGALRM writes what there is, and from then on each result
+ * goes as it comes, so that on a timeout the parent knows which rule
+ * never ended.  With a limit, the ticks that follow end the worker once
+ * it is passed.  The handler reads only what the loop has published in
+ * res_end (after a signal fence). */
+#define FLUSH_USEC 20000
 
+static char *res_buf;
+static size_t res_size;
+static volatile sig_atomic_t res_end, res_sent, res_streaming, res_ticks;
+static long res_limit_ticks;
+static int res_out;
+
+static void
+send_results(void)
+{
+	sig_atomic_t end = res_end;
+	ssize_t n;
+
+	while (res_sent < end) {
+		n = write(res_out, res_buf + res_sent, (size_t)(end - res_sent));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(1);
+		res_sent += (sig_atomic_t)n;
+	}
+}
+
+static void
+on_tick(int sig)
+{
+	int e = errno;
+
+	(void)sig;
+	if (!res_streaming) {
+		send_results();
+		res_streaming = 1;
+	}
+	if (res_limit_ticks && ++res_ticks >= res_limit_ticks)
+		_exit(1);
+	errno = e;
+}
+
+/* Appends one result line; sends it at once past FLUSH_USEC. */
+static void
+put_result(const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(res_buf + res_end, res_size - (size_t)res_end, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= res_size - (size_t)res_end)
+		_exit(1); /* cannot be: res_size holds every result */
+	atomic_signal_fence(memory_order_release);
+	res_end += n;
+	if (res_streaming)
+		send_results();
+}
+
+/* Runs the rules on one input line and sends their results. */
+static void
+evaluate(struct policy *p, const char *input)
+{
+	static const struct itimerval off;
+	struct itimerval on = { { 0, FLUSH_USEC }, { 0, FLUSH_USEC } };
+	jv v = jv_parse(input), r;
+	int k = 0;
+
+	res_end = res_sent = res_streaming = res_ticks = 0;
+	setitimer(ITIMER_REAL, &on, NULL);
 	jq_start(p->jq, v, 0);
 	while (k < p->n) {
 		r = jq_next(p->jq);
@@ -356,44 +394,37 @@ evaluate(struct policy *p, const char *input, int out)
 			break;
 		}
 		if (jv_get_kind(r) == JV_KIND_TRUE)
-			buf_printf(&b, "1\n");
+			put_result("1\n");
 		else if (jv_get_kind(r) == JV_KIND_OBJECT) {
 			jv e = jv_object_get(r, jv_string("error"));
 			jv s = jv_get_kind(e) == JV_KIND_STRING ? e
 				: jv_dump_string(e, 0);
 
-			buf_printf(&b, "E %.300s\n", jv_string_value(s));
+			put_result("E %.300s\n", jv_string_value(s));
 			jv_free(s);
 			r = jv_null();
 		} else
-			buf_printf(&b, "0\n");
+			put_result("0\n");
 		jv_free(r);
 		k++;
-		/* each result as it comes: on a timeout, the parent knows
-		 * which rule never ended */
-		if (b.data && write(out, b.data, b.len) != (ssize_t)b.len)
-			rc = -1;
-		buf_reset(&b);
 	}
-	if (write(out, "D\n", 2) != 2)
-		rc = -1;
-	buf_free(&b);
-	return rc;
+	put_result("D\n");
+	/* once off, the handler cannot run: what is left is ours to send */
+	setitimer(ITIMER_REAL, &off, NULL);
+	send_results();
 }
 
 /* The worker: forked once from the compiled program, it evaluates one
  * input line after another, so that no evaluation pays for a fork or for
  * compiling.  A rule that never ends, or crashes libjq, takes the worker
  * with it, not us: the next evaluation forks a new one.  With a limit
- * (seconds, 0 for none), an evaluation that runs longer ends the worker
- * by SIGALRM: the server's workers have no parent watching the clock. */
+ * (seconds, 0 for none), an evaluation that runs longer ends the worker:
+ * the server's workers have no parent watching the clock. */
 void
 policy_worker(struct policy *p, int in, int out, double limit)
 {
-	struct itimerval on = { { 0, 0 }, { (time_t)limit,
-			(suseconds_t)((limit - (double)(time_t)limit) * 1e6) } };
-	struct itimerval off = { { 0, 0 }, { 0, 0 } };
 	struct buf line = BUF_INIT(0);
+	struct sigaction sa;
 	char chunk[65536], *nl;
 	size_t done = 0;
 	ssize_t n;
@@ -401,7 +432,18 @@ policy_worker(struct policy *p, int in, int out, double limit)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() == 1)
 		_exit(0);
-	signal(SIGALRM, SIG_DFL);
+	/* "E " and 300 bytes and a newline at most per rule, then "D\n" */
+	res_size = (size_t)p->n * 304 + 3;
+	res_buf = malloc(res_size);
+	if (!res_buf)
+		_exit(1);
+	res_out = out;
+	res_limit_ticks = limit > 0 ? (long)(limit * 1e6 / FLUSH_USEC) + 1 : 0;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_tick;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
 	for (;;) {
 		while (!line.data || !(nl = memchr(line.data + done, '\n',
 						   line.len - done))) {
@@ -413,12 +455,7 @@ policy_worker(struct policy *p, int in, int out, double limit)
 				_exit(0);
 		}
 		*nl = '\0';
-		if (limit > 0)
-			setitimer(ITIMER_REAL, &on, NULL);
-		if (evaluate(p, line.data, out) < 0)
-			_exit(1);
-		if (limit > 0)
-			setitimer(ITIMER_REAL, &off, NULL);
+		evaluate(p, line.data);
 		n = line.data + line.len - (nl + 1);
 		memmove(line.data, nl + 1, (size_t)n);
 		line.len = (size_t)n;
@@ -429,20 +466,29 @@ policy_worker(struct policy *p, int in, int out, double limit)
 static void
 stop_worker(struct policy *p)
 {
-	if (!p->worker)
-		return;
-	if (p->worker < 0) {
-		/* a server's worker: one socket; its own timer ends it */
+	switch (p->worker) {
+	case POLICY_SERVER:
+		/* one socket; the server's worker has its own clock */
 		close(p->to_worker);
-		p->worker = 0;
-		return;
+		break;
+	case POLICY_CHILD:
+		kill(p->pid, SIGKILL);
+		close(p->to_worker);
+		close(p->from_worker);
+		while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		break;
 	}
-	kill(p->worker, SIGKILL);
-	close(p->to_worker);
-	close(p->from_worker);
-	while (waitpid(p->worker, NULL, 0) < 0 && errno == EINTR)
-		;
-	p->worker = 0;
+	p->worker = POLICY_NO_WORKER;
+	p->pid = 0;
+}
+
+void
+policy_attach(struct policy *p, int fd)
+{
+	stop_worker(p);
+	p->worker = POLICY_SERVER;
+	p->to_worker = p->from_worker = fd;
 }
 
 static int
@@ -451,12 +497,6 @@ start_worker(struct policy *p, struct ah_error *err)
 	int in[2], out[2];
 	pid_t pid;
 
-	if (p->server && !p->server_failed) {
-		if (policy_connect(p, err) == 0)
-			return 0;
-		/* no server, or not one with our rules: evaluate here */
-		p->server_failed = 1;
-	}
 	if (policy_compile(p, err) < 0)
 		return -1;
 	if (pipe2(in, O_CLOEXEC) < 0)
@@ -481,7 +521,8 @@ start_worker(struct policy *p, struct ah_error *err)
 	}
 	close(in[0]);
 	close(out[1]);
-	p->worker = pid;
+	p->worker = POLICY_CHILD;
+	p->pid = pid;
 	p->to_worker = in[1];
 	p->from_worker = out[0];
 	return 0;
@@ -495,7 +536,7 @@ send_input(struct policy *p, const char *in, size_t len,
 	size_t off = 0;
 	ssize_t n;
 
-	if (!p->worker && start_worker(p, err) < 0)
+	if (p->worker == POLICY_NO_WORKER && start_worker(p, err) < 0)
 		return -1;
 	while (off < len) {
 		n = write(p->to_worker, in + off, len - off);
@@ -511,39 +552,17 @@ send_input(struct policy *p, const char *in, size_t len,
 	return 0;
 }
 
-int
-policy_eval(struct policy *p, const cJSON *input, double timeout,
-	    struct verdict *v, struct ah_error *err)
+/* Reads the worker's results into r until its "D", the deadline (the
+ * worker is stopped, r->timed_out set) or its end (stopped). */
+static void
+read_results(struct policy *p, double timeout, struct rule_results *r)
 {
-	char *in = NULL, buf[4096], line[512];
+	double deadline = mono_now() + timeout;
 	struct buf got = BUF_INIT(1u << 20);
-	int k = 0, best = -1, rc = -1, attempt, finished = 0;
-	double deadline;
-	size_t ln = 0, len;
+	char buf[4096];
+	size_t ln = 0;
 
-	memset(v, 0, sizeof *v);
-	v->decision = p->deflt;
-	snprintf(v->rule, sizeof v->rule, "default");
-	snprintf(v->reason, sizeof v->reason, "no rule matched; the policy's "
-		 "default is %s", decision_name(p->deflt));
-	if (!p->n)
-		return 0;
-	in = cJSON_PrintUnformatted(input);
-	if (!in)
-		return ah_fail(err, AH_ENOMEM, "cannot evaluate the rules: %s",
-			       strerror(ENOMEM));
-	len = strlen(in);
-	in[len] = '\n'; /* a line; the text has no newline of its own */
-	p->limit = timeout;
-	/* A worker that died since the last call is replaced, once. */
-	for (attempt = 0; attempt < 2; attempt++) {
-		if (send_input(p, in, len + 1, err) == 0)
-			break;
-		if (attempt)
-			goto out;
-	}
-	deadline = mono_now() + timeout;
-	while (!finished) {
+	for (;;) {
 		struct pollfd pf = { .fd = p->from_worker, .events = POLLIN };
 		double left = deadline - mono_now();
 		ssize_t n;
@@ -551,13 +570,8 @@ policy_eval(struct policy *p, const cJSON *input, double timeout,
 
 		if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) == 0) {
 			stop_worker(p);
-			v->decision = DECIDE_DENY;
-			snprintf(v->rule, sizeof v->rule, "%s",
-				 p->rules[k < p->n ? k : p->n - 1].name);
-			snprintf(v->reason, sizeof v->reason, "rule '%s' took "
-				 "longer than %g s", v->rule, timeout);
-			rc = 0;
-			goto out;
+			r->timed_out = timeout;
+			break;
 		}
 		n = read(p->from_worker, buf, sizeof buf);
 		if (n < 0 && errno == EINTR)
@@ -566,63 +580,115 @@ policy_eval(struct policy *p, const cJSON *input, double timeout,
 			stop_worker(p);
 			break;
 		}
-		while (got.data && (nl = memchr(got.data + ln, '\n', got.len - ln))) {
-			size_t l = (size_t)(nl - (got.data + ln));
+		while ((nl = memchr(got.data + ln, '\n', got.len - ln))) {
+			const char *line = got.data + ln;
+			size_t l = (size_t)(nl - line);
 
-			snprintf(line, sizeof line, "%.*s", (int)l, got.data + ln);
 			ln += l + 1;
-			if (line[0] == 'D') {
-				finished = 1;
-				break;
-			}
-			if (k >= p->n)
+			if (line[0] == 'D')
+				goto out;
+			if (r->n >= p->n)
 				continue;
-			if (line[0] == 'E') {
+			if (line[0] == 'E' && r->failed < 0) {
 				/* the first failure decides; the worker goes
 				 * on to its "D", read with the rest */
-				if (best != -2) {
-					v->decision = DECIDE_DENY;
-					snprintf(v->rule, sizeof v->rule, "%s",
-						 p->rules[k].name);
-					snprintf(v->reason, sizeof v->reason,
-						 "rule '%.100s' failed: %.300s",
-						 p->rules[k].name, line + 2);
-				}
-				best = -2;
-			} else if (line[0] == '1' && best != -2 &&
-				   (best < 0 || p->rules[k].decision >
-						p->rules[best].decision))
-				best = k;
-			k++;
+				r->failed = r->n;
+				snprintf(r->why, sizeof r->why, "%.*s",
+					 l > 2 ? (int)(l - 2) : 0, line + 2);
+			}
+			r->matched[r->n++] = line[0] == '1';
 		}
-	}
-	rc = 0;
-	if (best == -2)
-		goto out;
-	if (k < p->n) {
-		v->decision = DECIDE_DENY;
-		snprintf(v->rule, sizeof v->rule, "%s", p->rules[k].name);
-		snprintf(v->reason, sizeof v->reason, "rule '%s' could not be "
-			 "evaluated", p->rules[k].name);
-		goto out;
-	}
-	if (best >= 0) {
-		const char *t = strstr(p->rules[best].reason, "{tool}");
-		const cJSON *tool = cJSON_GetObjectItemCaseSensitive(input, "tool");
-
-		v->decision = p->rules[best].decision;
-		snprintf(v->rule, sizeof v->rule, "%s", p->rules[best].name);
-		if (t && cJSON_IsString(tool))
-			snprintf(v->reason, sizeof v->reason, "%.*s%s%s",
-				 (int)(t - p->rules[best].reason),
-				 p->rules[best].reason, tool->valuestring, t + 6);
-		else
-			snprintf(v->reason, sizeof v->reason, "%s",
-				 p->rules[best].reason[0] ? p->rules[best].reason
-				 : p->rules[best].name);
 	}
 out:
 	buf_free(&got);
+}
+
+void
+policy_verdict(const struct policy *p, const struct rule_results *r,
+	       const char *tool, struct verdict *v)
+{
+	const struct rule *best = NULL;
+	const char *t;
+	int i;
+
+	memset(v, 0, sizeof *v);
+	if (r->timed_out > 0 && p->n) {
+		v->decision = DECIDE_DENY;
+		snprintf(v->rule, sizeof v->rule, "%s",
+			 p->rules[r->n < p->n ? r->n : p->n - 1].name);
+		snprintf(v->reason, sizeof v->reason, "rule '%s' took longer "
+			 "than %g s", v->rule, r->timed_out);
+		return;
+	}
+	if (r->failed >= 0 && r->failed < p->n) {
+		v->decision = DECIDE_DENY;
+		snprintf(v->rule, sizeof v->rule, "%s", p->rules[r->failed].name);
+		snprintf(v->reason, sizeof v->reason, "rule '%.100s' failed: "
+			 "%.300s", p->rules[r->failed].name, r->why);
+		return;
+	}
+	if (r->n < p->n) {
+		v->decision = DECIDE_DENY;
+		snprintf(v->rule, sizeof v->rule, "%s", p->rules[r->n].name);
+		snprintf(v->reason, sizeof v->reason, "rule '%s' could not be "
+			 "evaluated", p->rules[r->n].name);
+		return;
+	}
+	for (i = 0; i < p->n; i++)
+		if (r->matched[i] && (!best || p->rules[i].decision >
+					       best->decision))
+			best = &p->rules[i];
+	if (!best) {
+		v->decision = p->deflt;
+		snprintf(v->rule, sizeof v->rule, "default");
+		snprintf(v->reason, sizeof v->reason, "no rule matched; the "
+			 "policy's default is %s", decision_name(p->deflt));
+		return;
+	}
+	v->decision = best->decision;
+	snprintf(v->rule, sizeof v->rule, "%s", best->name);
+	t = strstr(best->reason, "{tool}");
+	if (t && tool)
+		snprintf(v->reason, sizeof v->reason, "%.*s%s%s",
+			 (int)(t - best->reason), best->reason, tool, t + 6);
+	else
+		snprintf(v->reason, sizeof v->reason, "%s",
+			 best->reason[0] ? best->reason : best->name);
+}
+
+int
+policy_eval(struct policy *p, const cJSON *input, double timeout,
+	    struct verdict *v, struct ah_error *err)
+{
+	const cJSON *tool = cJSON_GetObjectItemCaseSensitive(input, "tool");
+	struct rule_results r = { .failed = -1 };
+	char *in = NULL;
+	int rc = -1, attempt;
+	size_t len;
+
+	if (!p->n) {
+		policy_verdict(p, &r, NULL, v);
+		return 0;
+	}
+	in = cJSON_PrintUnformatted(input);
+	r.matched = calloc((size_t)p->n, 1);
+	if (!in || !r.matched) {
+		ah_fail(err, AH_ENOMEM, "cannot evaluate the rules: %s",
+			strerror(ENOMEM));
+		goto out;
+	}
+	len = strlen(in);
+	in[len] = '\n'; /* a line; the text has no newline of its own */
+	/* A worker that died since the last call is replaced, once. */
+	for (attempt = 0; send_input(p, in, len + 1, err) < 0; attempt++)
+		if (attempt)
+			goto out;
+	read_results(p, timeout, &r);
+	policy_verdict(p, &r, cJSON_IsString(tool) ? tool->valuestring : NULL,
+		       v);
+	rc = 0;
+out:
+	free(r.matched);
 	free(in);
 	return rc;
 }
@@ -809,4 +875,101 @@ out:
 	buf_free(&out);
 	free(data);
 	return rc;
+}
+
+/* --- the rule input, and the rule an "always" answer adds ------------- */
+
+cJSON *
+policy_input(const char *tool, const cJSON *args, const char *id,
+	     const char *workdir)
+{
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(args, "command");
+	cJSON *in = cJSON_CreateObject(), *a = cJSON_Duplicate(args, 1);
+	cJSON *split = NULL, *m;
+
+	if (!in || !a || !cJSON_AddStringToObject(in, "tool", tool) ||
+	    !cJSON_AddItemToObject(in, "args", a))
+		goto fail;
+	a = NULL;
+	if (!cJSON_AddStringToObject(in, "id", id) ||
+	    !cJSON_AddStringToObject(in, "workdir", workdir))
+		goto fail;
+	if (strcmp(tool, "bash"))
+		return in;
+	split = shell_split(cJSON_IsString(c) ? c->valuestring : "");
+	if (!split)
+		goto fail;
+	if (!cJSON_IsString(c)) {
+		m = cJSON_CreateTrue();
+		if (!m || !cJSON_ReplaceItemInObjectCaseSensitive(split,
+								"complex", m)) {
+			cJSON_Delete(m);
+			goto fail;
+		}
+	}
+	while ((m = split->child)) {
+		cJSON_DetachItemViaPointer(split, m);
+		if (!cJSON_AddItemToObject(in, m->string, m)) {
+			cJSON_Delete(m);
+			goto fail;
+		}
+	}
+	cJSON_Delete(split);
+	return in;
+fail:
+	cJSON_Delete(split);
+	cJSON_Delete(a);
+	cJSON_Delete(in);
+	return NULL;
+}
+
+char *
+policy_always(const char *text, size_t len, const char *tool,
+	      const cJSON *args, const char *name, struct ah_error *err)
+{
+	const char *key = call_gist_key(tool);
+	const cJSON *val = key ? cJSON_GetObjectItemCaseSensitive(args, key)
+			       : args;
+	cJSON *doc, *rules, *r = NULL, *t = cJSON_CreateString(tool);
+	char *lit = val ? cJSON_PrintUnformatted(val) : NULL, *out = NULL;
+	char *tlit = t ? cJSON_PrintUnformatted(t) : NULL;
+	struct buf expr = BUF_INIT(0);
+
+	doc = text ? json_parse(text, len, NULL) : cJSON_Parse(policy_builtin());
+	if (!doc) {
+		ah_fail(err, text ? AH_EFORMAT : AH_ENOMEM, "%s", text ?
+			"the policy is not valid JSON" : "out of memory");
+		goto out;
+	}
+	if (!cJSON_IsObject(doc)) {
+		ah_fail(err, AH_EFORMAT, "the policy is not a JSON object");
+		goto out;
+	}
+	rules = cJSON_GetObjectItemCaseSensitive(doc, "rules");
+	if (!rules)
+		rules = cJSON_AddArrayToObject(doc, "rules");
+	if (!rules || !tlit || (val && !lit) ||
+	    buf_printf(&expr, ".tool == %s and .args%s%s == %s", tlit,
+		       key ? "." : "", key ? key : "", lit ? lit : "null") < 0 ||
+	    !(r = cJSON_CreateObject()) ||
+	    !cJSON_AddStringToObject(r, "name", name) ||
+	    !cJSON_AddStringToObject(r, "if", expr.data) ||
+	    !cJSON_AddStringToObject(r, "decision", "allow") ||
+	    !cJSON_AddStringToObject(r, "reason",
+				     "allowed always at the terminal") ||
+	    !cJSON_AddItemToArray(rules, r)) {
+		cJSON_Delete(r);
+		ah_fail(err, AH_ENOMEM, "out of memory");
+		goto out;
+	}
+	out = cJSON_Print(doc);
+	if (!out)
+		ah_fail(err, AH_ENOMEM, "out of memory");
+out:
+	buf_free(&expr);
+	cJSON_Delete(doc);
+	cJSON_Delete(t);
+	free(lit);
+	free(tlit);
+	return out;
 }

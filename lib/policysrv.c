@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "priv.h"
 
 enum {
 	MAX_PROGRAM = 16 << 20,
@@ -138,6 +138,32 @@ same_program(const struct policy *p, const char *prog, size_t len)
 	return p->prog && p->prog_len == len && !memcmp(p->prog, prog, len);
 }
 
+/* The rules the client sent are p's, or, once the policy is read again
+ * (an "always" answer adds a rule), those of the fresh one, which then
+ * replaces p. */
+static int
+same_rules(struct policy *p, const char *prog, size_t len,
+	   int (*reload)(void *, struct policy *, struct ah_error *),
+	   void *ctx)
+{
+	struct ah_error e = { 0 };
+	struct policy fresh;
+
+	if (policy_program(p) < 0)
+		return 0;
+	if (same_program(p, prog, len))
+		return 1;
+	memset(&fresh, 0, sizeof fresh);
+	if (reload(ctx, &fresh, &e) < 0 || policy_program(&fresh) < 0 ||
+	    !same_program(&fresh, prog, len)) {
+		policy_free(&fresh);
+		return 0;
+	}
+	policy_free(p);
+	*p = fresh;
+	return 1;
+}
+
 /* One client: its handshake, then a worker of its own. */
 static void
 serve_one(struct policy *p, int lfd, int c,
@@ -164,13 +190,8 @@ serve_one(struct policy *p, int lfd, int c,
 	prog = malloc(len + 1);
 	if (!prog || io_all(c, 0, prog, len, deadline) < 0)
 		goto out;
-	if (policy_program(p) < 0)
-		goto no;
-	if (!same_program(p, prog, len) &&
-	    (reload(ctx, p, &e) < 0 || policy_program(p) < 0 ||
-	     !same_program(p, prog, len)))
-		goto no;
-	if (policy_compile(p, &e) < 0)
+	if (!same_rules(p, prog, len, reload, ctx) ||
+	    policy_compile(p, &e) < 0)
 		goto no;
 	pid = fork();
 	if (pid < 0)
@@ -227,15 +248,19 @@ policy_serve(struct policy *p, int lfd, const char *path, pid_t starter,
 	return 0;
 }
 
-int
-policy_connect(struct policy *p, struct ah_error *err)
+/* Connects to server and hands it p's program, and the seconds its
+ * worker may take for one input; 0 when the server has the same rules
+ * and its worker, attached to p, waits for inputs. */
+static int
+connect_server(struct policy *p, const char *server, double limit,
+	       struct ah_error *err)
 {
 	double deadline = mono_now() + ANSWER_MS / 1000.0;
 	struct sockaddr_un a;
 	char head[64], answer[8];
 	int fd, n;
 
-	if (set_address(&a, p->server, err) < 0)
+	if (set_address(&a, server, err) < 0)
 		return -1;
 	if (policy_program(p) < 0)
 		return ah_fail(err, AH_ENOMEM, "out of memory");
@@ -244,23 +269,35 @@ policy_connect(struct policy *p, struct ah_error *err)
 		return ah_fail_errno(err, errno, "cannot make a socket");
 	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
 		ah_fail_errno(err, errno, "cannot reach the policy server "
-			      "'%s'", p->server);
+			      "'%s'", server);
 		goto fail;
 	}
-	n = snprintf(head, sizeof head, "R %zu %.3f\n", p->prog_len,
-		     p->limit > 0 ? p->limit : 2.0);
+	n = snprintf(head, sizeof head, "R %zu %.3f\n", p->prog_len, limit);
 	if (!same_user(fd) || io_all(fd, 1, head, (size_t)n, deadline) < 0 ||
 	    io_all(fd, 1, p->prog, p->prog_len, deadline) < 0 ||
 	    read_line(fd, answer, sizeof answer, deadline) < 0 ||
 	    strcmp(answer, "OK") || fcntl(fd, F_SETFL, 0) < 0) {
 		ah_fail(err, AH_EIO, "the policy server '%s' does not serve "
-			"these rules", p->server);
+			"these rules", server);
 		goto fail;
 	}
-	p->worker = -1;
-	p->to_worker = p->from_worker = fd;
+	policy_attach(p, fd);
 	return 0;
 fail:
 	close(fd);
 	return -1;
+}
+
+int
+policy_client_eval(struct policy_client *c, struct policy *p,
+		   const cJSON *input, double timeout, struct verdict *v,
+		   struct ah_error *err)
+{
+	struct ah_error e = { 0 };
+
+	/* no server, or not one with our rules: evaluate here */
+	if (c->server && !c->failed && p->n && p->worker == POLICY_NO_WORKER &&
+	    connect_server(p, c->server, timeout, &e) < 0)
+		c->failed = 1;
+	return policy_eval(p, input, timeout, v, err);
 }

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "priv.h"
 
 extern char **environ;
 

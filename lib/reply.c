@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "priv.h"
 
 #define REPLY_MAX_CALLS 10000
 
@@ -407,8 +407,6 @@ reply_parse(struct reply *r, const char *body, size_t n, struct ah_error *err)
 	cJSON *v;
 	int rc = -1, i = 0;
 
-	if (r->api == API_ANTHROPIC)
-		return anthropic_parse(r, body, n, err);
 	v = json_parse(body, n, &off);
 	if (!v || !cJSON_IsObject(v)) {
 		ah_fail(err, AH_EFORMAT, "the answer is not a JSON object%s",
@@ -419,6 +417,10 @@ reply_parse(struct reply *r, const char *body, size_t n, struct ah_error *err)
 	if (e) {
 		r->error = cJSON_Duplicate(e, 1);
 		rc = 0;
+		goto out;
+	}
+	if (r->api == API_ANTHROPIC) {
+		rc = anthropic_parse(r, v, err);
 		goto out;
 	}
 	take_usage(r, v);

@@ -38,7 +38,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "priv.h"
 
 /* Landlock's interface (linux/landlock.h), written out because the headers
  * of older distributions stop at ABI 1 or 2. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "priv.h"
 
 #define SH_MAX_DEPTH 32
 #define SH_MAX_WORDS 4096
@@ -1166,11 +1166,17 @@ shell_split(const char *cmd)
 		if ((*c < 0x20 && *c != '\t' && *c != '\n') || *c == 0x7f)
 			p.complex = 1;
 	parse_list(&p, 0);
-	cJSON_AddItemToObject(o, "commands", p.cmds);
-	cJSON_AddItemToObject(o, "redirects", p.redirs);
-	cJSON_AddItemToObject(o, "outputs", p.outs);
-	cJSON_AddBoolToObject(o, "complex", p.complex);
-	cJSON_AddBoolToObject(o, "literal", !p.expanded);
+	/* a field missing for want of memory would read as null: as not
+	 * complex, to a rule */
+	if (!cJSON_AddItemToObject(o, "commands", p.cmds) && (p.oom = 1))
+		cJSON_Delete(p.cmds);
+	if (!cJSON_AddItemToObject(o, "redirects", p.redirs) && (p.oom = 1))
+		cJSON_Delete(p.redirs);
+	if (!cJSON_AddItemToObject(o, "outputs", p.outs) && (p.oom = 1))
+		cJSON_Delete(p.outs);
+	if (!cJSON_AddBoolToObject(o, "complex", p.complex) ||
+	    !cJSON_AddBoolToObject(o, "literal", !p.expanded))
+		p.oom = 1;
 	free(text);
 	if (p.oom) {
 		cJSON_Delete(o);

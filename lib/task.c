@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "priv.h"
 
 extern char **environ;
 
@@ -56,10 +56,43 @@ env_int(const char *var, long def, long min, long max, long *out,
 	return 0;
 }
 
+/* The path of our controlling terminal (/dev/pts/N, /dev/ttyN), from
+ * /proc/self/stat, into out; "" when there is none.  A child session
+ * has none (it runs in a session of its own): its hook-perm asks on the
+ * terminal by this path (AGENT_TTY), so that asks still reach the user. */
+static void
+terminal_path(char *out, size_t size)
+{
+	char line[1024], *p;
+	unsigned long nr, major, minor;
+	FILE *f;
+	int i;
+
+	out[0] = '\0';
+	f = fopen("/proc/self/stat", "re");
+	if (!f)
+		return;
+	p = fgets(line, sizeof line, f);
+	fclose(f);
+	p = p ? strrchr(line, ')') : NULL;
+	/* after the name: state ppid pgrp session tty_nr */
+	for (i = 0; p && i < 5; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, "%lu", &nr) != 1 || !nr)
+		return;
+	major = (nr >> 8) & 0xfff;
+	minor = (nr & 0xff) | ((nr >> 12) & 0xfff00);
+	if (major >= 136 && major <= 143)
+		snprintf(out, size, "/dev/pts/%lu", (major - 136) * 256 + minor);
+	else if (major == 4 && minor < 64)
+		snprintf(out, size, "/dev/tty%lu", minor);
+}
+
 int
 task_config(struct task_opts *o, struct ah_error *err)
 {
 	long depth, max, par;
+	const char *p;
 
 	memset(o, 0, sizeof *o);
 	o->progress_fd = -1;
@@ -77,6 +110,13 @@ task_config(struct task_opts *o, struct ah_error *err)
 	o->depth = (int)depth;
 	o->max_depth = (int)max;
 	o->parallel = (int)par;
+	o->events_fd = -1;
+	/* agent-run --json's events, on fd 8: kept, out of the way of what
+	 * we open, for the children to write theirs */
+	p = getenv("AGENT_EVENTS_FD");
+	if (p && !strcmp(p, "8") && fcntl(TASK_EVENTS_FD, F_GETFD) >= 0)
+		o->events_fd = fcntl(TASK_EVENTS_FD, F_DUPFD_CLOEXEC, 10);
+	terminal_path(o->tty, sizeof o->tty);
 	return 0;
 }
 
@@ -98,6 +138,7 @@ struct child {
 	struct capture answer;
 	struct buf line;      /* the stderr line so far */
 	struct buf tail;      /* the last bytes of its stderr */
+	const char *label;    /* its call's id, before each of its lines */
 };
 
 static void
@@ -126,6 +167,17 @@ put_all(int fd, const char *p, size_t n)
 	}
 }
 
+/* One line of a child's progress, named by its call: "[task ID] line". */
+static void
+put_line(const struct task_opts *o, const struct child *c, const char *p,
+	 size_t n)
+{
+	put_all(o->progress_fd, "[task ", 6);
+	put_all(o->progress_fd, c->label, strlen(c->label));
+	put_all(o->progress_fd, "] ", 2);
+	put_all(o->progress_fd, p, n);
+}
+
 /* Passes the child's stderr on in whole lines, so that the lines of
  * children running at once never mix; keeps its last bytes. */
 static void
@@ -146,13 +198,13 @@ child_stderr(const struct task_opts *o, struct child *c, const char *p,
 		k = nl ? (size_t)(nl - p) + 1 : n;
 		if (c->line.len + k > TASK_LINE_MAX || buf_append(&c->line, p, k)) {
 			/* too long, or no memory: what there is goes now */
-			put_all(o->progress_fd, c->line.data, c->line.len);
+			put_line(o, c, c->line.data, c->line.len);
 			put_all(o->progress_fd, p, k);
 			if (!nl)
 				put_all(o->progress_fd, "\n", 1);
 			buf_reset(&c->line);
 		} else if (nl) {
-			put_all(o->progress_fd, c->line.data, c->line.len);
+			put_line(o, c, c->line.data, c->line.len);
 			buf_reset(&c->line);
 		}
 		p += k;
@@ -222,12 +274,14 @@ child_env(const struct task_opts *o, char **own, int *nown)
 	*nown = 0;
 	for (e = environ; *e; e++)
 		n++;
-	env = calloc(n + 6, sizeof *env);
+	env = calloc(n + 7, sizeof *env);
 	if (!env)
 		return NULL;
 	r = add_own(own, nown, "AGENT_DEPTH=%d", o->depth + 1);
 	if (!r && o->workdir)
 		r = add_own(own, nown, "AGENT_WORKDIR=%s", o->workdir);
+	if (!r && o->tty[0] && !getenv("AGENT_TTY"))
+		r = add_own(own, nown, "AGENT_TTY=%s", o->tty);
 	if (!r && sb)
 		r = add_own(own, nown, "AGENT_SANDBOX=%s", mode[sb->mode]) ||
 		    add_own(own, nown, "AGENT_SANDBOX_NETWORK=%d",
@@ -263,7 +317,7 @@ child_env(const struct task_opts *o, char **own, int *nown)
  * why on the stderr pipe. */
 static void
 child_exec(const char *id, int read_only, const char *prompt, char **env,
-	   pid_t parent, int out, int errfd)
+	   pid_t parent, int out, int errfd, int events)
 {
 	const char *argv[8];
 	sigset_t none;
@@ -285,10 +339,20 @@ child_exec(const char *id, int read_only, const char *prompt, char **env,
 	    dup2(errfd, 2) < 0)
 		_exit(127);
 	/* nothing else of ours: a descriptor of the ring held by a child
-	 * would keep a stage from seeing its end */
-	if (syscall(SYS_close_range, 3U, ~0U, 0) < 0)
+	 * would keep a stage from seeing its end; but for agent-run
+	 * --json's events, which the child writes too (fd 8) */
+	if (events >= 0 && dup2(events, TASK_EVENTS_FD) < 0)
+		_exit(127);
+	if (events < 0) {
+		if (syscall(SYS_close_range, 3U, ~0U, 0) < 0)
+			for (fd = 3; fd < 1024; fd++)
+				close(fd);
+	} else if (syscall(SYS_close_range, 3U, TASK_EVENTS_FD - 1, 0) < 0 ||
+		   syscall(SYS_close_range, TASK_EVENTS_FD + 1, ~0U, 0) < 0) {
 		for (fd = 3; fd < 1024; fd++)
-			close(fd);
+			if (fd != TASK_EVENTS_FD)
+				close(fd);
+	}
 	i = 0;
 	argv[i++] = "agent-run";
 	argv[i++] = "--child";
@@ -365,6 +429,7 @@ child_start(const struct task_opts *o, struct task *t, struct child *c,
 	pid_t parent = getpid(), pid;
 
 	c->out = c->err = -1;
+	c->label = t->id;
 	args = json_parse(t->args, strlen(t->args), &off);
 	if (!args)
 		rc = asprintf(&t->result, "Error: arguments for task are not "
@@ -403,7 +468,8 @@ child_start(const struct task_opts *o, struct task *t, struct child *c,
 		goto fail;
 	}
 	if (pid == 0)
-		child_exec(t->id, ro, prompt, env, parent, op[1], ep[1]);
+		child_exec(t->id, ro, prompt, env, parent, op[1], ep[1],
+			   o->events_fd);
 	close(op[1]);
 	close(ep[1]);
 	c->pid = pid;

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "priv.h"
 
 int
 capture_init(struct capture *c, size_t max)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "priv.h"
 
 static const char *const status_name[] = {
 	[TODO_PENDING] = "pending",

@@ -11,85 +11,42 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "priv.h"
 
 #define READ_MAX_BYTES (64u << 20) /* read_file and edit_file refuse more */
 #define READ_DEFAULT_LINES 2000
 #define LIST_MAX 1000
 
-#define TOOLS \
-"{\"type\":\"function\",\"function\":{\"name\":\"bash\"," \
-"\"description\":\"Run a shell command in the working directory and return " \
-"its output (stdout and stderr together) and its exit code. stdin is " \
-"empty; the command is killed when it runs past the timeout.\"," \
-"\"parameters\":{\"type\":\"object\",\"properties\":{" \
-"\"command\":{\"type\":\"string\",\"description\":\"The command to run.\"}," \
-"\"timeout\":{\"type\":\"number\",\"description\":\"Seconds before the " \
-"command is killed.\"}},\"required\":[\"command\"]}}}," \
-"{\"type\":\"function\",\"function\":{\"name\":\"list_dir\"," \
-"\"description\":\"List the entries of a directory, sorted; directories " \
-"end in /.\",\"parameters\":{\"type\":\"object\",\"properties\":{" \
-"\"path\":{\"type\":\"string\",\"description\":\"The directory, relative " \
-"to the working directory (default: the working directory).\"}}}}}," \
-"{\"type\":\"function\",\"function\":{\"name\":\"read_file\"," \
-"\"description\":\"Read a text file.\",\"parameters\":{\"type\":\"object\"," \
-"\"properties\":{\"path\":{\"type\":\"string\",\"description\":\"The file, " \
-"relative to the working directory.\"},\"offset\":{\"type\":\"integer\"," \
-"\"description\":\"The first line to read, from 1.\"},\"limit\":{\"type\":" \
-"\"integer\",\"description\":\"The most lines to read.\"}}," \
-"\"required\":[\"path\"]}}}," \
-"{\"type\":\"function\",\"function\":{\"name\":\"write_file\"," \
-"\"description\":\"Create a file or replace all of it with content; " \
-"missing parent directories are created.\",\"parameters\":{\"type\":" \
-"\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"content\":" \
-"{\"type\":\"string\"}},\"required\":[\"path\",\"content\"]}}}," \
-"{\"type\":\"function\",\"function\":{\"name\":\"edit_file\"," \
-"\"description\":\"Replace old_string with new_string in a file. " \
-"old_string must occur exactly once, unless replace_all is true.\"," \
-"\"parameters\":{\"type\":\"object\",\"properties\":{\"path\":{\"type\":" \
-"\"string\"},\"old_string\":{\"type\":\"string\",\"description\":\"The " \
-"exact text to replace.\"},\"new_string\":{\"type\":\"string\"}," \
-"\"replace_all\":{\"type\":\"boolean\",\"description\":\"Replace every " \
-"occurrence.\"}},\"required\":[\"path\",\"old_string\",\"new_string\"]}}}," \
-"{\"type\":\"function\",\"function\":{\"name\":\"run_todo_write\"," \
-"\"description\":\"Create or update the full task todo list. Use it before " \
-"starting a multi-step task, and update it whenever task progress " \
-"changes.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"todos\":" \
-"{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{" \
-"\"id\":{\"type\":\"string\",\"description\":\"Stable id for this todo " \
-"item.\"},\"content\":{\"type\":\"string\",\"description\":\"A concrete " \
-"task step.\"},\"status\":{\"type\":\"string\",\"enum\":[\"pending\"," \
-"\"in_progress\",\"completed\"]}},\"required\":[\"id\",\"content\"," \
-"\"status\"]}}},\"required\":[\"todos\"]}}}"
-
-#define TASK \
-"{\"type\":\"function\",\"function\":{\"name\":\"task\"," \
-"\"description\":\"Hand a part of the work that can be done on its own " \
-"to a subagent: a new session of this agent, with the same tools in the " \
-"same working directory, that works until that part is done. The result " \
-"is the subagent's final answer. The subagent does not see this " \
-"conversation: the prompt must say everything it needs (the goal, the " \
-"files and facts that matter, what to do, what to answer). Use it for a " \
-"part of a larger task that needs many steps of its own (searching the " \
-"code, changing one module, a review); do small steps yourself. Several " \
-"task calls in one message run in parallel.\"," \
-"\"parameters\":{\"type\":\"object\",\"properties\":{" \
-"\"description\":{\"type\":\"string\",\"description\":\"A few words " \
-"(at most 100 characters) naming the part, shown to the user.\"}," \
-"\"prompt\":{\"type\":\"string\",\"description\":\"The whole task for " \
-"the subagent, with all it needs to know.\"}," \
-"\"read_only\":{\"type\":\"boolean\",\"description\":\"true: the " \
-"subagent's commands run in a read-only sandbox and it cannot write " \
-"files (for exploring and reviewing).\"}}," \
-"\"required\":[\"description\",\"prompt\"]}}}"
-
-static const char schema[] = "[" TOOLS "]";
-static const char schema_task[] = "[" TOOLS "," TASK "]";
-
 const char *
 tool_schema(int with_task)
 {
-	return with_task ? schema_task : schema;
+	static char *both;
+	const char *end;
+	size_t n, k;
+
+	if (!with_task)
+		return data_tools;
+	if (both)
+		return both;
+	/* share/tools.json is an array: the task tool (share/task.json)
+	 * goes in before its closing bracket */
+	end = strrchr(data_tools, ']');
+	if (!end)
+		return data_tools;
+	n = (size_t)(end - data_tools);
+	while (n && (data_tools[n - 1] == '\n' || data_tools[n - 1] == ' '))
+		n--;
+	k = strlen(data_task);
+	while (k && data_task[k - 1] == '\n')
+		k--;
+	both = malloc(n + k + 6);
+	if (!both)
+		return NULL;
+	memcpy(both, data_tools, n);
+	memcpy(both + n, ",\n", 2);
+	memcpy(both + n + 2, data_task, k);
+	memcpy(both + n + 2 + k, "\n]\n", 4);
+	return both;
 }
 
 /* Sets *res to a printf-formatted text and returns rc. */

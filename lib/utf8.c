@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "priv.h"
 
 /*
  * Decodes the sequence at s[0..n).  Returns its length (> 0) when it is

@@ -31,6 +31,17 @@ for p in $progs agent-run; do
 				{ echo \"\$opt is not in $p.1\"; exit 1; }
 		done <long
 	"
+	test_expect_success "$p: the man page's EXIT STATUS lists the codes of --help" "
+		$p --help >help &&
+		sed -n '/Exit status:/,/^\$/p' help | tr '\\n' ' ' |
+			sed 's/\\([0-9]\\) or \\([0-9][0-9]*\\) \\([a-z]\\)/\\1 \\3, \\2 \\3/g' |
+			grep -oE '(status:|,) +[0-9]+(\\+N)? +[A-Za-z-]' |
+			grep -oE '[0-9]+(\\+N)?' | sort -u >help-codes &&
+		sed -n '/^\\.Sh EXIT STATUS/,/^\\.Sh /s/^\\.It //p' '$SRC_DIR/man/$p.1' |
+			sed -e 's/ Ns Ar n\$/N/' -e 's/ , /\\n/g' | sort -u >man-codes &&
+		test -s help-codes &&
+		test_cmp man-codes help-codes
+	"
 	test_expect_success "$p: --help exits 0 on stdout, nothing on stderr" "
 		$p --help >out 2>err && test -s out && test ! -s err
 	"
@@ -57,6 +68,39 @@ test_expect_success 'a full stdout: exit 3 and one message with the reason, ever
 		test "$(grep -c "cannot write stdout: No space left on device" err)" -eq 1 ||
 			{ echo "$cmd:"; cat err; return 1; }
 	done
+'
+
+test_expect_success 'share/*.json: valid (jq -e), and what the programs compiled in' '
+	jq -e "type == \"object\" and (.default | IN(\"allow\", \"ask\", \"deny\")) and (.rules | length > 5) and all(.rules[]; (.name | type) == \"string\" and (.if | type) == \"string\" and (.decision | IN(\"allow\", \"ask\", \"deny\")) and (.reason | type) == \"string\")" "$SRC_DIR/share/policy.json" &&
+	jq -e "type == \"array\" and length == 6 and all(.[]; .type == \"function\" and (.function.name | type) == \"string\" and .function.parameters.type == \"object\")" "$SRC_DIR/share/tools.json" &&
+	hook-perm --print-policy >policy.json &&
+	test_cmp "$SRC_DIR/share/policy.json" policy.json &&
+	jq -e "type == \"object\" and .function.name == \"task\" and .function.parameters.type == \"object\"" "$SRC_DIR/share/task.json" &&
+	AGENT_DEPTH=1 tool-exec --schema >tools.json &&
+	test_cmp "$SRC_DIR/share/tools.json" tools.json &&
+	tool-exec --schema >with-task.json &&
+	jq -s -e ".[0] == .[1] + [.[2]]" with-task.json "$SRC_DIR/share/tools.json" "$SRC_DIR/share/task.json"
+'
+
+test_expect_success 'a whole-number option or variable refuses a fraction: exit 2, every program' '
+	while read -r cmd; do
+		test_expect_code 2 env $cmd </dev/null >out 2>err &&
+		test_grep "is not a whole number" err &&
+		test ! -s out || { echo "$cmd"; return 1; }
+	done <<-\EOF
+	agent-step -m m --dry-run --max-tokens 10.5
+	agent-step -m m --dry-run --max-calls 1.5
+	agent-step -m m --dry-run --retries 1.5
+	agent-step -m m --dry-run --context-window 1000.5
+	agent-step -m m --dry-run --max-tokens 1e3
+	hook-perm --watch 1.5
+	tool-exec --max-output 100.5
+	tool-exec --max-procs 1.5
+	AGENT_MAX_PROCS=1.5 tool-exec
+	AGENT_MAX_OUTPUT=1e5 tool-exec
+	agent-compact --keep-bytes 1.5
+	agent-compact --context-window 300.5
+	EOF
 '
 
 if command -v shellcheck >/dev/null 2>&1; then

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "harness.h"
+#include "priv.h"
 
 static struct root root;
 static char outside[128], top[64];

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "harness.h"
+#include "priv.h"
 
 static void
 check_message(const struct reply *r)

@@ -1,0 +1,260 @@
+/*
+ * priv.h: the plumbing between the files of lib/, which cmd/ and the unit
+ * tests do not use (harness.h is their header): as mblaze keeps
+ * blaze822_priv.h and jq jv_private.h.  The fuzz targets reach it too.
+ * The same rules as harness.h: nothing prints or exits, errors go to a
+ * struct ah_error, and what is returned as char * or cJSON * is the
+ * caller's.
+ */
+#ifndef PRIV_H
+#define PRIV_H
+
+#include "harness.h"
+
+/* --- the data of share/, compiled in (see the Makefile) ---------------- */
+
+extern const char data_policy[]; /* share/policy.json */
+extern const char data_tools[];  /* share/tools.json */
+extern const char data_task[];   /* share/task.json: the task tool */
+
+/* --- text.c: bounded text for the model --------------------------------- */
+
+/* Keeps the first and the last max/2 bytes of a stream of any length. */
+struct capture {
+	char *head, *tail;
+	size_t hcap, hlen;
+	size_t tcap, tlen, tpos; /* tail is a ring; tpos: next write */
+	size_t total;            /* bytes seen */
+};
+
+int capture_init(struct capture *c, size_t max);
+void capture_add(struct capture *c, const char *p, size_t n);
+/* The text kept, as valid UTF-8 without NUL bytes: all of it when it fit,
+ * else head, a line "[... N bytes cut ...]", and tail, cut on character
+ * boundaries.  NULL when out of memory. */
+char *capture_text(const struct capture *c, size_t *outlen);
+void capture_free(struct capture *c);
+
+/* capture_text of the string s[0..n), bounded to max bytes. */
+char *text_bound(const char *s, size_t n, size_t max, size_t *outlen);
+
+/* --- jsonl.c ------------------------------------------------------------ */
+
+/* A file of lines whose last line was torn (a crash in the middle of a
+ * write: no newline at the end) is cut back to its last complete line.
+ * *cut receives the bytes removed (0 when the file was whole).  fd must
+ * be open for reading and writing. */
+int jsonl_repair_tail(int fd, size_t *cut, struct ah_error *err);
+
+/* --- reply.c: the parsers of an answer ---------------------------------- */
+
+/* For the parsers: a new call (NULL and err set when there are too
+ * many, or no memory), and the text of v appended to b (nothing when v
+ * is not a string). */
+struct reply_call *reply_new_call(struct reply *r, int index, const char *id,
+				  struct ah_error *err);
+int reply_append(struct buf *b, const cJSON *v, struct ah_error *err);
+
+/* A whole (non-streamed) Chat Completions answer. */
+int reply_parse(struct reply *r, const char *body, size_t n,
+		struct ah_error *err);
+/* Bytes of a text/event-stream answer, as they come. */
+int reply_feed(struct reply *r, const char *p, size_t n, struct ah_error *err);
+/* The end of a stream. */
+int reply_finish_stream(struct reply *r, struct ah_error *err);
+
+/* --- anthropic.c -------------------------------------------------------- */
+
+/* One event of a Messages stream, and a whole Messages answer, into r
+ * as Chat Completions: text, tool calls, thinking blocks, finish reason
+ * (end_turn stop, tool_use tool_calls, max_tokens length, refusal
+ * content_filter) and usage (prompt_tokens counts cached input too). */
+int anthropic_event(struct reply *r, const char *data, size_t n,
+		    struct ah_error *err);
+/* The answer v, a JSON object without "error": reply_parse has parsed
+ * and checked it. */
+int anthropic_parse(struct reply *r, const cJSON *v, struct ah_error *err);
+
+/* --- model.c ------------------------------------------------------------ */
+
+/* Whether an API error (status, error.code or .type, message) says the
+ * request is longer than the model's context: the words of OpenAI,
+ * Azure, Anthropic, vLLM, llama.cpp, Ollama, Mistral, DeepSeek, Groq,
+ * Gemini and others. */
+int model_too_long(long status, const char *code, const char *msg);
+
+/* --- policy.c: the worker that evaluates -------------------------------- */
+
+/* The jq program of all rules, into p->prog.  -1: out of memory. */
+int policy_program(struct policy *p);
+/* Evaluates input lines from in, writing results to out, until in ends;
+ * an evaluation longer than limit seconds (0: no limit) kills it.  For
+ * forked children only: it never returns. */
+void policy_worker(struct policy *p, int in, int out, double limit)
+	__attribute__((noreturn));
+/* From now on p is evaluated by the server's worker at the other end of
+ * the socket fd, which p owns. */
+void policy_attach(struct policy *p, int fd);
+/* The store's path; -1 when there is no absolute one. */
+int policy_trust_store(char *path, size_t size);
+
+/* --- redact.c ----------------------------------------------------------- */
+
+/* redact on every string of v, object keys included. */
+void redact_json(cJSON *v, const char *const *secrets);
+
+/* --- file.c ------------------------------------------------------------- */
+
+
+/* The same for the entry name in the open directory dfd (not closed);
+ * shown is the path to use in messages. */
+int file_replace_at(int dfd, const char *name, const char *shown,
+		    const void *data, size_t len, struct ah_error *err);
+
+/* --- agentdir.c --------------------------------------------------------- */
+
+/* Nonzero when a component of path is named ".agent". */
+int agent_path_inside(const char *path);
+
+/* --- path.c: beneath the root ------------------------------------------- */
+
+/* Turns a path the model gave into one relative to the root, without "."
+ * or empty components ("." for the root itself).  An absolute path is
+ * accepted only when the root's components are its first ones.  Returns 0
+ * and sets *rel; 1 with an "Error: ..." text in msg; -1 out of memory. */
+int root_relative(const struct root *rt, const char *path, char **rel,
+		  char *msg, size_t size);
+
+/* openat(2) of rel beneath the root: ".." and symbolic links (of the file
+ * or of a directory on the way) that lead outside fail with EXDEV.  Uses
+ * openat2 RESOLVE_BENEATH where the kernel has it. */
+int root_openat(const struct root *rt, const char *rel, int flags,
+		mode_t mode);
+
+/* The path of an open descriptor, relative to the root (EXDEV when it is
+ * not inside).  -1 with errno set on failure. */
+int root_realpath(const struct root *rt, int fd, char **rel);
+
+/* mkdir -p of rel beneath the root.  -1 with errno set on failure. */
+int root_mkdirs(const struct root *rt, const char *rel);
+
+/* --- sandbox.c: its internals ------------------------------------------- */
+
+/* A .git found in the workspace, or a git directory one points to. */
+struct sandbox_git {
+	char *path;       /* absolute */
+	dev_t dev;
+	ino_t ino;
+	int kind;         /* GIT_ENTRY, GIT_LINK (a .git that is a symbolic
+			     link: not bound, its target is), GIT_TARGET */
+};
+
+enum { GIT_ENTRY = 1, GIT_LINK, GIT_TARGET };
+
+/* Creates the private temporary directory if it is not there yet, and
+ * looks for the .git entries of the workspace again (sandbox_scan).
+ * Called before each command, in the parent. */
+int sandbox_prepare(struct sandbox *sb, struct ah_error *err);
+
+/* Finds every entry named .git (in any case) in the workspace, not
+ * following symbolic links, and the git directories that a .git file
+ * ("gitdir: PATH"), a .git symlink or a commondir file points to inside
+ * the workspace: sb->git, kept read-only from then on.  A no-op but in
+ * workspace-write mode. */
+int sandbox_scan(struct sandbox *sb, struct ah_error *err);
+
+/* After a command: removes every .git entry that the last sandbox_scan
+ * did not see (created, or replaced, by the command), and says so in
+ * report, one line each.  -1 only when memory ran out. */
+int sandbox_check_git(struct sandbox *sb, struct buf *report);
+
+/* Is one of the components of the relative path rel named .git (in any
+ * case)? */
+int sandbox_git_path(const char *rel);
+
+/* Confines the calling process, for good: a mount namespace in which all
+ * is read-only but the write roots (nosuid), and the protected paths in
+ * them are read-only too, all capabilities dropped, no_new_privs,
+ * Landlock write roots, and a seccomp filter (no inet sockets unless
+ * sb->network, no io_uring, no ioctl TIOCSTI or TIOCLINUX).  Meant for a child between fork and exec;
+ * sets TMPDIR.  On failure the process is in an unknown state and must
+ * not run the command. */
+int sandbox_enter(const struct sandbox *sb, struct ah_error *err);
+
+/* May the file tools write the entry name of the open directory dirfd?
+ * Returns 0 if so, 1 with the reason in msg if the sandbox forbids it
+ * (read-only mode, a protected path or one beneath it, a .git or a path
+ * through one), -1 with errno set if a check failed. */
+int sandbox_may_write(const struct sandbox *sb, int dirfd, const char *name,
+		      char *msg, size_t size);
+
+/* --- proc.c: running a command ------------------------------------------ */
+
+struct proc_opts {
+	const char *shell;    /* run as: shell -c command */
+	const char *command;
+	const char *dir;      /* working directory, NULL for the current */
+	double timeout;       /* seconds before TERM */
+	double term_grace;    /* seconds from TERM to KILL */
+	double grace;         /* seconds to wait for output after the shell
+				 exits (background children) */
+	size_t max_output;    /* bytes kept, head and tail */
+	volatile sig_atomic_t *interrupted; /* nonzero: stop (a signal) */
+	const struct sandbox *sandbox; /* entered by the child, or NULL */
+	char *const *env;     /* the command's whole environment, "NAME=value"
+				 strings, NULL-terminated; NULL: none */
+	const struct proc_limits *limits; /* NULL: none */
+};
+
+struct proc_result {
+	int status;         /* wait status of the shell */
+	int timed_out;
+	int interrupted;    /* the signal that stopped it, or 0 */
+	int left_running;   /* background processes held the output open */
+	int limit;          /* the PROC_LIMIT_* the call went over (killed),
+			       or 0 */
+	char *output;       /* bounded, valid UTF-8; the caller frees */
+	size_t len;
+};
+
+/* Seconds on the monotonic clock, for deadlines. */
+double mono_now(void);
+
+/* Finds how the limits can be enforced here (a cgroup v2 or v1 of our
+ * own beneath this process's, else rlimits and a count of the call's
+ * processes) and creates the cgroup.  Idempotent.  Fails only when
+ * memory runs out; a weaker enforcement is said in l->warning. */
+int proc_limits_prepare(struct proc_limits *l, struct ah_error *err);
+
+/* Does NAME look like it holds a secret (a key, token, password, cloud or
+ * forge credential, an agent socket)?  Such a variable never reaches a
+ * command. */
+int proc_env_secret(const char *name);
+
+/* Runs the command in a new session with no controlling terminal, under a
+ * supervisor that is the init of a new PID namespace (where the kernel
+ * allows one; see tool-exec(1)) and dies with the caller, stdin from
+ * /dev/null, stdout and stderr together, no other file descriptor.
+ * Returns when the shell has exited (plus the grace), on timeout, when a
+ * limit is reached, or when *interrupted is set; in every case every
+ * process it started is killed and reaped before it returns. */
+int proc_run(const struct proc_opts *o, struct proc_result *r,
+	     struct ah_error *err);
+
+/* --- todo.c ------------------------------------------------------------- */
+
+/* Validates TodoWrite arguments ({"todos": [...]}) by the seed's rules.
+ * text[0..len) is the JSON args was parsed from, or NULL: with it, a
+ * number becomes the text Python's str() gives ("1.0", "0.1", all the
+ * digits of a large integer), and a string holding U+0000 is refused;
+ * without it, an integral number reads as an integer.
+ * Returns 0 and sets *out to the normalised {"todos": [...]} to store;
+ * 1 when a rule is broken, with the seed's "Error: ..." answer in msg;
+ * -1 when memory runs out (msg says so). */
+int todo_validate(const cJSON *args, const char *text, size_t len,
+		  cJSON **out, char *msg, size_t msgsize);
+
+/* Stores a normalised list at path (file_replace). */
+int todo_store(const char *path, const cJSON *list, struct ah_error *err);
+
+#endif

@@ -1,0 +1,173 @@
+/* Unit tests of lib/policy.c: the verdict, the rule input, the rule an
+ * "always" answer adds, and an evaluation through the worker. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "tap.h"
+
+static const char rules[] =
+	"{\"default\": \"allow\", \"rules\": ["
+	"{\"name\": \"reads\", \"if\": \".tool == \\\"read_file\\\"\", "
+	"\"decision\": \"allow\", \"reason\": \"{tool} reads\"},"
+	"{\"name\": \"asks\", \"if\": \".tool != \\\"list_dir\\\"\", "
+	"\"decision\": \"ask\", \"reason\": \"\"},"
+	"{\"name\": \"denies\", \"if\": \".tool == \\\"bash\\\"\", "
+	"\"decision\": \"deny\", \"reason\": \"no shell\"}]}";
+
+/* The verdict of matched (a string of 0 and 1, one per rule answered). */
+static void
+verdict(const struct policy *p, const char *matched, int failed,
+	double timed_out, struct verdict *v)
+{
+	struct rule_results r = { .failed = failed, .timed_out = timed_out };
+	unsigned char m[8];
+	int i;
+
+	r.n = (int)strlen(matched);
+	for (i = 0; i < r.n; i++)
+		m[i] = matched[i] == '1';
+	r.matched = m;
+	snprintf(r.why, sizeof r.why, "boom");
+	policy_verdict(p, &r, "read_file", v);
+}
+
+static void
+test_verdict(struct policy *p)
+{
+	struct verdict v;
+
+	verdict(p, "000", -1, 0, &v);
+	ok(v.decision == DECIDE_ALLOW && !strcmp(v.rule, "default") &&
+	   !strcmp(v.reason, "no rule matched; the policy's default is allow"),
+	   "none matching: the default (%s: %s)", v.rule, v.reason);
+	verdict(p, "110", -1, 0, &v);
+	ok(v.decision == DECIDE_ASK && !strcmp(v.rule, "asks") &&
+	   !strcmp(v.reason, "asks"),
+	   "ask over allow, an empty reason is the rule's name (%s: %s)",
+	   v.rule, v.reason);
+	verdict(p, "111", -1, 0, &v);
+	ok(v.decision == DECIDE_DENY && !strcmp(v.rule, "denies"),
+	   "deny over ask (%s)", v.rule);
+	verdict(p, "100", -1, 0, &v);
+	ok(v.decision == DECIDE_ALLOW && !strcmp(v.reason, "read_file reads"),
+	   "{tool} in a reason is the tool (%s)", v.reason);
+	verdict(p, "100", 1, 0, &v);
+	ok(v.decision == DECIDE_DENY && !strcmp(v.rule, "asks") &&
+	   !strcmp(v.reason, "rule 'asks' failed: boom"),
+	   "a failing rule denies, named (%s)", v.reason);
+	verdict(p, "1", -1, 0, &v);
+	ok(v.decision == DECIDE_DENY &&
+	   !strcmp(v.reason, "rule 'asks' could not be evaluated"),
+	   "a rule without a result denies (%s)", v.reason);
+	verdict(p, "1", -1, 0.5, &v);
+	ok(v.decision == DECIDE_DENY &&
+	   !strcmp(v.reason, "rule 'asks' took longer than 0.5 s"),
+	   "a rule past the timeout denies, named (%s)", v.reason);
+}
+
+static void
+test_input(void)
+{
+	cJSON *args = cJSON_Parse("{\"command\": \"cat a > b\"}");
+	cJSON *in = policy_input("bash", args, "call_1", "/w");
+	char *s = in ? cJSON_PrintUnformatted(in) : NULL;
+
+	is_mem(s, s ? strlen(s) : 0,
+	       "{\"tool\":\"bash\",\"args\":{\"command\":\"cat a > b\"},"
+	       "\"id\":\"call_1\",\"workdir\":\"/w\",\"commands\":[[\"cat\","
+	       "\"a\"]],\"redirects\":[\"b\"],\"outputs\":[\"b\"],"
+	       "\"complex\":false,\"literal\":true}",
+	       strlen("{\"tool\":\"bash\",\"args\":{\"command\":\"cat a > b\"},"
+		      "\"id\":\"call_1\",\"workdir\":\"/w\",\"commands\":[[\"cat\","
+		      "\"a\"]],\"redirects\":[\"b\"],\"outputs\":[\"b\"],"
+		      "\"complex\":false,\"literal\":true}"),
+	       "bash: tool, args, id, workdir and the split command");
+	free(s);
+	cJSON_Delete(in);
+	cJSON_Delete(args);
+
+	args = cJSON_Parse("{\"command\": 5}");
+	in = policy_input("bash", args, "", "/w");
+	ok(in && cJSON_IsTrue(cJSON_GetObjectItem(in, "complex")),
+	   "bash: a command that is not a string is complex");
+	cJSON_Delete(in);
+	cJSON_Delete(args);
+
+	args = cJSON_Parse("{\"path\": \"x\"}");
+	in = policy_input("read_file", args, "c", "/w");
+	s = in ? cJSON_PrintUnformatted(in) : NULL;
+	ok(s && !strcmp(s, "{\"tool\":\"read_file\",\"args\":{\"path\":\"x\"},"
+			"\"id\":\"c\",\"workdir\":\"/w\"}"),
+	   "another tool: no split (%s)", s ? s : "NULL");
+	free(s);
+	cJSON_Delete(in);
+	cJSON_Delete(args);
+}
+
+static void
+test_always(void)
+{
+	struct ah_error err = { 0 };
+	struct policy p = { 0 };
+	struct verdict v;
+	cJSON *args = cJSON_Parse("{\"command\": \"make \\\"all\\\"\", "
+				  "\"timeout\": 5}");
+	cJSON *other = cJSON_Parse("{\"command\": \"make clean\"}");
+	cJSON *in = policy_input("bash", args, "c", "/w");
+	cJSON *in2 = policy_input("bash", other, "c", "/w");
+	char *text = policy_always(NULL, 0, "bash", args, "always-1", &err);
+	const char *empty = "{\"default\": \"ask\"}";
+	char *bad;
+
+	ok(text && strstr(text, "\"if\":\t\".tool == \\\"bash\\\" and "
+			  ".args.command == \\\"make \\\\\\\"all\\\\\\\"\\\"\""),
+	   "always: a rule on the tool and the command (%s)", err.msg);
+	ok(text && policy_parse(&p, text, strlen(text), "t", &err) == 0 &&
+	   p.n > 1 && !strcmp(p.rules[p.n - 1].name, "always-1") &&
+	   p.rules[p.n - 1].decision == DECIDE_ALLOW,
+	   "always: the built-in policy and the rule last (%s)", err.msg);
+	/* the built-in "shell" rule asks for every command, and is
+	 * stricter than the allow of the rule added */
+	ok(policy_eval(&p, in, 5, &v, &err) == 0 &&
+	   v.decision == DECIDE_ASK && !strcmp(v.rule, "shell"),
+	   "always: the built-in shell rule still asks (%s: %s)", v.rule,
+	   v.reason);
+	policy_free(&p);
+	free(text);
+	text = policy_always(empty, strlen(empty), "bash", args, "always-2",
+			     &err);
+	ok(text && policy_parse(&p, text, strlen(text), "t", &err) == 0 &&
+	   p.n == 1, "always: a policy without rules gets some (%s)", err.msg);
+	ok(policy_eval(&p, in, 5, &v, &err) == 0 &&
+	   v.decision == DECIDE_ALLOW && !strcmp(v.rule, "always-2") &&
+	   !strcmp(v.reason, "allowed always at the terminal"),
+	   "always: that call is allowed (%s: %s)", v.rule, v.reason);
+	ok(policy_eval(&p, in2, 5, &v, &err) == 0 &&
+	   v.decision == DECIDE_ASK && !strcmp(v.rule, "default"),
+	   "always: another command is not (%s: %s)", v.rule, v.reason);
+	bad = policy_always("[1]", 3, "bash", args, "x", &err);
+	ok(!bad && err.code == AH_EFORMAT,
+	   "always: a policy that is not an object is refused (%s)", err.msg);
+	policy_free(&p);
+	free(text);
+	cJSON_Delete(in);
+	cJSON_Delete(in2);
+	cJSON_Delete(args);
+	cJSON_Delete(other);
+}
+
+int
+main(void)
+{
+	struct ah_error err = { 0 };
+	struct policy p = { 0 };
+
+	ok(policy_parse(&p, rules, strlen(rules), "t", &err) == 0,
+	   "the rules parse (%s)", err.msg);
+	test_verdict(&p);
+	policy_free(&p);
+	test_input();
+	test_always();
+	return tap_done();
+}
