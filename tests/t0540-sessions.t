@@ -263,7 +263,7 @@ test_expect_success 'the model options reach every request; bad ones are refused
 	start_model script && mkdir w &&
 	AGENT_MAX_TOKENS=77 agent-run -C w --temperature 0.25 --param "{\"seed\": 7}" \
 		--param "{\"top_p\": 0.5}" --timeout 300 "task" >/dev/null 2>&1 &&
-	jq -e "select(.n == 1) | .body | .max_tokens == 77 and .temperature == 0.25
+	jq -s -e "map(select(.n == 1))[0].body | .max_tokens == 77 and .temperature == 0.25
 		and .seed == 7 and .top_p == 0.5" requests.jsonl &&
 	test_expect_code 2 agent-run -C w --max-tokens 10.5 "task" 2>err &&
 	test_grep "max-tokens" err &&
