@@ -231,8 +231,11 @@ main(int argc, char **argv)
 	const char *dir = getenv("AGENT_WORKDIR"), *log = getenv("AGENT_AUDIT_LOG");
 	const char *session = getenv("AGENT_SESSION"), *tee = NULL;
 	const char *role = NULL;
-	const char *secrets[] = { getenv("AGENT_API_KEY"),
-				  getenv("OPENAI_API_KEY"), NULL };
+	/* the keys we may hold, starred out wherever they appear */
+	const char *const keys[] = { getenv("AGENT_API_KEY"),
+		getenv("OPENAI_API_KEY"), getenv("ANTHROPIC_API_KEY") };
+	const char *secrets[4] = { NULL };
+	size_t nsecrets = 0, k;
 	char path[PATH_MAX + 32], sid[64];
 	struct ah_error err = { 0 };
 	struct pass p = { .tfd = -1, .efd = -1, .todo = { .quiet = 1 } };
@@ -288,10 +291,9 @@ main(int argc, char **argv)
 	if (role && !chat_text_role(role))
 		return cli_usage_error("--message: unknown role '%s' (use system, "
 				       "developer, user or assistant)", role);
-	if (!secrets[0] || !*secrets[0]) {
-		secrets[0] = secrets[1];
-		secrets[1] = NULL;
-	}
+	for (k = 0; k < sizeof keys / sizeof *keys; k++)
+		if (keys[k] && *keys[k])
+			secrets[nsecrets++] = keys[k];
 	if (!dir || !*dir)
 		dir = ".";
 	/* agent_open makes a missing .agent of the default log */

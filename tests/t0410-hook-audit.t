@@ -44,6 +44,16 @@ test_expect_success 'secrets are redacted in the record, never in the stream' '
 	test "$(jq -r "select(.seq == 2) | .message.content" log)" = "[REDACTED]"
 '
 
+test_expect_success 'every key we may hold is starred out: AGENT_, OPENAI_ and ANTHROPIC_API_KEY' '
+	printf "%s\n" "{\"role\":\"tool\",\"tool_call_id\":\"x\",\"content\":\"a=one-secret-1111 b=two-secret-2222 c=three-secret-333\"}" >in &&
+	AGENT_API_KEY=one-secret-1111 OPENAI_API_KEY=two-secret-2222 \
+		ANTHROPIC_API_KEY=three-secret-333 hook-audit --log log --events 3 <in >out 3>events &&
+	cmp in out &&
+	test_must_fail grep -e one-secret -e two-secret -e three-secret log events &&
+	ANTHROPIC_API_KEY= hook-audit --log log2 <in >/dev/null &&
+	grep -q three-secret log2
+'
+
 test_expect_success 'usage and request id of an answer are recorded' '
 	echo "{\"role\":\"assistant\",\"content\":\"hi\",\"usage\":{\"total_tokens\":15},\"request_id\":\"req_9\"}" >in &&
 	hook-audit --log log <in >/dev/null &&
