@@ -449,6 +449,7 @@ enum { DECIDE_ALLOW = 0, DECIDE_ASK = 1, DECIDE_DENY = 2 }; /* by strictness */
 struct rule {
 	char *name, *expr, *reason;
 	int decision;
+	int always; /* an allow that answers the asks of other rules */
 };
 
 /* Who evaluates the rules: nobody yet, a child forked here from the

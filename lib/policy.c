@@ -160,20 +160,25 @@ policy_parse(struct policy *p, const char *text, size_t len,
 		const cJSON *expr = cJSON_GetObjectItemCaseSensitive(r, "if");
 		const cJSON *dec = cJSON_GetObjectItemCaseSensitive(r, "decision");
 		const cJSON *why = cJSON_GetObjectItemCaseSensitive(r, "reason");
+		const cJSON *always = cJSON_GetObjectItemCaseSensitive(r,
+								      "always");
 		struct rule *rule = &p->rules[i++];
 		char num[32];
 
 		snprintf(num, sizeof num, "#%d", i);
 		if (!cJSON_IsObject(r) || !cJSON_IsString(expr) ||
 		    !cJSON_IsString(dec) || (why && !cJSON_IsString(why)) ||
-		    (name && !cJSON_IsString(name))) {
+		    (name && !cJSON_IsString(name)) ||
+		    (always && !cJSON_IsBool(always))) {
 			cJSON_Delete(v);
 			return ah_fail(err, AH_EFORMAT, "policy %s: rule %s must be "
 				       "an object with \"if\" (a jq expression) and "
 				       "\"decision\", and may have \"name\" and "
-				       "\"reason\" (strings)", source,
+				       "\"reason\" (strings) and \"always\" (true "
+				       "or false)", source,
 				       cJSON_IsString(name) ? name->valuestring : num);
 		}
+		rule->always = cJSON_IsTrue(always);
 		rule->decision = decision_of(dec->valuestring);
 		rule->name = strdup(cJSON_IsString(name) ? name->valuestring : num);
 		rule->expr = strdup(expr->valuestring);
@@ -638,6 +643,12 @@ policy_verdict(const struct policy *p, const struct rule_results *r,
 		if (r->matched[i] && (!best || p->rules[i].decision >
 					       best->decision))
 			best = &p->rules[i];
+	/* an allow rule with "always" (an answer given at the terminal)
+	 * answers the asks of the others; a deny still wins */
+	for (i = 0; best && best->decision == DECIDE_ASK && i < p->n; i++)
+		if (r->matched[i] && p->rules[i].always &&
+		    p->rules[i].decision == DECIDE_ALLOW)
+			best = &p->rules[i];
 	if (!best) {
 		v->decision = p->deflt;
 		snprintf(v->rule, sizeof v->rule, "default");
@@ -955,6 +966,7 @@ policy_always(const char *text, size_t len, const char *tool,
 	    !cJSON_AddStringToObject(r, "name", name) ||
 	    !cJSON_AddStringToObject(r, "if", expr.data) ||
 	    !cJSON_AddStringToObject(r, "decision", "allow") ||
+	    !cJSON_AddBoolToObject(r, "always", 1) ||
 	    !cJSON_AddStringToObject(r, "reason",
 				     "allowed always at the terminal") ||
 	    !cJSON_AddItemToArray(rules, r)) {

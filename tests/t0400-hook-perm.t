@@ -232,7 +232,8 @@ if command -v python3 >/dev/null 2>&1; then
 		"$TEST_DIR/pty-run.py" "hook-perm <in >out" a >tty &&
 		jq -e ".tool_calls[0].permission.decision == \"allow\"" out &&
 		jq -e "(.rules | length) > 5 and (.rules[-1].if == \".tool == \\\"bash\\\" and .args.command == \\\"make test\\\"\")" .agent/policy.json &&
-		hook-perm <in >out2 </dev/null &&
+		hook-perm <in >out2 &&
+		test_line_count = 1 out2 &&
 		jq -e ".tool_calls[0].permission.decision == \"allow\" and (.tool_calls[0].permission.rule | startswith(\"always-bash\"))" out2 &&
 		call_msg bash "{\"command\":\"make install\"}" none >in2 &&
 		hook-perm <in2 >out3 &&

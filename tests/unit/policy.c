@@ -127,14 +127,33 @@ test_always(void)
 	   p.n > 1 && !strcmp(p.rules[p.n - 1].name, "always-1") &&
 	   p.rules[p.n - 1].decision == DECIDE_ALLOW,
 	   "always: the built-in policy and the rule last (%s)", err.msg);
-	/* the built-in "shell" rule asks for every command, and is
-	 * stricter than the allow of the rule added */
+	/* the built-in "shell" rule asks for every command: the answer
+	 * given always answers it */
 	ok(policy_eval(&p, in, 5, &v, &err) == 0 &&
+	   v.decision == DECIDE_ALLOW && !strcmp(v.rule, "always-1"),
+	   "always: it answers the built-in shell rule's ask (%s: %s)",
+	   v.rule, v.reason);
+	ok(policy_eval(&p, in2, 5, &v, &err) == 0 &&
 	   v.decision == DECIDE_ASK && !strcmp(v.rule, "shell"),
-	   "always: the built-in shell rule still asks (%s: %s)", v.rule,
+	   "always: another command is still asked about (%s: %s)", v.rule,
 	   v.reason);
 	policy_free(&p);
 	free(text);
+	{
+		/* a deny still wins over it */
+		cJSON *sudo = cJSON_Parse("{\"command\": \"sudo ls\"}");
+		cJSON *in3 = policy_input("bash", sudo, "c", "/w");
+
+		text = policy_always(NULL, 0, "bash", sudo, "always-3", &err);
+		ok(text && policy_parse(&p, text, strlen(text), "t", &err) == 0 &&
+		   policy_eval(&p, in3, 5, &v, &err) == 0 &&
+		   v.decision == DECIDE_DENY && !strcmp(v.rule, "privilege"),
+		   "always: a deny rule still wins (%s: %s)", v.rule, v.reason);
+		policy_free(&p);
+		free(text);
+		cJSON_Delete(in3);
+		cJSON_Delete(sudo);
+	}
 	text = policy_always(empty, strlen(empty), "bash", args, "always-2",
 			     &err);
 	ok(text && policy_parse(&p, text, strlen(text), "t", &err) == 0 &&
