@@ -610,13 +610,18 @@ chat_request(struct chat *c, const cJSON *head, size_t *len)
 	h = cJSON_PrintUnformatted(head);
 	if (!h)
 		return NULL;
-	/* head is an object with at least "model": splice the messages in
-	 * right after its brace, without re-encoding them. */
+	/* head is an object (with "model"): the messages go in
+	 * before its closing brace, without re-encoding them.  The head
+	 * (the tools, the model's options) comes first: it is the same
+	 * in every request, and so part of the prefix a prompt cache
+	 * keeps, where after the messages it would be sent anew each
+	 * time. */
 	buf_reset(b);
-	if (buf_append(b, "{\"messages\":[", 13) < 0 ||
+	if (buf_append(b, h, strlen(h) - 1) < 0 ||
+	    (h[1] != '}' && buf_putc(b, ',') < 0) ||
+	    buf_append(b, "\"messages\":[", 12) < 0 ||
 	    buf_append(b, c->msgs.data ? c->msgs.data : "", c->msgs.len) < 0 ||
-	    buf_append(b, "],", 2) < 0 ||
-	    buf_append(b, h + 1, strlen(h + 1)) < 0) {
+	    buf_append(b, "]}", 2) < 0) {
 		free(h);
 		return NULL;
 	}
