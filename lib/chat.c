@@ -360,7 +360,7 @@ budget_point(struct chat *c)
 		char *text;
 
 		i = c->view[k];
-		if (!m->id)
+		if (!m->id) /* not a tool result */
 			continue;
 		/* the newest results go whole: the newest always, the
 		 * ones before it while all of them fit in keep_share of
@@ -630,12 +630,11 @@ chat_request(struct chat *c, const cJSON *head, size_t *len)
 	h = cJSON_PrintUnformatted(head);
 	if (!h)
 		return NULL;
-	/* head is an object (with "model"): the messages go in
-	 * before its closing brace, without re-encoding them.  The head
-	 * (the tools, the model's options) comes first: it is the same
-	 * in every request, and so part of the prefix a prompt cache
-	 * keeps, where after the messages it would be sent anew each
-	 * time. */
+	/* head is an object (with "model"): the messages go in before
+	 * its closing brace, without re-encoding them.  The head (the
+	 * tools, the model's options) comes first: the same in every
+	 * request, it is part of the prefix a prompt cache keeps, where
+	 * after the messages it was sent anew each time. */
 	buf_reset(b);
 	if (buf_append(b, h, strlen(h) - 1) < 0 ||
 	    (h[1] != '}' && buf_putc(b, ',') < 0) ||
