@@ -16,9 +16,10 @@ and all processes together, sampled from /proc).
 --output bytes of output, against a server that refuses a request over
 the window (4 bytes a token) with OpenAI's 400 and answers summary
 requests.  It prints, for the whole session, the bytes sent, the largest
-request, the requests refused, the compactions, and the share of the
-bytes sent that repeat the start of the request before (what a provider's
-prompt cache bills at about a tenth).
+request, the requests refused, the compactions, the share of the bytes
+sent that repeat the start of the request before (what a provider's
+prompt cache bills at about a tenth), and the bytes that do not (billed
+whole; at least the steps' new output, which no cache can hold).
 
 Figures are medians of several runs on a noisy machine: compare ratios,
 not absolute numbers.  Nothing here is a test.
@@ -187,14 +188,15 @@ def context_run(steps, window, output, bindir):
 
 
 def context_main(a):
-    print("%8s %6s | %5s %8s %10s %10s %8s %11s %8s | %s" % (
+    print("%8s %6s | %5s %8s %10s %10s %8s %11s %8s %12s | %s" % (
         "window", "steps", "exit", "requests", "sent MB", "largest KB", "refused",
-        "compactions", "cached", "wall s"))
+        "compactions", "cached", "uncached MB", "wall s"))
     for w in a.windows.split(","):
         r = context_run(a.context, int(w), a.output, a.bin)
-        print("%8s %6d | %5d %8d %10.1f %10.1f %8d %11d %7.1f%% | %.1f" % (
+        print("%8s %6d | %5d %8d %10.1f %10.1f %8d %11d %7.1f%% %12.2f | %.1f" % (
             w, a.context, r["rc"], r["requests"], r["sent"] / 1e6, r["largest"] / 1e3,
-            r["refused"], r["compactions"], 100 * r["cached"], r["wall"]))
+            r["refused"], r["compactions"], 100 * r["cached"],
+            r["sent"] * (1 - r["cached"]) / 1e6, r["wall"]))
         sys.stdout.flush()
 
 

@@ -53,7 +53,7 @@ static const char usage[] =
 	"                         the transcript ends with (exit 1 if none)\n"
 	"      --context-window N the model's window in tokens, or auto (a\n"
 	"                         table of known models, else 32768); with it,\n"
-	"                         old tool output is left out past half of it\n"
+	"                         old tool output is left out past 3/4 of it\n"
 	"                         ($AGENT_CONTEXT_WINDOW)\n"
 	"      --outputs DIR      keep the text of left-out output in DIR\n"
 	"                         ($AGENT_OUTPUTS)\n"

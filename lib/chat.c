@@ -172,9 +172,11 @@ void
 chat_budget_default(struct chat_budget *b, long window, const char *outputs)
 {
 	b->window = window;
-	b->stub_at = 0.5;
+	b->stub_at = 0.75;
+	b->stub_cap = 100000;
 	b->stub_min = 1024;
 	b->keep = 3;
+	b->keep_share = 0.1;
 	b->outputs = outputs && *outputs ? outputs : NULL;
 }
 
@@ -339,20 +341,38 @@ static int
 budget_point(struct chat *c)
 {
 	const struct chat_budget *b = &c->budget;
+	double at = b->window * b->stub_at;
+	size_t most = (size_t)(b->keep_share * (double)b->window *
+			       CHAT_BYTES_PER_TOKEN), keptb = 0;
 	char **stub;
 	int i, k, kept = 0, any = 0, rc = -1;
 
-	if (!b->window || chat_estimate(c) <= (long)(b->window * b->stub_at))
+	if (b->stub_cap > 0 && at > (double)b->stub_cap)
+		at = (double)b->stub_cap;
+	if (!b->window || chat_estimate(c) <= (long)at)
 		return 0;
 	stub = calloc((size_t)c->count + 1, sizeof *stub);
 	if (!stub)
 		return -1;
 	for (k = c->nview - 1; k >= 0; k--) {
+		const struct chat_msg *m = &c->m[c->view[k]];
+		size_t whole = m->stubbed ? 0 : m->bytes;
 		char *text;
 
 		i = c->view[k];
-		if (!c->m[i].id || kept++ < b->keep || c->m[i].stubbed ||
-		    c->m[i].bytes < b->stub_min)
+		if (!m->id) /* not a tool result */
+			continue;
+		/* the newest results go whole: the newest always, the
+		 * ones before it while all of them fit in keep_share of
+		 * the window; none older than the first one left out */
+		if (kept < b->keep &&
+		    (!kept || !most || keptb + whole <= most)) {
+			kept++;
+			keptb += whole;
+			continue;
+		}
+		kept = b->keep;
+		if (m->stubbed || m->bytes < b->stub_min)
 			continue;
 		text = result_text(c, i);
 		if (!text)
@@ -610,13 +630,17 @@ chat_request(struct chat *c, const cJSON *head, size_t *len)
 	h = cJSON_PrintUnformatted(head);
 	if (!h)
 		return NULL;
-	/* head is an object with at least "model": splice the messages in
-	 * right after its brace, without re-encoding them. */
+	/* head is an object (with "model"): the messages go in before
+	 * its closing brace, without re-encoding them.  The head (the
+	 * tools, the model's options) comes first: the same in every
+	 * request, it is part of the prefix a prompt cache keeps, where
+	 * after the messages it was sent anew each time. */
 	buf_reset(b);
-	if (buf_append(b, "{\"messages\":[", 13) < 0 ||
+	if (buf_append(b, h, strlen(h) - 1) < 0 ||
+	    (h[1] != '}' && buf_putc(b, ',') < 0) ||
+	    buf_append(b, "\"messages\":[", 12) < 0 ||
 	    buf_append(b, c->msgs.data ? c->msgs.data : "", c->msgs.len) < 0 ||
-	    buf_append(b, "],", 2) < 0 ||
-	    buf_append(b, h + 1, strlen(h + 1)) < 0) {
+	    buf_append(b, "]}", 2) < 0) {
 		free(h);
 		return NULL;
 	}

@@ -225,15 +225,19 @@ struct chat_msg {
 /* The context budget (see agent-step(1), CONTEXT).  With a window, the
  * text of old tool results above stub_min bytes is left out of what is
  * sent, a stub in its place, whenever the estimate passes stub_at of the
- * window: all such results at once but the last keep, so that the
- * request changes at few points and its prefix stays the same between
- * them (prompt caches keep hitting).  The decision depends only on the
+ * window (or stub_cap tokens): all such results at once but the newest
+ * (keep, keep_share), so that the request changes at few points and its
+ * prefix stays the same between them (prompt caches keep hitting).  The decision depends only on the
  * messages, so a transcript read again gives the same requests. */
 struct chat_budget {
 	long window;          /* tokens; 0: no budget, nothing is left out */
 	double stub_at;       /* share of the window */
+	long stub_cap;        /* tokens: stub past this even below stub_at;
+			       * 0: no cap */
 	size_t stub_min;      /* bytes */
-	int keep;             /* the newest tool results always sent whole */
+	int keep;             /* the newest tool results sent whole, at most */
+	double keep_share;    /* ... past the newest, only while they take
+			       * no more of the window; 0: no limit */
 	const char *outputs;  /* where left-out texts are written, or NULL */
 };
 
@@ -274,8 +278,10 @@ int chat_ready(const struct chat *c);
 #define CHAT_BYTES_PER_TOKEN 3
 long chat_estimate(const struct chat *c);
 /* The budget agent-step and agent-compact use: window tokens, stubs past
- * half of it for results over 1 KB but the newest 3, their texts kept in
- * the directory outputs (NULL: not kept apart). */
+ * three quarters of it or 100000 tokens, for results over 1 KB but the
+ * newest (and the 2 before it while the 3 take at most a tenth of the
+ * window), their texts kept in the directory outputs (NULL: not kept
+ * apart). */
 void chat_budget_default(struct chat_budget *b, long window,
 			 const char *outputs);
 /* The window of a well-known model name (a prefix table), else 0. */

@@ -54,6 +54,20 @@ test_expect_success 'the same transcript gives the same request, in the ring or 
 	test_cmp one three
 '
 
+test_expect_success 'the request begins with its head (model, tools) and ends with the messages: each repeats the start of the one before' '
+	tool-exec --schema >tools.json &&
+	session 4 2000 >t4.jsonl &&
+	session 5 2000 >t5.jsonl &&
+	agent-step --dry-run --tools tools.json <t4.jsonl >r4 &&
+	agent-step --dry-run --tools tools.json <t5.jsonl >r5 &&
+	test "$(jq -r "keys_unsorted | first, last" r4 | tr "\n" " ")" = "model messages " &&
+	jq -e ".tools | length > 0" r4 &&
+	n=$(($(wc -c <r4) - 3)) &&
+	head -c "$n" r4 >start4 &&
+	head -c "$n" r5 >start5 &&
+	test_cmp start4 start5
+'
+
 test_expect_success 'a context too full even with stubs: exit 10, nothing sent' '
 	echo "{\"content\": \"never\"}" >script &&
 	start_model script &&

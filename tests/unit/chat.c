@@ -58,11 +58,7 @@ make_session(void)
 static void
 budget(struct chat *c, const char *outputs)
 {
-	c->budget.window = 40000;
-	c->budget.stub_at = 0.5;
-	c->budget.stub_min = 1024;
-	c->budget.keep = 3;
-	c->budget.outputs = outputs;
+	chat_budget_default(&c->budget, 40000, outputs);
 }
 
 static void
@@ -122,14 +118,17 @@ test_stubs(const char *dir)
 		prev = len;
 	}
 	ok(ring.stubs > 0, "old results were left out (%d)", ring.stubs);
-	ok(largest < 40000 * CHAT_BYTES_PER_TOKEN * 4 / 5,
-	   "the largest request (%zu bytes) stays under the window", largest);
+	/* the server counts 4 bytes a token here: under 0.8 of the
+	 * window, where agent-step would stop for a compaction */
+	ok(largest / 4 < 40000 * 4 / 5, "the largest request (%zu bytes) "
+	   "stays under the window", largest);
 	/* Leaving out one result a step would change every request: all
-	 * are left out at once, so that the stubs come in batches (here the
-	 * window holds only a few results: 4-5 steps between batches). */
-	ok(breaks <= STEPS / 3, "the request changes before its end at few "
+	 * are left out at once past three quarters of the window, so that
+	 * the stubs come in batches (here the window holds a dozen results:
+	 * a batch every 12-14 steps). */
+	ok(breaks <= STEPS / 10, "the request changes before its end at few "
 	   "points (%d in %d requests)", breaks, STEPS);
-	ok(prefix * 100 / total >= 70, "%zu%% of the bytes repeat the request "
+	ok(prefix * 100 / total >= 85, "%zu%% of the bytes repeat the request "
 	   "before", prefix * 100 / total);
 	/* the newest results go whole, the first is a stub naming its file */
 	snprintf(path, sizeof path, "%s/4-c_0.txt", dir);
@@ -175,6 +174,76 @@ test_stubs(const char *dir)
 	chat_free(&ring);
 }
 
+/* The tool results sent whole in the request after the first steps of
+ * the session (without usage: the estimate is the bytes at 3 a token)
+ * under window, stubbing from the first request on (stub_at 0) or with
+ * the defaults, stub_cap as given (-1: the default); -1 when one sent
+ * whole is older than one stubbed. */
+static int
+whole_results(long window, int steps, int from_start, long cap)
+{
+	struct ah_error err;
+	struct chat c;
+	cJSON *head = message("{\"model\":\"m\"}"), *req, *m;
+	const cJSON *content;
+	const char *body;
+	size_t len;
+	int i, n = 0, stubs = 0;
+
+	chat_init(&c);
+	chat_budget_default(&c.budget, window, NULL);
+	if (from_start)
+		c.budget.stub_at = 0;
+	if (cap >= 0)
+		c.budget.stub_cap = cap;
+	for (i = 0; i < 2 + 2 * steps; i++)
+		chat_add(&c, msgs[i], (unsigned long)i + 1, &err);
+	body = chat_request(&c, head, &len);
+	req = cJSON_ParseWithLength(body, len);
+	cJSON_ArrayForEach(m, cJSON_GetObjectItem(req, "messages")) {
+		content = cJSON_GetObjectItem(m, "content");
+		if (strcmp(cJSON_GetObjectItem(m, "role")->valuestring, "tool"))
+			continue;
+		if (strlen(content->valuestring) == OUTPUT)
+			n++;
+		else if (n)
+			n = -1000; /* a stub after a whole one */
+		else
+			stubs++;
+	}
+	cJSON_Delete(req);
+	chat_free(&c);
+	cJSON_Delete(head);
+	return n + stubs == steps ? n : -1;
+}
+
+/* The newest result always goes whole, the two before it only while
+ * the three take at most a tenth of the window; past the cap of 100000
+ * tokens results are stubbed even under three quarters of the window.
+ * (Before test_stubs, which gives the answers their usage.) */
+static void
+test_keep(void)
+{
+	int n;
+
+	n = whole_results(40000, 20, 1, -1);
+	ok(n == 1, "a 40000-token window: the newest result of 8 KB goes "
+	   "whole, the two before it do not fit a tenth of it (%d)", n);
+	n = whole_results(200000, 20, 1, -1);
+	ok(n == 3, "a 200000-token window: the newest three (%d)", n);
+	n = whole_results(40000, 40, 0, -1);
+	ok(n == 1, "the defaults: 40 results of 8 KB are past 3/4 of 40000 "
+	   "tokens, stubbed (%d whole)", n);
+	n = whole_results(40000, 10, 0, -1);
+	ok(n == 10, "... 10 are not: all whole (%d)", n);
+	n = whole_results(1000000, 60, 0, -1);
+	ok(n >= 3 && n < 60, "a 1M window: 60 results pass 100000 tokens, "
+	   "stubbed in a batch (%d whole)", n);
+	n = whole_results(1000000, 60, 0, 0);
+	ok(n == 60, "... without the cap, under 3/4 of the window: all whole "
+	   "(%d)", n);
+}
+
 /* Without a window nothing is left out: the request is the transcript. */
 static void
 test_no_budget(void)
@@ -206,6 +275,7 @@ main(void)
 		return 1;
 	make_session();
 	test_windows();
+	test_keep();
 	test_stubs(dir);
 	test_no_budget();
 	for (i = 0; i < nmsgs; i++)
