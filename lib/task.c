@@ -599,7 +599,7 @@ child_finish(const struct task_opts *o, struct child *c, struct task *t)
 	close_fd(&c->out);
 	close_fd(&c->err);
 	if (c->line.len) {
-		put_all(o->progress_fd, c->line.data, c->line.len);
+		put_line(o, c, c->line.data, c->line.len);
 		put_all(o->progress_fd, "\n", 1);
 		buf_reset(&c->line);
 	}

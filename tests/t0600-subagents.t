@@ -92,7 +92,7 @@ test_expect_success 'schema: task offered at depth 0, not at 1 unless AGENT_MAX_
 
 test_expect_success 'one child: its answer is the result' '
 	mkdir log && TASK_LOG=$PWD/log &&
-	task_msg c1 "echo \"[task c1] working\" >&2; echo the answer" >in &&
+	task_msg c1 "echo working >&2; echo the answer" >in &&
 	tool-exec <in >out 2>err &&
 	test_line_count = 1 out &&
 	jq -e ".role == \"tool\" and .tool_call_id == \"c1\" and
@@ -199,7 +199,7 @@ test_expect_success 'other calls keep their order around a run of task calls, wh
 
 test_expect_success 'a child that hits its step limit, fails, is interrupted or killed: an error result, and the next call runs' '
 	mkdir log && TASK_LOG=$PWD/log &&
-	task_msg s3 "echo partial answer; exit 3" s1 "echo \"[task s1] boom\" >&2; exit 1" \
+	task_msg s3 "echo partial answer; exit 3" s1 "echo boom >&2; exit 1" \
 		s130 "exit 130" s4 "exit 4" s9 "kill -9 \$\$" >tasks &&
 	jq -c ".tool_calls += [{id: \"b\", type: \"function\", function: {name: \"bash\",
 		arguments: \"{\\\"command\\\":\\\"echo next\\\"}\"}, permission: {decision: \"allow\"}}]" tasks >in &&
@@ -207,7 +207,7 @@ test_expect_success 'a child that hits its step limit, fails, is interrupted or 
 	test_line_count = 6 out &&
 	printf "Error: task: the subagent reached its step limit before it finished (exit status 3).\nIts answer:\npartial answer" >expect &&
 	result out s3 >got && test_cmp expect got &&
-	printf "Error: task: the subagent failed with exit status 1.\nThe last lines of its stderr:\n[task s1] boom" >expect &&
+	printf "Error: task: the subagent failed with exit status 1.\nThe last lines of its stderr:\nboom" >expect &&
 	result out s1 >got && test_cmp expect got &&
 	test "$(result out s130)" = "Error: task: the subagent was interrupted (exit status 130)." &&
 	test "$(result out s4)" = "Error: task: the subagent'"'"'s conversation no longer fits the model'"'"'s context (exit status 4)." &&
@@ -228,8 +228,8 @@ test_expect_success 'a long answer is bounded by --max-output, head and tail kep
 
 test_expect_success 'the children'"'"'s progress passes through in whole lines, never mixed' '
 	mkdir log && TASK_LOG=$PWD/log &&
-	task_msg w1 "printf \"[task w1] AAA\" >&2; nap 0.6; printf \"AAA\\\\n[task w1] end\" >&2" \
-		w2 "nap 0.3; printf \"[task w2] BBB\\\\n\" >&2" >in &&
+	task_msg w1 "printf AAA >&2; nap 0.6; printf \"AAA\\\\nend\" >&2" \
+		w2 "nap 0.3; printf \"BBB\\\\n\" >&2" >in &&
 	tool-exec <in >out 2>err &&
 	printf "[task w2] BBB\n[task w1] AAAAAA\n[task w1] end\n" >expect &&
 	test_cmp expect err
