@@ -281,8 +281,32 @@ pass_env_var(const char **pass, int *npass, int max)
 	return copy;
 }
 
-int
-main(int argc, char **argv)
+/* What the options and the environment ask for. */
+struct options {
+	const char *dir, *mode;
+	const char *protect[64], *pass[64];
+	int nprotect, npass;
+	int yes, batch, network, git;
+	double maxout, procs;
+};
+
+/* The session: what setup() made, and teardown() frees, whatever part of
+ * it was made. */
+struct session {
+	struct tool_ctx ctx;
+	struct proc_limits limits;
+	struct sandbox sandbox;
+	struct proc_helper helper;
+	struct jsonl_reader in;
+	struct calls calls;
+	char **env;
+	int sandbox_made, reader_made;
+};
+
+/* The defaults, then the environment, then the options.  Returns -1 to
+ * go on, else the exit status (after --help, or a usage error). */
+static int
+parse_options(int argc, char **argv, struct options *o, struct session *s)
 {
 	enum { O_TIMEOUT = 256, O_MAXTIMEOUT, O_GRACE, O_MAXOUTPUT, O_SHELL,
 	       O_BATCH, O_SCHEMA, O_INTERRUPTED, O_SANDBOX, O_NETWORK, O_GIT,
@@ -311,115 +335,108 @@ main(int argc, char **argv)
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct tool_ctx ctx = { 0 };
-	struct ah_error err = { 0 };
-	struct sandbox sandbox;
-	struct proc_helper helper = { 0, -1, 0, BUF_INIT(0) };
-	struct jsonl_reader in;
-	struct calls calls;
-	struct sigaction sa;
-	const char *dir = getenv("AGENT_WORKDIR");
-	const char *mode = getenv("AGENT_SANDBOX"), *net, *pol;
-	const char *protect[64], *pass[64];
-	struct proc_limits limits = { 0 };
-	char **env = NULL, *passcopy = NULL;
-	double maxout = 30000, procs = 512;
-	int npass = 0;
-	cJSON *msg;
-	int c, yes = 0, batch = 0, rc = ES_OK, network = 0, nprotect = 0;
-	int git;
-	int sbmode;
+	struct tool_ctx *ctx = &s->ctx;
+	struct proc_limits *limits = &s->limits;
+	const char *v;
+	int c;
 
-	ctx.timeout = 120;
-	ctx.max_timeout = 600;
-	ctx.grace = 0.2;
-	ctx.shell = getenv("AGENT_SHELL");
-	if (!ctx.shell || !*ctx.shell)
-		ctx.shell = access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
-	if (getenv_number("AGENT_BASH_TIMEOUT", 0.001, 1e6, &ctx.timeout) ||
-	    getenv_number("AGENT_MAX_OUTPUT", 64, 1e9, &maxout) ||
-	    getenv_number("AGENT_MAX_PROCS", 0, 1e6, &procs))
+	o->dir = getenv("AGENT_WORKDIR");
+	o->mode = getenv("AGENT_SANDBOX");
+	o->maxout = 30000;
+	o->procs = 512;
+	ctx->timeout = 120;
+	ctx->max_timeout = 600;
+	ctx->grace = 0.2;
+	ctx->shell = getenv("AGENT_SHELL");
+	if (!ctx->shell || !*ctx->shell)
+		ctx->shell = access("/bin/bash", X_OK) == 0 ? "/bin/bash"
+							    : "/bin/sh";
+	if (getenv_number("AGENT_BASH_TIMEOUT", 0.001, 1e6, &ctx->timeout) ||
+	    getenv_number("AGENT_MAX_OUTPUT", 64, 1e9, &o->maxout) ||
+	    getenv_number("AGENT_MAX_PROCS", 0, 1e6, &o->procs))
 		return ES_USAGE;
-	limits.memory = 4LL << 30;
-	limits.file_size = 1LL << 30;
+	limits->memory = 4LL << 30;
+	limits->file_size = 1LL << 30;
 	if (size_arg("AGENT_MAX_MEMORY", getenv("AGENT_MAX_MEMORY"),
-		     &limits.memory) ||
+		     &limits->memory) ||
 	    size_arg("AGENT_MAX_FILE_SIZE", getenv("AGENT_MAX_FILE_SIZE"),
-		     &limits.file_size))
+		     &limits->file_size))
 		return ES_USAGE;
-	net = getenv("AGENT_SANDBOX_NETWORK");
-	network = net && *net && strcmp(net, "0");
-	net = getenv("AGENT_SANDBOX_GIT");
-	git = net && *net && strcmp(net, "0");
+	v = getenv("AGENT_SANDBOX_NETWORK");
+	o->network = v && *v && strcmp(v, "0");
+	v = getenv("AGENT_SANDBOX_GIT");
+	o->git = v && *v && strcmp(v, "0");
 	while ((c = getopt_long(argc, argv, ":C:yvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'C':
-			dir = optarg;
+			o->dir = optarg;
 			break;
 		case 'y':
-			yes = 1;
+			o->yes = 1;
 			break;
 		case O_TIMEOUT:
 			if (cli_number("--timeout", optarg, 0.001, 1e6,
-				       &ctx.timeout))
+				       &ctx->timeout))
 				return ES_USAGE;
 			break;
 		case O_MAXTIMEOUT:
 			if (cli_number("--max-timeout", optarg, 0.001, 1e6,
-				       &ctx.max_timeout))
+				       &ctx->max_timeout))
 				return ES_USAGE;
 			break;
 		case O_GRACE:
-			if (cli_number("--grace", optarg, 0, 60, &ctx.grace))
+			if (cli_number("--grace", optarg, 0, 60, &ctx->grace))
 				return ES_USAGE;
 			break;
 		case O_MAXOUTPUT:
-			if (cli_number("--max-output", optarg, 64, 1e9, &maxout))
+			if (cli_number("--max-output", optarg, 64, 1e9,
+				       &o->maxout))
 				return ES_USAGE;
 			break;
 		case O_SHELL:
-			ctx.shell = optarg;
+			ctx->shell = optarg;
 			break;
 		case O_SANDBOX:
-			mode = optarg;
+			o->mode = optarg;
 			break;
 		case O_NETWORK:
-			network = 1;
+			o->network = 1;
 			break;
 		case O_GIT:
-			git = 1;
+			o->git = 1;
 			break;
 		case O_PROTECT:
-			if (nprotect == (int)(sizeof protect / sizeof *protect))
+			if (o->nprotect == (int)(sizeof o->protect /
+						 sizeof *o->protect))
 				return cli_usage_error("too many --protect (at "
 						       "most %zu)",
-						       sizeof protect /
-						       sizeof *protect);
-			protect[nprotect++] = optarg;
+						       sizeof o->protect /
+						       sizeof *o->protect);
+			o->protect[o->nprotect++] = optarg;
 			break;
 		case O_PASSENV:
-			if (npass == (int)(sizeof pass / sizeof *pass))
+			if (o->npass == (int)(sizeof o->pass / sizeof *o->pass))
 				return cli_usage_error("too many --pass-env");
-			pass[npass++] = optarg;
+			o->pass[o->npass++] = optarg;
 			break;
 		case O_MAXPROCS:
-			if (cli_number("--max-procs", optarg, 0, 1e6, &procs))
+			if (cli_number("--max-procs", optarg, 0, 1e6, &o->procs))
 				return ES_USAGE;
 			break;
 		case O_MAXMEM:
-			if (size_arg("--max-memory", optarg, &limits.memory))
+			if (size_arg("--max-memory", optarg, &limits->memory))
 				return ES_USAGE;
 			break;
 		case O_MAXFSIZE:
 			if (size_arg("--max-file-size", optarg,
-				     &limits.file_size))
+				     &limits->file_size))
 				return ES_USAGE;
 			break;
 		case O_BATCH:
-			batch = 1;
+			o->batch = 1;
 			break;
 		case O_INTERRUPTED:
-			interrupted_mode = batch = 1;
+			interrupted_mode = o->batch = 1;
 			break;
 		case 'v':
 			verbose = 1;
@@ -438,70 +455,75 @@ main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("unexpected argument '%s'", argv[optind]);
-	if (!mode || !*mode)
-		mode = "workspace-write";
-	sbmode = sandbox_mode_parse(mode);
+	if (!o->mode || !*o->mode)
+		o->mode = "workspace-write";
+	if (!o->dir || !*o->dir)
+		o->dir = ".";
+	return -1;
+}
+
+/* The commands' environment, the working directory, the sandbox, the
+ * signals, the helper started, the input: ES_OK, or the exit status. */
+static int
+setup(const struct options *o, struct session *s)
+{
+	struct tool_ctx *ctx = &s->ctx;
+	struct ah_error err = { 0 };
+	const char *pass[64], *pol;
+	char *passcopy;
+	struct sigaction sa;
+	int i, npass = o->npass, sbmode = sandbox_mode_parse(o->mode);
+
 	if (sbmode < 0)
 		return cli_usage_error("unknown sandbox mode '%s' (use "
 				       "workspace-write, read-only or off)",
-				       mode);
-	ctx.max_output = (size_t)maxout;
-	limits.procs = (long)procs;
-	ctx.limits = &limits;
+				       o->mode);
+	ctx->max_output = (size_t)o->maxout;
+	s->limits.procs = (long)o->procs;
+	ctx->limits = &s->limits;
+	if (ctx->timeout > ctx->max_timeout)
+		ctx->timeout = ctx->max_timeout;
+	ctx->interrupted = &interrupted;
 	/* Commands get the allow-list and what is named, never a secret. */
-	passcopy = pass_env_var(pass, &npass, (int)(sizeof pass / sizeof *pass));
-	env = proc_env_build(pass, (size_t)npass, &err);
-	if (!env) {
-		free(passcopy);
+	memcpy(pass, o->pass, (size_t)npass * sizeof *pass);
+	passcopy = pass_env_var(pass, &npass, (int)(sizeof pass /
+						    sizeof *pass));
+	s->env = proc_env_build(pass, (size_t)npass, &err);
+	free(passcopy);
+	if (!s->env)
 		return cli_usage_error("--pass-env or AGENT_PASS_ENV: %s",
 				       err.msg);
-	}
-	free(passcopy);
-	ctx.env = env;
-	if (ctx.timeout > ctx.max_timeout)
-		ctx.timeout = ctx.max_timeout;
-	ctx.interrupted = &interrupted;
-	if (!dir || !*dir)
-		dir = ".";
-	if (root_open(&ctx.root, dir, &err) < 0 || chdir(ctx.root.path) < 0) {
+	ctx->env = s->env;
+	if (root_open(&ctx->root, o->dir, &err) < 0 ||
+	    chdir(ctx->root.path) < 0) {
 		if (!err.msg[0])
-			ah_fail_errno(&err, errno, "cannot change to '%s'", dir);
+			ah_fail_errno(&err, errno, "cannot change to '%s'",
+				      o->dir);
 		cli_report(&err);
-		root_close(&ctx.root);
-		proc_env_free(env);
 		return ES_IO;
 	}
-	ctx.todo_path = todo_default_path();
-	if (sandbox_init(&sandbox, sbmode, ctx.root.path, ctx.todo_path,
+	ctx->todo_path = todo_default_path();
+	s->sandbox_made = 1;
+	if (sandbox_init(&s->sandbox, sbmode, ctx->root.path, ctx->todo_path,
 			 &err) < 0) {
-		fprintf(stderr, "%s: cannot set up the sandbox: %s; "
-			"--sandbox off runs commands unconfined\n", progname,
-			err.msg);
-		sandbox_free(&sandbox);
-		root_close(&ctx.root);
-		proc_env_free(env);
+		cli_warn("cannot set up the sandbox: %s; --sandbox off runs "
+			 "commands unconfined", err.msg);
 		return ES_IO;
 	}
-	for (c = 0; c < nprotect; c++)
-		if (sandbox_protect(&sandbox, protect[c], &err) < 0) {
+	for (i = 0; i < o->nprotect; i++)
+		if (sandbox_protect(&s->sandbox, o->protect[i], &err) < 0) {
 			cli_report(&err);
-			sandbox_free(&sandbox);
-			root_close(&ctx.root);
-			proc_env_free(env);
 			return ES_IO;
 		}
 	/* The policy hook-perm reads, when it is not in .agent. */
 	pol = getenv("AGENT_POLICY");
-	if (pol && *pol && sandbox_protect(&sandbox, pol, &err) < 0) {
+	if (pol && *pol && sandbox_protect(&s->sandbox, pol, &err) < 0) {
 		cli_report(&err);
-		sandbox_free(&sandbox);
-		root_close(&ctx.root);
-		proc_env_free(env);
 		return ES_IO;
 	}
-	sandbox.network = network;
-	sandbox.git_writable = git;
-	ctx.sandbox = &sandbox;
+	s->sandbox.network = o->network;
+	s->sandbox.git_writable = o->git;
+	ctx->sandbox = &s->sandbox;
 
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal; /* no SA_RESTART: a blocked read returns */
@@ -513,64 +535,92 @@ main(int argc, char **argv)
 	/* The sandbox sets itself up while the first call is on its way; a
 	 * failure here is the first bash call's error, where it tries
 	 * again. */
-	ctx.helper = &helper;
-	if (!interrupted_mode && tool_warm(&ctx, &err) < 0)
+	ctx->helper = &s->helper;
+	if (!interrupted_mode && tool_warm(ctx, &err) < 0)
 		memset(&err, 0, sizeof err);
 
-	calls_init(&calls);
-	if (jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0) < 0) {
+	calls_init(&s->calls);
+	if (jsonl_reader_init(&s->in, STDIN_FILENO, "stdin", 0) < 0) {
 		cli_warn("out of memory");
-		sandbox_free(&sandbox);
-		root_close(&ctx.root);
-		proc_env_free(env);
 		return ES_IO;
 	}
+	s->reader_made = 1;
+	return ES_OK;
+}
+
+/* Reads the messages and answers the calls as they come: the exit
+ * status. */
+static int
+serve(struct session *s, int yes, int batch)
+{
+	struct ah_error err = { 0 };
+	cJSON *msg;
+	int c, rc = ES_OK;
+
 	for (;;) {
-		c = interrupted ? -1 : jsonl_read_object(&in, &msg, &err);
-		if (c < 0) {
-			if (!interrupted) {
-				cli_report(&err);
-				rc = err.code == AH_EFORMAT ||
-				     err.code == AH_ETOOBIG ? ES_BADINPUT : ES_IO;
-				break;
-			}
-			/* A signal while waiting for input: what is pending
-			 * gets its result, and we stop. */
-			rc = answer_pending(&ctx, &calls, yes);
-			break;
+		c = interrupted ? -1 : jsonl_read_object(&s->in, &msg, &err);
+		if (c < 0 && !interrupted) {
+			cli_report(&err);
+			return err.code == AH_EFORMAT || err.code == AH_ETOOBIG
+				       ? ES_BADINPUT : ES_IO;
 		}
-		if (c == 0) {
-			rc = answer_pending(&ctx, &calls, yes);
-			break;
-		}
-		if (calls_feed(&calls, msg) < 0) {
-			cJSON_Delete(msg);
-			cli_warn("out of memory");
-			rc = ES_IO;
-			break;
-		}
+		/* At end of input, or at a signal while waiting for it: what
+		 * is pending gets its result, and we stop. */
+		if (c <= 0)
+			return answer_pending(&s->ctx, &s->calls, yes);
+		rc = calls_feed(&s->calls, msg);
 		cJSON_Delete(msg);
+		if (rc < 0) {
+			cli_warn("out of memory");
+			return ES_IO;
+		}
 		/* Act once the input has caught up: a whole transcript is
 		 * read to its end first, a live stream is answered now. */
-		if (!batch && calls_pending(&calls) && !jsonl_ready(&in)) {
-			rc = answer_pending(&ctx, &calls, yes);
+		if (!batch && calls_pending(&s->calls) && !jsonl_ready(&s->in)) {
+			rc = answer_pending(&s->ctx, &s->calls, yes);
 			if (rc)
-				break;
+				return rc;
 		}
 		if (interrupted)
-			break;
+			return ES_OK;
 	}
+}
+
+/* Frees what setup() made, the helper (and its command) first. */
+static void
+teardown(struct session *s)
+{
+	if (s->reader_made) {
+		calls_free(&s->calls);
+		jsonl_reader_free(&s->in);
+	}
+	proc_helper_stop(&s->helper);
+	if (s->sandbox_made)
+		sandbox_free(&s->sandbox);
+	proc_limits_free(&s->limits);
+	proc_env_free(s->env);
+	root_close(&s->ctx.root);
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct options o;
+	static struct session s;
+	int rc;
+
+	s.helper.sock = -1;
+	s.ctx.root.fd = -1;
+	rc = parse_options(argc, argv, &o, &s);
+	if (rc >= 0)
+		return rc;
+	rc = setup(&o, &s);
+	if (rc == ES_OK)
+		rc = serve(&s, o.yes, o.batch);
 	if (interrupted && rc == ES_OK) {
 		rc = 128 + (int)interrupted;
-		fprintf(stderr, "%s: interrupted by signal %d\n", progname,
-			(int)interrupted);
+		cli_warn("interrupted by signal %d", (int)interrupted);
 	}
-	calls_free(&calls);
-	jsonl_reader_free(&in);
-	proc_helper_stop(&helper);
-	sandbox_free(&sandbox);
-	proc_limits_free(&limits);
-	proc_env_free(env);
-	root_close(&ctx.root);
+	teardown(&s);
 	return cli_finish(rc);
 }
