@@ -584,14 +584,14 @@ move_fd(int fd, int to)
 /* The shell, in the child of the supervisor: confined, 0 from /dev/null,
  * 1 and 2 the output pipe, nothing else open, the allowed environment. */
 static void
-command(const struct proc_opts *o, const char *cmd, int ruleset, int out,
-	int errfd)
+command(const struct proc_opts *o, const char *cmd, char **envp,
+	int ruleset, int out, int errfd)
 {
 	struct ah_error err = { 0 };
 	sigset_t none;
 	size_t n;
 	int i, devnull;
-	char *const *e;
+	char *argv[4];
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	sigemptyset(&none);
@@ -628,14 +628,11 @@ command(const struct proc_opts *o, const char *cmd, int ruleset, int out,
 			strerror(errno));
 		_exit(126);
 	}
-	clearenv();
-	for (e = o->env; e && *e; e++)
-		if (putenv(*e) < 0)
-			_exit(126);
-	if (o->sandbox && o->sandbox->tmpdir &&
-	    setenv("TMPDIR", o->sandbox->tmpdir, 1) < 0)
-		_exit(126);
-	execl(o->shell, o->shell, "-c", cmd, (char *)NULL);
+	argv[0] = (char *)o->shell;
+	argv[1] = (char *)"-c";
+	argv[2] = (char *)cmd;
+	argv[3] = NULL;
+	execve(o->shell, argv, envp);
 	dprintf(2, "cannot run '%s': %s\n", o->shell, strerror(errno));
 	_exit(127);
 }
@@ -674,6 +671,35 @@ read_command(int go)
 	return b.data;
 }
 
+/* The command's environment: o->env, and TMPDIR the sandbox's own.  Made
+ * before the limits: under RLIMIT_DATA a process with much mapped (as
+ * under AddressSanitizer) may not be able to allocate. */
+static char **
+command_env(const struct proc_opts *o)
+{
+	const char *tmp = o->sandbox ? o->sandbox->tmpdir : NULL;
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (o->env && o->env[n])
+		n++;
+	env = calloc(n + 2, sizeof *env);
+	if (!env)
+		return NULL;
+	for (; k < n; k++)
+		if (!tmp || strncmp(o->env[k], "TMPDIR=", 7))
+			env[k] = o->env[k];
+		else
+			env[k] = (char *)""; /* replaced below */
+	if (tmp && asprintf(&env[n], "TMPDIR=%s", tmp) < 0)
+		return NULL;
+	for (k = n = 0; env[k]; k++)
+		if (*env[k])
+			env[n++] = env[k];
+	env[n] = NULL;
+	return env;
+}
+
 /* The supervisor: see the top of this file.  In a sandboxed call it is
  * the helper's child, in a mount namespace of its own (sandboxed), and
  * ruleset is the Landlock ruleset for the shell; nproc, when not 0, is how
@@ -686,7 +712,7 @@ supervisor(const struct proc_opts *o, int pidns, int nproc, int out,
 	const struct proc_limits *l = o->limits;
 	pid_t shell, w;
 	int st, keep[5], nkeep = 4;
-	char *cmd;
+	char *cmd, **envp;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	/* Not even the supervisor holds what the caller left open (a lock
@@ -707,6 +733,12 @@ supervisor(const struct proc_opts *o, int pidns, int nproc, int out,
 	if (!cmd)
 		_exit(125);
 	close(go);
+	envp = command_env(o);
+	if (!envp) {
+		dprintf(errfd, "cannot make the environment: %s",
+			strerror(ENOMEM));
+		_exit(126);
+	}
 	if (o->sandbox)
 		sandbox_fresh_proc();
 	if (!pidns)
@@ -732,7 +764,7 @@ supervisor(const struct proc_opts *o, int pidns, int nproc, int out,
 	}
 	if (shell == 0) {
 		close(statfd);
-		command(o, cmd, ruleset, out, errfd);
+		command(o, cmd, envp, ruleset, out, errfd);
 	}
 	close(out);
 	close(errfd);
