@@ -155,6 +155,7 @@ def one_run(steps, mode, bindir, payload=0, max_output=30000):
         tsize = os.path.getsize(tpath) if os.path.exists(tpath) else 0
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         return {"over": over, "first_byte": first_byte, "first": (arrived[1] - t0) * 1000,
+                "step1": over[0] if over else float("nan"),
                 "wall": wall, "cpu": cpu, "peak_one": peak_one / 1024,
                 "peak_all": peak_all / 1024, "peak_pss": peak_pss / 1024, "transcript": tsize}
     finally:
@@ -207,10 +208,12 @@ def physical_floor(n=100):
     ls = socket.socket()
     ls.bind(("127.0.0.1", 0))
     ls.listen(1)
+    ls.settimeout(30)  # the child never outlives a parent that failed
     pid = os.fork()
     if pid == 0:
         try:
             c, _ = ls.accept()
+            c.settimeout(30)
             c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             while True:
                 b = c.recv(1)
@@ -333,9 +336,9 @@ def main():
     floor_phys = spawn + rtt
     print("physical floor: %.2f ms (bash -c true %.2f ms + loopback round trip %.3f ms), "
           "medians of %d rounds" % (floor_phys, spawn, rtt, a.runs))
-    print("%-5s %5s %4s | %-22s %6s %6s %8s | %8s | %7s %7s | %8s %8s %8s" % (
+    print("%-5s %5s %4s | %-22s %6s %6s %8s | %8s %8s | %7s %7s | %8s %8s %8s" % (
         "mode", "steps", "runs", "per step ms (p10-p90)", "xfloor", "xphys", "1st byte",
-        "first ms", "wall s", "cpu s", "rss1 MB", "rssAll MB", "pssAll MB"))
+        "first ms", "step1 ms", "wall s", "cpu s", "rss1 MB", "rssAll MB", "pssAll MB"))
     floor = {}
     for c in cases:
         name, d, mode, steps, payload = c
@@ -352,10 +355,11 @@ def main():
         if mode == "floor":
             floor[steps] = per
         label = (mode if not payload else "ring*")
-        print("%-5s %5d %4d | %6.2f (%6.2f-%6.2f) %6.2f %6.2f   %8.2f | %8.1f | %7.2f %7.2f | %8.1f %8.1f %8.1f%s%s" % (
+        print("%-5s %5d %4d | %6.2f (%6.2f-%6.2f) %6.2f %6.2f   %8.2f | %8.1f %8.2f | %7.2f %7.2f | %8.1f %8.1f %8.1f%s%s" % (
             label, steps, a.runs, per, pct(over, 0.1), pct(over, 0.9),
             per / floor[steps] if steps in floor else float("nan"), per / floor_phys,
-            statistics.median(fb), med("first"), med("wall"), med("cpu"), med("peak_one"),
+            statistics.median(fb), med("first"), med("step1"), med("wall"), med("cpu"),
+            med("peak_one"),
             med("peak_all"), med("peak_pss"), "   " + name if name else "",
             "   (transcript %.1f MB; overhead of the last tenth of the steps)" % (
                 max(r["transcript"] for r in rs) / 1e6) if payload else ""))
