@@ -8,7 +8,15 @@ request K+1: median and p10-p90 over all steps of all runs), the time to
 the first request, wall and CPU time, and peak memory (the largest process,
 and all processes together, sampled from /proc).
 
+The runs are interleaved (run 1 of every case, then run 2, ...), and each
+round also measures the floors the figures are divided by:
+  - the one-process floor ("floor" rows): one Python process against the
+    same server, one kept-alive connection and one `bash -c` a step;
+  - the physical floor: one `bash -c true` start plus one loopback round
+    trip between two processes, each a median of many.
+
   bench/bench.py [--steps 20,100,400] [--runs 5] [--modes ring,step]
+                 [--bin DIR | --bin NAME=DIR,NAME=DIR]  (builds side by side)
                  [--big MB]   (a session whose transcript grows to MB)
   bench/bench.py --context 300 [--windows 32000,200000] [--output 8192]
 
@@ -100,6 +108,9 @@ def one_run(steps, mode, bindir, payload=0, max_output=30000):
         if mode == "step":
             args.append("--step")
         args.append("run the steps")
+        if mode == "floor":
+            args = [sys.executable, os.path.abspath(__file__), "--floor-client",
+                    env["AGENT_BASE_URL"], str(steps + 5), os.path.join(work, "w")]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.time()
         p = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
@@ -141,13 +152,90 @@ def one_run(steps, mode, bindir, payload=0, max_output=30000):
         # to the first byte of the next request: without its transfer
         first_byte = [(started[k + 1] - sent[k]) * 1000 for k in range(1, steps)
                       if k + 1 in started]
-        tsize = os.path.getsize(os.path.join(work, "w", ".agent", "transcript.jsonl"))
+        tpath = os.path.join(work, "w", ".agent", "transcript.jsonl")
+        tsize = os.path.getsize(tpath) if os.path.exists(tpath) else 0
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         return {"over": over, "first_byte": first_byte, "first": (arrived[1] - t0) * 1000,
+                "step1": over[0] if over else float("nan"),
                 "wall": wall, "cpu": cpu, "peak_one": peak_one / 1024,
                 "peak_all": peak_all / 1024, "peak_pss": peak_pss / 1024, "transcript": tsize}
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def floor_client(url, max_steps, workdir):
+    """The one-process floor: a minimal harness in one Python process, one
+    kept-alive connection, one `bash -c` a step, nothing else."""
+    import http.client
+    import urllib.parse
+    u = urllib.parse.urlparse(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port)
+    tools = [{"type": "function", "function": {
+        "name": "bash", "description": "run a command",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
+                       "required": ["command"]}}}]
+    msgs = [{"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": "run the steps"}]
+    os.chdir(workdir)
+    for _ in range(max_steps):
+        body = json.dumps({"model": os.environ.get("AGENT_MODEL", "bench"),
+                           "messages": msgs, "tools": tools})
+        conn.request("POST", u.path.rstrip("/") + "/chat/completions", body,
+                     {"Content-Type": "application/json"})
+        msg = json.loads(conn.getresponse().read())["choices"][0]["message"]
+        msgs.append(msg)
+        if not msg.get("tool_calls"):
+            print(msg.get("content"))
+            return 0
+        for c in msg["tool_calls"]:
+            cmd = json.loads(c["function"]["arguments"])["command"]
+            r = subprocess.run(["bash", "-c", cmd], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            msgs.append({"role": "tool", "tool_call_id": c["id"],
+                         "content": r.stdout.decode("utf-8", "replace")})
+    return 1
+
+
+def physical_floor(n=100):
+    """Medians in ms of one `bash -c true` start (spawn to reaped) and of one
+    loopback TCP round trip between two processes (1 byte each way)."""
+    spawn = []
+    for _ in range(n):
+        t = time.perf_counter()
+        pid = os.posix_spawn("/bin/bash", ["bash", "-c", "true"], os.environ)
+        os.waitpid(pid, 0)
+        spawn.append((time.perf_counter() - t) * 1000)
+    import socket
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+    ls.settimeout(30)  # the child never outlives a parent that failed
+    pid = os.fork()
+    if pid == 0:
+        try:
+            c, _ = ls.accept()
+            c.settimeout(30)
+            c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            while True:
+                b = c.recv(1)
+                if not b:
+                    break
+                c.sendall(b)
+        finally:
+            os._exit(0)
+    addr = ls.getsockname()
+    ls.close()
+    s = socket.create_connection(addr)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    rtt = []
+    for _ in range(n):
+        t = time.perf_counter()
+        s.sendall(b"x")
+        s.recv(1)
+        rtt.append((time.perf_counter() - t) * 1000)
+    s.close()
+    os.waitpid(pid, 0)
+    return statistics.median(spawn), statistics.median(rtt)
 
 
 def context_run(steps, window, output, bindir):
@@ -206,30 +294,57 @@ def pct(xs, q):
 
 
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--floor-client":
+        return floor_client(sys.argv[2], int(sys.argv[3]), sys.argv[4])
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", default="20,100,400")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--modes", default="ring,step")
     ap.add_argument("--big", type=float, default=0, help="also a session growing to MB")
-    ap.add_argument("--bin", default=os.path.join(SRC, "build", "bin"))
+    ap.add_argument("--bin", default=os.path.join(SRC, "build", "bin"),
+                    help="DIR, or NAME=DIR,NAME=DIR to compare builds in the same run")
     ap.add_argument("--context", type=int, default=0,
                     help="instead: a long session of N steps under each window")
     ap.add_argument("--windows", default="32000,200000")
     ap.add_argument("--output", type=int, default=8192)
     a = ap.parse_args()
     if a.context:
+        a.bin = a.bin.split("=", 1)[-1]
         return context_main(a)
-    print("%-5s %5s %4s | %-22s %8s | %8s | %7s %7s | %8s %8s %8s" % (
-        "mode", "steps", "runs", "per step ms (p10-p90)", "1st byte", "first ms", "wall s",
-        "cpu s", "rss1 MB", "rssAll MB", "pssAll MB"))
-    cases = [(m, int(n), 0) for m in a.modes.split(",") for n in a.steps.split(",")]
+    bins = []
+    for b in a.bin.split(","):
+        name, _, d = b.rpartition("=")
+        bins.append((name, os.path.abspath(d)))
+    # (label, bin, mode, steps, payload); the floor once per session length
+    cases = [("", None, "floor", int(n), 0) for n in a.steps.split(",")]
+    cases += [(name, d, m, int(n), 0) for m in a.modes.split(",")
+              for n in a.steps.split(",") for name, d in bins]
     if a.big:
         # each step adds ~100 KB of output: enough steps to reach the size
         steps = max(2, int(a.big * 1024 / 100))
-        cases += [("ring", steps, 100 * 1024)]
-    for mode, steps, payload in cases:
-        rs = [one_run(steps, mode, a.bin, payload, max_output=max(30000, payload + 1024))
-              for _ in range(a.runs)]
+        cases += [(name, d, "ring", steps, 100 * 1024) for name, d in bins]
+    # interleaved: round r runs every case once, and measures the
+    # physical floor
+    results = {c: [] for c in cases}
+    phys = []
+    for _ in range(a.runs):
+        phys.append(physical_floor())
+        for c in cases:
+            name, d, mode, steps, payload = c
+            results[c].append(one_run(steps, mode, d or bins[0][1], payload,
+                                      max_output=max(30000, payload + 1024)))
+    spawn = statistics.median(p[0] for p in phys)
+    rtt = statistics.median(p[1] for p in phys)
+    floor_phys = spawn + rtt
+    print("physical floor: %.2f ms (bash -c true %.2f ms + loopback round trip %.3f ms), "
+          "medians of %d rounds" % (floor_phys, spawn, rtt, a.runs))
+    print("%-5s %5s %4s | %-22s %6s %6s %8s | %8s %8s | %7s %7s | %8s %8s %8s" % (
+        "mode", "steps", "runs", "per step ms (p10-p90)", "xfloor", "xphys", "1st byte",
+        "first ms", "step1 ms", "wall s", "cpu s", "rss1 MB", "rssAll MB", "pssAll MB"))
+    floor = {}
+    for c in cases:
+        name, d, mode, steps, payload = c
+        rs = results[c]
         over = [x for r in rs for x in r["over"]]
         fb = [x for r in rs for x in r["first_byte"]]
         if payload:
@@ -238,11 +353,16 @@ def main():
             over = [x for r in rs for x in tenth(r["over"])]
             fb = [x for r in rs for x in tenth(r["first_byte"])]
         med = lambda k: statistics.median(r[k] for r in rs)
-        label = mode if not payload else "ring*"
-        print("%-5s %5d %4d | %6.2f (%6.2f-%6.2f)   %8.2f | %8.1f | %7.2f %7.2f | %8.1f %8.1f %8.1f%s" % (
-            label, steps, a.runs, statistics.median(over), pct(over, 0.1), pct(over, 0.9),
-            statistics.median(fb), med("first"), med("wall"), med("cpu"), med("peak_one"),
-            med("peak_all"), med("peak_pss"),
+        per = statistics.median(over)
+        if mode == "floor":
+            floor[steps] = per
+        label = (mode if not payload else "ring*")
+        print("%-5s %5d %4d | %6.2f (%6.2f-%6.2f) %6.2f %6.2f   %8.2f | %8.1f %8.2f | %7.2f %7.2f | %8.1f %8.1f %8.1f%s%s" % (
+            label, steps, a.runs, per, pct(over, 0.1), pct(over, 0.9),
+            per / floor[steps] if steps in floor else float("nan"), per / floor_phys,
+            statistics.median(fb), med("first"), med("step1"), med("wall"), med("cpu"),
+            med("peak_one"),
+            med("peak_all"), med("peak_pss"), "   " + name if name else "",
             "   (transcript %.1f MB; overhead of the last tenth of the steps)" % (
                 max(r["transcript"] for r in rs) / 1e6) if payload else ""))
         sys.stdout.flush()

@@ -448,6 +448,7 @@ main(int argc, char **argv)
 	struct task_opts task;
 	struct ah_error err = { 0 };
 	struct sandbox sandbox;
+	struct proc_helper helper = { 0, -1, 0, BUF_INIT(0) };
 	struct jsonl_reader in;
 	struct calls calls;
 	struct sigaction sa;
@@ -656,6 +657,12 @@ main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	proc_become_subreaper();
+	/* The sandbox sets itself up while the first call is on its way; a
+	 * failure here is the first bash call's error, where it tries
+	 * again. */
+	ctx.helper = &helper;
+	if (!interrupted_mode && tool_warm(&ctx, &err) < 0)
+		memset(&err, 0, sizeof err);
 
 	calls_init(&calls);
 	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
@@ -699,6 +706,7 @@ main(int argc, char **argv)
 	}
 	calls_free(&calls);
 	jsonl_reader_free(&in);
+	proc_helper_stop(&helper);
 	sandbox_free(&sandbox);
 	proc_limits_free(&limits);
 	proc_env_free(env);

@@ -751,6 +751,10 @@ struct sandbox {
 	size_t ngit;
 	struct timespec scanned; /* when */
 	int abi;          /* the kernel's Landlock ABI version, 0 if none */
+	int watching;     /* nonzero: watch the directories walked */
+	int watch_fd;     /* their inotify, or -1 */
+	struct sandbox_watch *watch; /* by wd, ascending */
+	size_t nwatch;
 };
 
 /* SANDBOX_* for a name ("workspace-write", "read-only", "off"), or -1. */
@@ -790,6 +794,19 @@ struct proc_limits {
 
 enum { PROC_LIMIT_PROCS = 1, PROC_LIMIT_MEMORY = 2, PROC_LIMIT_FSIZE = 4 };
 
+/* The helper of a session: a process set up once in the sandbox (mount
+ * namespace, seccomp, Landlock ruleset, cgroups) that forks each command
+ * from itself; it dies with its caller.  See proc_helper_start. */
+struct proc_helper {
+	pid_t pid;        /* 0: none */
+	int sock;         /* to it; -1: none */
+	int ready;        /* its first word read: 1 ready, 0 not yet */
+	struct buf snap;  /* the sandbox_snapshot it was set up for */
+};
+
+/* Ends the helper (and with it any command it runs) and frees *h. */
+void proc_helper_stop(struct proc_helper *h);
+
 /* Makes this process the reaper of its orphaned descendants, so that
  * proc_run can find and kill children that left the process group. */
 int proc_become_subreaper(void);
@@ -823,6 +840,7 @@ struct tool_ctx {
 	char *const *env;      /* bash: the commands' environment */
 	struct proc_limits *limits; /* bash: per call, NULL for none */
 	const struct task_opts *task; /* task: subagents, NULL for none */
+	struct proc_helper *helper; /* bash: forks the sandboxed commands */
 };
 
 enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };
@@ -830,6 +848,12 @@ enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };
 /* The tool definitions, a JSON array in Chat Completions form; with_task:
  * the task tool too (task_offered). */
 const char *tool_schema(int with_task);
+
+/* Does now what the first bash call would otherwise wait for: the limits'
+ * cgroups, the sandbox's temporary directory and .git search, and the
+ * start of ctx->helper, which sets itself up while the caller reads its
+ * input.  A no-op without a sandbox or a helper. */
+int tool_warm(const struct tool_ctx *ctx, struct ah_error *err);
 
 /* Runs one call: name and its arguments as the JSON text the model sent.
  * *res receives the text of the tool result (the caller frees it).

@@ -151,6 +151,13 @@ struct sandbox_git {
 
 enum { GIT_ENTRY = 1, GIT_LINK, GIT_TARGET };
 
+/* A directory watched since a walk read it (see sandbox_scan). */
+struct sandbox_watch {
+	int wd;           /* its inotify watch */
+	int git;          /* a git directory (only its commondir matters) */
+	char *path;       /* absolute, when it was read */
+};
+
 /* Creates the private temporary directory if it is not there yet, and
  * looks for the .git entries of the workspace again (sandbox_scan).
  * Called before each command, in the parent. */
@@ -160,7 +167,9 @@ int sandbox_prepare(struct sandbox *sb, struct ah_error *err);
  * following symbolic links, and the git directories that a .git file
  * ("gitdir: PATH"), a .git symlink or a commondir file points to inside
  * the workspace: sb->git, kept read-only from then on.  A no-op but in
- * workspace-write mode. */
+ * workspace-write mode.  The first is a whole walk; after it, where the
+ * directories can be watched (inotify), only what changed since is
+ * looked at, and anything unclear is a whole walk again. */
 int sandbox_scan(struct sandbox *sb, struct ah_error *err);
 
 /* After a command: removes every .git entry that the last sandbox_scan
@@ -172,14 +181,37 @@ int sandbox_check_git(struct sandbox *sb, struct buf *report);
  * case)? */
 int sandbox_git_path(const char *rel);
 
-/* Confines the calling process, for good: a mount namespace in which all
- * is read-only but the write roots (nosuid), and the protected paths in
- * them are read-only too, all capabilities dropped, no_new_privs,
- * Landlock write roots, and a seccomp filter (no inet sockets unless
- * sb->network, no io_uring, no ioctl TIOCSTI or TIOCLINUX).  Meant for a child between fork and exec;
- * sets TMPDIR.  On failure the process is in an unknown state and must
- * not run the command. */
-int sandbox_enter(const struct sandbox *sb, struct ah_error *err);
+/* In the helper that forks the commands (proc.c), once: a mount
+ * namespace in which all is read-only but the write roots (nosuid), and
+ * the protected paths in them are read-only too (a user namespace first,
+ * without privilege: *userns set), the bounding set emptied,
+ * no_new_privs, and a seccomp filter (no inet sockets unless
+ * sb->network, no io_uring, no ioctl TIOCSTI or TIOCLINUX); the Landlock
+ * ruleset of the write roots is built, its fd in *ruleset.  On failure
+ * the process is in an unknown state and must not run a command. */
+int sandbox_setup(const struct sandbox *sb, int *ruleset, int *userns,
+		  struct ah_error *err);
+
+/* In the helper, after sandbox_setup: 0 if it protects what the snapshot
+ * snap (taken by the caller before the helper started) describes, 1 if
+ * that changed meanwhile, -1 if a protected path is not read-only. */
+int sandbox_verify(const struct sandbox *sb, const struct buf *snap,
+		   struct ah_error *err);
+
+/* What the sandbox protects, as it is now on disk (each path, whether it
+ * is there, its device and inode), into out: a helper set up for one
+ * snapshot must not serve another. */
+int sandbox_snapshot(const struct sandbox *sb, struct buf *out);
+
+/* Per command, in the pid 1 of its PID namespace, in a mount namespace
+ * of its own: mounts the namespace's /proc (best effort). */
+void sandbox_fresh_proc(void);
+
+/* Per command, between fork and exec: every capability dropped, the
+ * Landlock ruleset enforced (and closed).  On failure the command must
+ * not run. */
+int sandbox_restrict(const struct sandbox *sb, int ruleset,
+		     struct ah_error *err);
 
 /* May the file tools write the entry name of the open directory dirfd?
  * Returns 0 if so, 1 with the reason in msg if the sandbox forbids it
@@ -204,7 +236,10 @@ struct proc_opts {
 	char *const *env;     /* the command's whole environment, "NAME=value"
 				 strings, NULL-terminated; NULL: none */
 	const struct proc_limits *limits; /* NULL: none */
+	struct proc_helper *helper; /* forks the command; needed when
+				       sandbox is set */
 };
+
 
 struct proc_result {
 	int status;         /* wait status of the shell */
@@ -230,6 +265,16 @@ int proc_limits_prepare(struct proc_limits *l, struct ah_error *err);
  * forge credential, an agent socket)?  Such a variable never reaches a
  * command. */
 int proc_env_secret(const char *name);
+
+/* Starts the helper for the commands of o (its shell, env, sandbox and
+ * limits; limits prepared and the sandbox's temporary directory made),
+ * and returns without waiting for it to be ready: it sets itself up while
+ * the caller goes on.  proc_run starts it again when what the sandbox
+ * protects changed (a new .git, a protected path created or replaced), or
+ * when it died. */
+int proc_helper_start(struct proc_helper *h, const struct proc_opts *o,
+		      struct ah_error *err);
+
 
 /* Runs the command in a new session with no controlling terminal, under a
  * supervisor that is the init of a new PID namespace (where the kernel

@@ -4,13 +4,21 @@
  *
  * The processes of one call:
  *   tool-exec
- *     supervisor: pid 1 of a new PID namespace (where the kernel gives
- *       one), a new session with no controlling terminal, killed with
- *       tool-exec (PR_SET_PDEATHSIG); it reaps, and reports the shell's
- *       status on a pipe.  When it dies the kernel kills every process
- *       of the namespace, however it detached.
- *       shell: confined (sandbox_enter), fds 0-2 only, the allowed
- *         environment, and everything it starts. */
+ *     helper (sandboxed calls only; one per session): set up once in the
+ *       sandbox (sandbox_setup: mount namespace, seccomp, the Landlock
+ *       ruleset built) and in the limits' cgroups, killed with tool-exec
+ *       (PR_SET_PDEATHSIG); it forks each call's supervisor on request,
+ *       and reaps it when told.
+ *       supervisor: pid 1 of a new PID namespace (where the kernel gives
+ *         one), in a mount namespace of the call (its own /proc), a new
+ *         session with no controlling terminal, killed with its parent
+ *         (PR_SET_PDEATHSIG); it reaps, and reports the shell's status on
+ *         a pipe.  When it dies the kernel kills every process of the
+ *         namespace, however it detached.
+ *         shell: confined (sandbox_restrict), fds 0-2 only, the allowed
+ *           environment, and everything it starts.
+ * The supervisor runs nothing before tool-exec sent it the command on a
+ * pipe: EOF there means tool-exec is gone. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +30,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -79,25 +88,26 @@ children(pid_t *pids, int max)
 
 /* Kills what is left of a command: its process group, then every orphan
  * reparented to us (setsid children escape the group, not the subreaper),
- * until none is left. */
+ * until none is left; all but the helper (spare). */
 static void
-kill_all(pid_t pgid)
+kill_all(pid_t pgid, pid_t spare)
 {
 	pid_t pids[256];
-	int i, n, round;
+	int i, k, n, round;
 
 	kill(-pgid, SIGKILL);
 	for (round = 0; round < 100; round++) {
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			;
 		n = children(pids, 256);
-		if (!n)
+		for (i = k = 0; i < n; i++)
+			if (pids[i] != spare)
+				pids[k++] = pids[i];
+		if (!k)
 			break;
-		for (i = 0; i < n; i++) {
+		for (i = 0; i < k; i++) {
 			kill(pids[i], SIGKILL);
 			kill(-pids[i], SIGKILL);
 		}
-		for (i = 0; i < n; i++)
+		for (i = 0; i < k; i++)
 			waitpid(pids[i], NULL, 0);
 	}
 }
@@ -571,16 +581,17 @@ move_fd(int fd, int to)
 	return n;
 }
 
-/* The shell, in the child of the supervisor: 0 from /dev/null, 1 and 2 the
- * output pipe, nothing else open, the allowed environment, confined. */
+/* The shell, in the child of the supervisor: confined, 0 from /dev/null,
+ * 1 and 2 the output pipe, nothing else open, the allowed environment. */
 static void
-command(const struct proc_opts *o, int out, int errfd)
+command(const struct proc_opts *o, const char *cmd, char **envp,
+	int ruleset, int out, int errfd)
 {
 	struct ah_error err = { 0 };
 	sigset_t none;
 	size_t n;
 	int i, devnull;
-	char *const *e;
+	char *argv[4];
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	sigemptyset(&none);
@@ -588,6 +599,14 @@ command(const struct proc_opts *o, int out, int errfd)
 	for (i = 1; i < NSIG; i++)
 		if (i != SIGKILL && i != SIGSTOP)
 			signal(i, SIG_DFL);
+	if (o->sandbox && sandbox_restrict(o->sandbox, ruleset, &err) < 0) {
+		/* Fail closed: the reason goes to the parent, the command
+		 * does not run. */
+		n = strlen(err.msg);
+		if (write(errfd, err.msg, n) != (ssize_t)n)
+			_exit(125);
+		_exit(126);
+	}
 	/* Above 2 first, so that no dup2 below lands on them. */
 	out = move_fd(out, 3);
 	errfd = move_fd(errfd, 3);
@@ -609,34 +628,13 @@ command(const struct proc_opts *o, int out, int errfd)
 			strerror(errno));
 		_exit(126);
 	}
-	clearenv();
-	for (e = o->env; e && *e; e++)
-		if (putenv(*e) < 0)
-			_exit(126);
-	if (o->sandbox && sandbox_enter(o->sandbox, &err) < 0) {
-		/* Fail closed: the reason goes to the parent, the command
-		 * does not run. */
-		n = strlen(err.msg);
-		if (write(errfd, err.msg, n) != (ssize_t)n)
-			_exit(125);
-		_exit(126);
-	}
-	execl(o->shell, o->shell, "-c", o->command, (char *)NULL);
+	argv[0] = (char *)o->shell;
+	argv[1] = (char *)"-c";
+	argv[2] = (char *)cmd;
+	argv[3] = NULL;
+	execve(o->shell, argv, envp);
 	dprintf(2, "cannot run '%s': %s\n", o->shell, strerror(errno));
 	_exit(127);
-}
-
-static void
-map_self(const char *file, const char *text, int errfd)
-{
-	int fd = open(file, O_WRONLY | O_CLOEXEC);
-	size_t n = strlen(text);
-
-	if (fd < 0 || write(fd, text, n) != (ssize_t)n) {
-		dprintf(errfd, "cannot write %s: %s", file, strerror(errno));
-		_exit(126);
-	}
-	close(fd);
 }
 
 static void
@@ -648,17 +646,73 @@ set_limit(int res, long long v)
 		setrlimit(res, &rl);
 }
 
-/* The supervisor: see the top of this file.  go is read for the caller's
- * word that it has moved us into the cgroups; EOF there means the caller
- * is gone (or failed), and nothing runs. */
+/* What tool-exec sends on the go pipe: 'g' and the command, then EOF.
+ * NULL when the pipe ends first (tool-exec is gone, or failed). */
+static char *
+read_command(int go)
+{
+	struct buf b = BUF_INIT(0);
+	char chunk[4096];
+	ssize_t n;
+
+	while ((n = read(go, chunk, sizeof chunk)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || buf_append(&b, chunk, (size_t)n) < 0) {
+			buf_free(&b);
+			return NULL;
+		}
+	}
+	if (!b.len || b.data[0] != 'g') {
+		buf_free(&b);
+		return NULL;
+	}
+	memmove(b.data, b.data + 1, b.len); /* with its NUL */
+	return b.data;
+}
+
+/* The command's environment: o->env, and TMPDIR the sandbox's own.  Made
+ * before the limits: under RLIMIT_DATA a process with much mapped (as
+ * under AddressSanitizer) may not be able to allocate. */
+static char **
+command_env(const struct proc_opts *o)
+{
+	const char *tmp = o->sandbox ? o->sandbox->tmpdir : NULL;
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (o->env && o->env[n])
+		n++;
+	env = calloc(n + 2, sizeof *env);
+	if (!env)
+		return NULL;
+	for (; k < n; k++)
+		if (!tmp || strncmp(o->env[k], "TMPDIR=", 7))
+			env[k] = o->env[k];
+		else
+			env[k] = (char *)""; /* replaced below */
+	if (tmp && asprintf(&env[n], "TMPDIR=%s", tmp) < 0)
+		return NULL;
+	for (k = n = 0; env[k]; k++)
+		if (*env[k])
+			env[n++] = env[k];
+	env[n] = NULL;
+	return env;
+}
+
+/* The supervisor: see the top of this file.  In a sandboxed call it is
+ * the helper's child, in a mount namespace of its own (sandboxed), and
+ * ruleset is the Landlock ruleset for the shell; nproc, when not 0, is how
+ * many processes besides the command's its user namespace counts (for
+ * RLIMIT_NPROC, per call only in a user namespace of the session). */
 static void
-supervisor(const struct proc_opts *o, int pidns, int userns, uid_t uid,
-	   gid_t gid, int out, int errfd, int statfd, int go)
+supervisor(const struct proc_opts *o, int pidns, int nproc, int out,
+	   int errfd, int statfd, int go, int ruleset)
 {
 	const struct proc_limits *l = o->limits;
-	char map[64], c;
 	pid_t shell, w;
-	int st, keep[4];
+	int st, keep[5], nkeep = 4;
+	char *cmd, **envp;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	/* Not even the supervisor holds what the caller left open (a lock
@@ -667,24 +721,26 @@ supervisor(const struct proc_opts *o, int pidns, int userns, uid_t uid,
 	keep[1] = errfd;
 	keep[2] = statfd;
 	keep[3] = go;
-	close_except(keep, 4);
+	if (ruleset >= 0)
+		keep[nkeep++] = ruleset;
+	close_except(keep, nkeep);
 	if (setsid() < 0) {
 		dprintf(errfd, "cannot start a new session: %s",
 			strerror(errno));
 		_exit(126);
 	}
-	if (userns) {
-		snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid,
-			 (unsigned)uid);
-		map_self("/proc/self/setgroups", "deny", errfd);
-		map_self("/proc/self/uid_map", map, errfd);
-		snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid,
-			 (unsigned)gid);
-		map_self("/proc/self/gid_map", map, errfd);
-	}
-	if (read(go, &c, 1) != 1)
+	cmd = read_command(go);
+	if (!cmd)
 		_exit(125);
 	close(go);
+	envp = command_env(o);
+	if (!envp) {
+		dprintf(errfd, "cannot make the environment: %s",
+			strerror(ENOMEM));
+		_exit(126);
+	}
+	if (o->sandbox)
+		sandbox_fresh_proc();
 	if (!pidns)
 		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	/* Signals for the command's group are not for us; the caller ends
@@ -696,10 +752,8 @@ supervisor(const struct proc_opts *o, int pidns, int userns, uid_t uid,
 	signal(SIGPIPE, SIG_IGN);
 	if (l) {
 		set_limit(RLIMIT_FSIZE, l->file_size);
-		/* Per call only in a user namespace of our own: elsewhere
-		 * it would count every process of the user. */
-		if (userns && l->procs)
-			set_limit(RLIMIT_NPROC, l->procs + 1); /* and us */
+		if (nproc && l->procs)
+			set_limit(RLIMIT_NPROC, l->procs + nproc);
 		if (!(l->by_cgroup & PROC_LIMIT_MEMORY))
 			set_limit(RLIMIT_DATA, l->memory);
 	}
@@ -710,10 +764,12 @@ supervisor(const struct proc_opts *o, int pidns, int userns, uid_t uid,
 	}
 	if (shell == 0) {
 		close(statfd);
-		command(o, out, errfd);
+		command(o, cmd, envp, ruleset, out, errfd);
 	}
 	close(out);
 	close(errfd);
+	if (ruleset >= 0)
+		close(ruleset);
 	for (;;) {
 		w = waitpid(-1, &st, 0);
 		if (w == shell) {
@@ -727,33 +783,17 @@ supervisor(const struct proc_opts *o, int pidns, int userns, uid_t uid,
 	_exit(0);
 }
 
-/* Starts the supervisor in a new PID namespace: as root directly, else in
- * a user namespace of its own, which only a sandboxed call needs (it has
- * one anyway for its mounts).  Where none can be had, a sandboxed call
- * fails; an unconfined one (--sandbox off) runs without. */
+/* Starts the supervisor of an unconfined call (--sandbox off) in a new
+ * PID namespace where the kernel allows one, else as a plain child. */
 static pid_t
-start(const struct proc_opts *o, int *pidns, int *userns,
-      struct ah_error *err)
+start(int *pidns, struct ah_error *err)
 {
-	int sandboxed = o->sandbox && o->sandbox->mode != SANDBOX_OFF;
 	long pid;
 
 	*pidns = 1;
-	*userns = 0;
 	pid = syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, 0);
-	if (pid < 0 && errno == EPERM && sandboxed) {
-		*userns = 1;
-		pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD,
-			      NULL, NULL, NULL, 0);
-	}
-	if (pid < 0 && sandboxed) {
-		ah_fail_errno(err, errno, "cannot create a PID namespace, "
-			      "which the sandbox needs to end every process "
-			      "of a call; the command was not run");
-		return -1;
-	}
 	if (pid < 0) {
-		*pidns = *userns = 0;
+		*pidns = 0;
 		pid = fork();
 		if (pid < 0)
 			ah_fail_errno(err, errno, "cannot fork");
@@ -761,9 +801,11 @@ start(const struct proc_opts *o, int *pidns, int *userns,
 	return (pid_t)pid;
 }
 
-/* Moves pid into the limits' cgroups. */
+/* Moves pid (what: the command, or the helper) into the limits'
+ * cgroups. */
 static int
-join_cgroups(const struct proc_limits *l, pid_t pid, struct ah_error *err)
+join_cgroups(const struct proc_limits *l, pid_t pid, const char *what,
+	     struct ah_error *err)
 {
 	char num[32];
 	const char *dirs[2];
@@ -777,8 +819,9 @@ join_cgroups(const struct proc_limits *l, pid_t pid, struct ah_error *err)
 	for (i = 0; i < 2; i++)
 		if (dirs[i] && write_file(dirs[i], "cgroup.procs", num) < 0)
 			return ah_fail_errno(err, errno, "cannot move the "
-					     "command into the cgroup '%s'; "
-					     "it was not run", dirs[i]);
+					     "%s into the cgroup '%s'; the "
+					     "command was not run", what,
+					     dirs[i]);
 	return 0;
 }
 
@@ -810,6 +853,356 @@ close_pair(int p[2])
 	p[0] = p[1] = -1;
 }
 
+/* --- the helper */
+
+/* Sends len bytes of data and nfds descriptors as one message. */
+static int
+send_msg(int sock, const void *data, size_t len, const int *fds, int nfds)
+{
+	union {
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { (void *)data, len };
+	struct msghdr m = { 0 };
+	struct cmsghdr *c;
+
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	if (nfds) {
+		memset(&u, 0, sizeof u);
+		m.msg_control = u.buf;
+		m.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
+	}
+	while (sendmsg(sock, &m, MSG_NOSIGNAL) < 0)
+		if (errno != EINTR)
+			return -1;
+	return 0;
+}
+
+/* Receives one message: its length (0 at EOF, -1 on error), and up to 4
+ * descriptors in fds (*nfds of them, close-on-exec). */
+static ssize_t
+recv_msg(int sock, void *data, size_t len, int *fds, int *nfds)
+{
+	union {
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { data, len };
+	struct msghdr m = { 0 };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	*nfds = 0;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.buf;
+	m.msg_controllen = sizeof u.buf;
+	while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0)
+		if (errno != EINTR)
+			return -1;
+	for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			*nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			memcpy(fds, CMSG_DATA(c), (size_t)*nfds * sizeof(int));
+		}
+	return n;
+}
+
+/* The helper's answer to a request to start a call. */
+struct spawned {
+	pid_t pid;  /* the supervisor, or -1 */
+	int errnum; /* why not */
+};
+
+/* The helper process: sets itself up in the sandbox once, says so ('R';
+ * 'S' when what it protects changed meanwhile, 'E' and why when it
+ * failed), then serves: 'r' with the four pipe ends of a call starts its
+ * supervisor; 'k' with a pid kills and reaps that supervisor.  Never
+ * returns. */
+static void
+helper_main(const struct proc_opts *o, pid_t parent, int sock,
+	    const struct buf *snap)
+{
+	struct ah_error err = { 0 };
+	struct spawned sp;
+	char req[1 + sizeof(pid_t)], word[1 + sizeof err.msg];
+	int fds[4], nfds, i, ruleset, userns, devnull, r;
+	long pid;
+	ssize_t n;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != parent)
+		_exit(0);
+	close_except(&sock, 1);
+	devnull = open("/dev/null", O_RDWR);
+	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
+	    dup2(devnull, 2) < 0)
+		_exit(126);
+	if (devnull > 2)
+		close(devnull);
+	/* Ended by SIGKILL (PR_SET_PDEATHSIG) or at EOF, not by the
+	 * terminal's signals to our process group. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	r = sandbox_setup(o->sandbox, &ruleset, &userns, &err);
+	if (r == 0)
+		r = sandbox_verify(o->sandbox, snap, &err);
+	word[0] = r == 0 ? 'R' : r > 0 ? 'S' : 'E';
+	n = r < 0 ? (ssize_t)strlen(err.msg) : 0;
+	memcpy(word + 1, err.msg, (size_t)n);
+	if (send_msg(sock, word, 1 + (size_t)n, NULL, 0) < 0 || r)
+		_exit(0);
+	for (;;) {
+		n = recv_msg(sock, req, sizeof req, fds, &nfds);
+		if (n == 1 && req[0] == 'r' && nfds == 4) {
+			sp.errnum = 0;
+			pid = syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS |
+				      SIGCHLD, NULL, NULL, NULL, 0);
+			if (pid == 0) {
+				close(sock);
+				supervisor(o, 1, userns ? 2 : 0, fds[0], fds[1],
+					   fds[2], fds[3], ruleset);
+			}
+			if (pid < 0)
+				sp.errnum = errno;
+			sp.pid = (pid_t)pid;
+			for (i = 0; i < 4; i++)
+				close(fds[i]);
+			if (send_msg(sock, &sp, sizeof sp, NULL, 0) < 0)
+				_exit(0);
+		} else if (n == (ssize_t)sizeof req && req[0] == 'k' && !nfds) {
+			memcpy(&sp.pid, req + 1, sizeof sp.pid);
+			kill(sp.pid, SIGKILL);
+			/* pid 1 of its namespace: gone once all of it is */
+			while (waitpid(sp.pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			if (send_msg(sock, "k", 1, NULL, 0) < 0)
+				_exit(0);
+		} else {
+			_exit(0); /* EOF, or not the caller's words */
+		}
+	}
+}
+
+int
+proc_helper_start(struct proc_helper *h, const struct proc_opts *o,
+		  struct ah_error *err)
+{
+	const struct proc_limits *l = o->limits;
+	pid_t parent = getpid();
+	char num[32];
+	int sv[2];
+
+	memset(h, 0, sizeof *h);
+	h->sock = -1;
+	h->snap = (struct buf)BUF_INIT(0);
+	if (o->sandbox && sandbox_snapshot(o->sandbox, &h->snap) < 0)
+		return ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		buf_free(&h->snap);
+		return ah_fail_errno(err, errno, "cannot create a socket");
+	}
+	h->pid = fork();
+	if (h->pid == 0) {
+		close(sv[0]);
+		helper_main(o, parent, sv[1], &h->snap);
+	}
+	close(sv[1]);
+	h->sock = sv[0];
+	if (h->pid < 0) {
+		h->pid = 0;
+		ah_fail_errno(err, errno, "cannot fork");
+		proc_helper_stop(h);
+		return -1;
+	}
+	/* In the cgroups before it forks a call: counted there, it leaves
+	 * the call its --max-procs. */
+	if (join_cgroups(l, h->pid, "sandbox helper", err) < 0) {
+		proc_helper_stop(h);
+		return -1;
+	}
+	if (l && (l->by_cgroup & PROC_LIMIT_PROCS)) {
+		snprintf(num, sizeof num, "%ld", l->procs + 1);
+		if (write_file(l->cg_pids, "pids.max", num) < 0) {
+			ah_fail_errno(err, errno, "cannot set the process "
+				      "limit in '%s'", l->cg_pids);
+			proc_helper_stop(h);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void
+proc_helper_stop(struct proc_helper *h)
+{
+	if (h->sock >= 0)
+		close(h->sock);
+	if (h->pid > 0) {
+		kill(h->pid, SIGKILL);
+		while (waitpid(h->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	buf_free(&h->snap);
+	memset(h, 0, sizeof *h);
+	h->sock = -1;
+}
+
+/* Waits for the helper's first word: 0 ready, 1 it must be set up again
+ * (what it protects changed meanwhile), -1 it failed (err says why). */
+static int
+helper_ready(struct proc_helper *h, struct ah_error *err)
+{
+	char word[1 + sizeof err->msg];
+	int fds[4], nfds;
+	ssize_t n;
+
+	if (h->ready)
+		return 0;
+	n = recv_msg(h->sock, word, sizeof word - 1, fds, &nfds);
+	if (n > 0 && word[0] == 'R') {
+		h->ready = 1;
+		return 0;
+	}
+	if (n > 0 && word[0] == 'S')
+		return 1;
+	if (n > 1 && word[0] == 'E') {
+		word[n] = '\0';
+		return ah_fail(err, AH_EIO, "cannot set up the sandbox: %s; "
+			       "the command was not run", word + 1);
+	}
+	return ah_fail(err, AH_EIO, "cannot set up the sandbox: its helper "
+		       "ended before it was set up; the command was not run");
+}
+
+/* A helper that serves what the sandbox protects now: the one there, or
+ * a new one. */
+static int
+helper_current(struct proc_helper *h, const struct proc_opts *o,
+	       struct ah_error *err)
+{
+	struct buf now = BUF_INIT(0);
+	int tries, r, same;
+
+	for (tries = 0; tries < 5; tries++) {
+		if (sandbox_snapshot(o->sandbox, &now) < 0) {
+			buf_free(&now);
+			return ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+		}
+		/* reaped here, its pid is no longer one to signal */
+		if (h->pid > 0 && waitpid(h->pid, NULL, WNOHANG) != 0)
+			h->pid = 0;
+		same = h->pid > 0 && now.len == h->snap.len &&
+		       !memcmp(now.data, h->snap.data, now.len);
+		if (same) {
+			r = helper_ready(h, err);
+			if (r <= 0) {
+				buf_free(&now);
+				return r;
+			}
+		}
+		proc_helper_stop(h);
+		if (proc_helper_start(h, o, err) < 0) {
+			buf_free(&now);
+			return -1;
+		}
+	}
+	buf_free(&now);
+	return ah_fail(err, AH_EIO, "what the sandbox protects kept changing "
+		       "while it was set up");
+}
+
+/* Has the helper start the supervisor of a call with these pipe ends. */
+static pid_t
+helper_spawn(struct proc_helper *h, const int fds[4], struct ah_error *err)
+{
+	struct spawned sp;
+	int got[4], ngot, i;
+	ssize_t n;
+
+	if (send_msg(h->sock, "r", 1, fds, 4) < 0)
+		return ah_fail_errno(err, errno, "cannot reach the sandbox "
+				     "helper");
+	n = recv_msg(h->sock, &sp, sizeof sp, got, &ngot);
+	for (i = 0; i < ngot; i++)
+		close(got[i]);
+	if (n != (ssize_t)sizeof sp)
+		return ah_fail(err, AH_EIO, "the sandbox helper ended");
+	if (sp.pid < 0)
+		return ah_fail_errno(err, sp.errnum, "cannot create a PID "
+				     "namespace, which the sandbox needs to "
+				     "end every process of a call; the "
+				     "command was not run");
+	return sp.pid;
+}
+
+/* Kills what is left of a call: the supervisor's group, the supervisor
+ * (and with it its namespace), reaped by the helper; what became ours
+ * (the helper died) as before. */
+static void
+end_call(const struct proc_opts *o, pid_t pid)
+{
+	struct proc_helper *h = o->helper;
+	char req[1 + sizeof(pid_t)], word[8];
+	int fds[4], nfds, i;
+	ssize_t n = -1;
+
+	if (!h) {
+		kill_all(pid, 0);
+		return;
+	}
+	kill(-pid, SIGKILL);
+	req[0] = 'k';
+	memcpy(req + 1, &pid, sizeof pid);
+	if (send_msg(h->sock, req, sizeof req, NULL, 0) == 0) {
+		n = recv_msg(h->sock, word, sizeof word, fds, &nfds);
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
+	}
+	if (n != 1) {
+		/* The helper is gone: the supervisor is ours, or dead. */
+		kill(pid, SIGKILL);
+		kill_all(pid, h->pid);
+		proc_helper_stop(h);
+	}
+}
+
+/* Sends the supervisor 'g' and the command, and closes the pipe. */
+static int
+send_command(int *go, const char *cmd, struct ah_error *err)
+{
+	size_t len = strlen(cmd), off = 0;
+	ssize_t n;
+	int rc = 0;
+
+	if (write(*go, "g", 1) != 1)
+		rc = -1;
+	while (!rc && off < len) {
+		n = write(*go, cmd + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			rc = -1;
+		else
+			off += (size_t)n;
+	}
+	if (rc)
+		ah_fail_errno(err, errno, "cannot start the command");
+	close(*go);
+	*go = -1;
+	return rc;
+}
+
 int
 proc_run(const struct proc_opts *o, struct proc_result *r,
 	 struct ah_error *err)
@@ -820,16 +1213,19 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 	char chunk[65536];
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, statp[2] = { -1, -1 };
 	int gop[2] = { -1, -1 };
-	int status = 0, exited = 0, nfds, pidns, userns, rc = -1, termed = 0;
+	int status = 0, exited = 0, nfds, pidns, rc = -1, termed = 0;
 	size_t got = 0;
 	long long pids0, oom0;
 	struct capture cap;
-	uid_t uid = getuid();
-	gid_t gid = getgid();
 	ssize_t n;
 	pid_t pid;
 
 	memset(r, 0, sizeof *r);
+	if (o->sandbox && o->sandbox->mode != SANDBOX_OFF && !o->helper)
+		return ah_fail(err, AH_EIO, "a sandboxed command needs the "
+			       "sandbox helper; it was not run");
+	if (o->helper && helper_current(o->helper, o, err) < 0)
+		return -1;
 	if (capture_init(&cap, o->max_output) < 0)
 		return ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
@@ -839,35 +1235,33 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 	}
 	pids0 = pids_hits(l);
 	oom0 = oom_kills(l);
-	pid = start(o, &pidns, &userns, err);
+	if (o->helper) {
+		int ends[4] = { outp[1], errp[1], statp[1], gop[0] };
+
+		pid = helper_spawn(o->helper, ends, err);
+	} else {
+		pid = start(&pidns, err);
+		if (pid == 0) {
+			close(outp[0]);
+			close(errp[0]);
+			close(statp[0]);
+			close(gop[1]);
+			supervisor(o, pidns, 0, outp[1], errp[1], statp[1],
+				   gop[0], -1);
+		}
+	}
 	if (pid < 0)
 		goto fail;
-	if (pid == 0) {
-		close(outp[0]);
-		close(errp[0]);
-		close(statp[0]);
-		close(gop[1]);
-		supervisor(o, pidns, userns, uid, gid, outp[1], errp[1],
-			   statp[1], gop[0]);
-	}
 	close(outp[1]);
 	close(errp[1]);
 	close(statp[1]);
 	close(gop[0]);
 	outp[1] = errp[1] = statp[1] = gop[0] = -1;
-	if (join_cgroups(l, pid, err) < 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+	if ((!o->helper && join_cgroups(l, pid, "command", err) < 0) ||
+	    send_command(&gop[1], o->command, err) < 0) {
+		end_call(o, pid);
 		goto fail;
 	}
-	if (write(gop[1], "g", 1) != 1) {
-		ah_fail_errno(err, errno, "cannot start the command");
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		goto fail;
-	}
-	close(gop[1]);
-	gop[1] = -1;
 	deadline = mono_now() + o->timeout;
 	check_at = mono_now() + 0.1;
 
@@ -923,7 +1317,7 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 			if (errno == EINTR)
 				continue;
 			ah_fail_errno(err, errno, "cannot poll");
-			kill_all(pid);
+			end_call(o, pid);
 			goto fail;
 		}
 		if (outp[0] >= 0 && pfd[0].revents) {
@@ -960,7 +1354,7 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 	/* Anything still holding the pipe after the grace is a background
 	 * child: it dies with the rest of the namespace. */
 	r->left_running = outp[0] >= 0 && exited;
-	kill_all(pid);
+	end_call(o, pid);
 	if (oom0 >= 0 && oom_kills(l) > oom0)
 		r->limit |= PROC_LIMIT_MEMORY;
 	if (l && l->file_size && ((WIFSIGNALED(r->status) &&

@@ -1,7 +1,9 @@
 /* sandbox.c: confining the commands the model runs.
  *
- * Three layers, applied in a child between fork and exec, never to the
- * harness itself:
+ * Three layers, never applied to the harness itself.  Most of them are
+ * set up once per session, in the helper process that forks every
+ * command (proc.c: sandbox_setup), and inherited across fork; the rest
+ * is applied per command, between fork and exec (sandbox_restrict):
  *   - a private mount namespace in which every mount is read-only but
  *     the write roots (the workspace, the private temporary directory),
  *     which are nosuid, and in which the protected paths of the
@@ -15,7 +17,15 @@
  *   - every capability dropped, no_new_privs, and a seccomp filter that
  *     refuses sockets other than AF_UNIX (unless the network is allowed)
  *     and io_uring, which would bypass it.
- * Reading and executing stay unrestricted. */
+ * Reading and executing stay unrestricted.
+ *
+ * Once, in the helper: the mount namespace (and the user namespace it
+ * needs without privilege), the bounding set emptied, no_new_privs, the
+ * seccomp filter, the Landlock ruleset built.  Per command: a /proc of
+ * its own PID namespace, the capabilities dropped, the ruleset enforced.
+ * What the mounts protect was found before the helper started; the helper
+ * checks that it protects exactly that (sandbox_verify), and the caller
+ * starts a new helper whenever it changed (sandbox_snapshot). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,11 +40,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -129,6 +141,8 @@ sandbox_mode_parse(const char *name)
 	return -1;
 }
 
+static void unwatch_all(struct sandbox *sb);
+
 static int
 landlock_abi(void)
 {
@@ -178,6 +192,8 @@ sandbox_init(struct sandbox *sb, enum sandbox_mode mode,
 
 	memset(sb, 0, sizeof *sb);
 	sb->mode = mode;
+	sb->watch_fd = -1;
+	sb->watching = 1;
 	if (mode == SANDBOX_OFF)
 		return 0;
 	sb->abi = landlock_abi();
@@ -282,6 +298,7 @@ sandbox_free(struct sandbox *sb)
 		free(sb->protect[i]);
 	free(sb->protect);
 	free_git(sb->git, sb->ngit);
+	unwatch_all(sb);
 	free(sb->workspace);
 	memset(sb, 0, sizeof *sb);
 }
@@ -339,6 +356,114 @@ struct walk {
 	struct buf path;           /* the directory being read, absolute */
 	int nomem;
 };
+
+/* --- watching the directories walked
+ *
+ * A walk of a large tree costs a lot (20,000 files: tens of ms), and it is
+ * needed before and after every command.  So each directory a walk reads
+ * is watched (inotify), and between two walks only what the events name
+ * is looked at: a directory created or moved in is walked (and watched);
+ * anything named .git (created, moved, removed, rewritten), a directory
+ * moved away or renamed, a commondir in a git directory, an event lost
+ * (the queue overflowed) or anything not understood is a whole walk
+ * again.  The events of a command are all queued once its processes are
+ * gone.  Where watching fails (no inotify, the limit of watches reached),
+ * every check is a whole walk. */
+
+#define WATCH_DIR (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | \
+		   IN_CLOSE_WRITE | IN_MOVE_SELF | IN_ONLYDIR)
+#define WATCH_GIT (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | \
+		   IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF | IN_ONLYDIR)
+
+static void
+unwatch_all(struct sandbox *sb)
+{
+	size_t i;
+
+	if (sb->watch_fd >= 0)
+		close(sb->watch_fd);
+	sb->watch_fd = -1;
+	for (i = 0; i < sb->nwatch; i++)
+		free(sb->watch[i].path);
+	free(sb->watch);
+	sb->watch = NULL;
+	sb->nwatch = 0;
+}
+
+static struct sandbox_watch *
+find_watch(struct sandbox *sb, int wd)
+{
+	size_t lo = 0, hi = sb->nwatch, mid;
+
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		if (sb->watch[mid].wd < wd)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < sb->nwatch && sb->watch[lo].wd == wd ? &sb->watch[lo]
+							  : NULL;
+}
+
+/* Watches the open directory fd, named path; git: a git directory.  A
+ * failure ends all watching (every check is then a whole walk); -1 only
+ * when memory ran out. */
+static int
+watch(struct sandbox *sb, int fd, const char *path, int git)
+{
+	struct sandbox_watch *wi, *more;
+	char link[64];
+	size_t i;
+	int wd;
+
+	if (sb->watch_fd < 0)
+		return 0;
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	wd = inotify_add_watch(sb->watch_fd, link, git ? WATCH_GIT : WATCH_DIR);
+	if (wd < 0) {
+		unwatch_all(sb);
+		return 0;
+	}
+	wi = find_watch(sb, wd);
+	if (!wi) {
+		more = realloc(sb->watch, (sb->nwatch + 1) * sizeof *more);
+		if (!more)
+			return -1;
+		sb->watch = more;
+		/* wds only grow: in order, but for one seen again */
+		for (i = sb->nwatch; i > 0 && more[i - 1].wd > wd; i--)
+			more[i] = more[i - 1];
+		wi = &more[i];
+		wi->path = NULL;
+		sb->nwatch++;
+	}
+	free(wi->path);
+	wi->wd = wd;
+	wi->git = git;
+	wi->path = strdup(path);
+	return wi->path ? 0 : -1;
+}
+
+/* Watches the git directories among sb->git[from..]. */
+static int
+watch_git(struct sandbox *sb, size_t from)
+{
+	size_t i;
+	int fd, rc = 0;
+
+	for (i = from; i < sb->ngit && !rc && sb->watch_fd >= 0; i++) {
+		if (sb->git[i].kind == GIT_LINK)
+			continue;
+		fd = open(sb->git[i].path, O_RDONLY | O_DIRECTORY |
+			  O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* a .git file: its directory is watched */
+		rc = watch(sb, fd, sb->git[i].path, 1);
+		close(fd);
+	}
+	return rc;
+}
 
 static int
 add_git(struct walk *w, const char *path, const struct stat *st, int kind)
@@ -535,6 +660,11 @@ walk_dir(struct walk *w, int dfd, int depth)
 		close(dfd);
 		return 0;
 	}
+	/* before it is read: what comes after is an event */
+	if (watch(w->sb, dirfd(d), w->path.data, 0) < 0) {
+		closedir(d);
+		return -1;
+	}
 	while (!rc && (e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
@@ -577,13 +707,17 @@ walk_dir(struct walk *w, int dfd, int depth)
 	return rc;
 }
 
-/* One walk of the workspace; the .git entries and targets found replace
- * sb->git. */
+/* A walk from the directory path (the workspace, or one beneath it at
+ * depth); the .git entries and targets found replace sb->git (whole), or
+ * are added to it. */
 static int
-walk(struct sandbox *sb, int enforce, struct buf *report)
+walk_from(struct sandbox *sb, const char *path, int depth, int whole,
+	  int enforce, struct buf *report)
 {
+	struct sandbox_git *more;
 	struct walk w = { 0 };
 	struct timespec now;
+	size_t i, j, from = whole ? 0 : sb->ngit;
 	int fd, rc;
 
 	w.sb = sb;
@@ -591,34 +725,169 @@ walk(struct sandbox *sb, int enforce, struct buf *report)
 	w.report = report;
 	w.path = (struct buf)BUF_INIT(0);
 	clock_gettime(CLOCK_REALTIME, &now);
-	fd = open(sb->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+		  (whole ? 0 : O_NOFOLLOW));
 	if (fd < 0)
 		return -1;
-	if (buf_printf(&w.path, "%s", strcmp(sb->workspace, "/") ?
-		       sb->workspace : "") < 0) {
+	if (buf_printf(&w.path, "%s", strcmp(path, "/") ? path : "") < 0) {
 		close(fd);
+		errno = ENOMEM;
 		return -1;
 	}
-	rc = walk_dir(&w, fd, 0);
+	rc = walk_dir(&w, fd, depth);
 	buf_free(&w.path);
 	if (rc < 0) {
 		free_git(w.found, w.nfound);
 		errno = ENOMEM;
 		return -1;
 	}
-	free_git(sb->git, sb->ngit);
-	sb->git = w.found;
-	sb->ngit = w.nfound;
-	sb->scanned = now;
-	return 0;
+	if (whole) {
+		free_git(sb->git, sb->ngit);
+		sb->git = w.found;
+		sb->ngit = w.nfound;
+		sb->scanned = now;
+		return watch_git(sb, 0) < 0 ? (errno = ENOMEM, -1) : 0;
+	}
+	more = realloc(sb->git, (sb->ngit + w.nfound + 1) * sizeof *more);
+	if (!more) {
+		free_git(w.found, w.nfound);
+		errno = ENOMEM;
+		return -1;
+	}
+	sb->git = more;
+	for (i = 0; i < w.nfound; i++) {
+		for (j = 0; j < sb->ngit &&
+		     strcmp(sb->git[j].path, w.found[i].path); j++)
+			;
+		if (j < sb->ngit)
+			free(w.found[i].path); /* known */
+		else
+			sb->git[sb->ngit++] = w.found[i];
+	}
+	free(w.found);
+	return watch_git(sb, from) < 0 ? (errno = ENOMEM, -1) : 0;
+}
+
+/* A whole walk of the workspace, its directories watched anew. */
+static int
+walk(struct sandbox *sb, int enforce, struct buf *report)
+{
+	unwatch_all(sb);
+	if (sb->watching)
+		sb->watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	return walk_from(sb, sb->workspace, 0, 1, enforce, report);
+}
+
+/* How deep the directory path lies beneath the workspace. */
+static int
+depth_of(const struct sandbox *sb, const char *path)
+{
+	const char *p = path + strlen(sb->workspace);
+	int n = 0;
+
+	for (; *p; p++)
+		n += *p == '/';
+	return n;
+}
+
+/* Reads the events since the last check, and walks the directories they
+ * name: 0 done, 1 a whole walk is needed, -1 (errno set) a failure. */
+static int
+changes(struct sandbox *sb, int enforce, struct buf *report)
+{
+	union {
+		char buf[16384];
+		struct inotify_event align;
+	} u;
+	const struct inotify_event *e;
+	struct sandbox_watch *wi;
+	struct buf todo = BUF_INIT(0); /* directories to walk, NUL after each */
+	const char *p;
+	ssize_t n, off;
+	int whole = 0, rc = 0;
+
+	if (sb->watch_fd < 0)
+		return 1;
+	for (;;) {
+		n = read(sb->watch_fd, u.buf, sizeof u.buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n <= 0) {
+			whole = 1;
+			break;
+		}
+		for (off = 0; off < n; off += (ssize_t)(sizeof *e + e->len)) {
+			e = (const struct inotify_event *)(u.buf + off);
+			if (e->mask & IN_Q_OVERFLOW) {
+				whole = 1;
+				continue;
+			}
+			wi = find_watch(sb, e->wd);
+			if (!wi)
+				continue; /* its IN_IGNORED came first */
+			if (e->mask & IN_IGNORED) {
+				free(wi->path);
+				memmove(wi, wi + 1, (size_t)(sb->watch +
+					sb->nwatch - wi - 1) * sizeof *wi);
+				sb->nwatch--;
+				continue;
+			}
+			if (e->mask & IN_MOVE_SELF ||
+			    (wi->git && e->mask & IN_DELETE_SELF)) {
+				whole = 1; /* the paths beneath changed */
+				continue;
+			}
+			if (!e->len || !e->name[0])
+				continue;
+			if (wi->git) {
+				whole |= !strcmp(e->name, "commondir");
+				continue;
+			}
+			if (is_git_name(e->name) ||
+			    (e->mask & IN_ISDIR && e->mask & IN_MOVED_FROM)) {
+				whole = 1;
+				continue;
+			}
+			if (e->mask & IN_ISDIR &&
+			    e->mask & (IN_CREATE | IN_MOVED_TO) &&
+			    (buf_printf(&todo, "%s/%s", wi->path, e->name) < 0 ||
+			     buf_putc(&todo, '\0') < 0)) {
+				buf_free(&todo);
+				errno = ENOMEM;
+				return -1;
+			}
+		}
+	}
+	for (p = todo.data; !whole && !rc && p && p < todo.data + todo.len;
+	     p += strlen(p) + 1) {
+		if (depth_of(sb, p) > WALK_DEPTH)
+			continue;
+		if (walk_from(sb, p, depth_of(sb, p), 0, enforce, report) < 0) {
+			if (errno == ENOMEM)
+				rc = -1;
+			else if (errno != ENOENT)
+				whole = 1; /* unreadable, replaced, ... */
+		}
+	}
+	buf_free(&todo);
+	if (!rc && sb->watch_fd < 0)
+		whole = 1; /* a watch failed: the events are not all there */
+	return rc ? rc : whole;
 }
 
 int
 sandbox_scan(struct sandbox *sb, struct ah_error *err)
 {
+	int r;
+
 	if (sb->mode != SANDBOX_WORKSPACE_WRITE || sb->git_writable)
 		return 0;
-	if (walk(sb, 0, NULL) < 0)
+	r = changes(sb, 0, NULL);
+	if (r > 0)
+		r = walk(sb, 0, NULL);
+	if (r < 0)
 		return ah_fail_errno(err, errno, "cannot search '%s' for .git",
 				     sb->workspace);
 	return 0;
@@ -627,9 +896,14 @@ sandbox_scan(struct sandbox *sb, struct ah_error *err)
 int
 sandbox_check_git(struct sandbox *sb, struct buf *report)
 {
+	int r;
+
 	if (sb->mode != SANDBOX_WORKSPACE_WRITE || sb->git_writable)
 		return 0;
-	if (walk(sb, 1, report) < 0) {
+	r = changes(sb, 1, report);
+	if (r > 0)
+		r = walk(sb, 1, report);
+	if (r < 0) {
 		if (errno == ENOMEM)
 			return -1;
 		return buf_printf(report, "%s[sandbox: cannot search the "
@@ -668,14 +942,16 @@ write_proc(const char *path, const char *text, struct ah_error *err)
 	return 0;
 }
 
-/* A mount namespace of our own, whose mounts do not propagate back. */
+/* A mount namespace of our own, whose mounts do not propagate back;
+ * *userns is set when it needed a user namespace too. */
 static int
-own_namespace(struct ah_error *err)
+own_namespace(int *userns, struct ah_error *err)
 {
 	char map[64];
 	uid_t uid = getuid();
 	gid_t gid = getgid();
 
+	*userns = 0;
 	if (unshare(CLONE_NEWNS) < 0) {
 		if (errno != EPERM)
 			return ah_fail_errno(err, errno, "cannot create a "
@@ -696,6 +972,7 @@ own_namespace(struct ah_error *err)
 			 (unsigned)gid);
 		if (write_proc("/proc/self/gid_map", map, err) < 0)
 			return -1;
+		*userns = 1;
 	}
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return ah_fail_errno(err, errno, "cannot make the mounts "
@@ -862,12 +1139,12 @@ out:
  * and in those the protected paths.  The working directory is looked up
  * again, on the new mounts. */
 static int
-confine_mounts(const struct sandbox *sb, struct ah_error *err)
+confine_mounts(const struct sandbox *sb, int *userns, struct ah_error *err)
 {
 	char *cwd;
 	int rc;
 
-	if (own_namespace(err) < 0 || read_only_but_roots(sb, err) < 0 ||
+	if (own_namespace(userns, err) < 0 || read_only_but_roots(sb, err) < 0 ||
 	    (sb->mode == SANDBOX_WORKSPACE_WRITE && protect_paths(sb, err) < 0))
 		return -1;
 	cwd = getcwd(NULL, 0);
@@ -883,20 +1160,28 @@ confine_mounts(const struct sandbox *sb, struct ah_error *err)
 
 /* --- capabilities */
 
-static int
-drop_capabilities(struct ah_error *err)
+/* Empties the bounding set, so that no exec can gain a capability back;
+ * the helper keeps its own (it still mounts and creates namespaces). */
+static void
+drop_bounding(void)
 {
-	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct d[2];
 	int cap;
 
-	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	/* Without CAP_SETPCAP this fails, but then there is nothing in the
 	 * bounding set that no_new_privs does not already keep out. */
 	for (cap = 0; cap < 64; cap++)
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 &&
 		    errno == EINVAL)
 			break;
+}
+
+static int
+drop_capabilities(struct ah_error *err)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	memset(d, 0, sizeof d);
 	if (syscall(SYS_capset, &h, d) < 0)
 		return ah_fail_errno(err, errno, "cannot drop capabilities");
@@ -936,8 +1221,10 @@ allow(int ruleset, const char *path, uint64_t access, uint64_t handled,
 	return 0;
 }
 
+/* The Landlock ruleset of the sandbox, built (not enforced): its fd, or
+ * -1. */
 static int
-landlock(const struct sandbox *sb, struct ah_error *err)
+landlock_ruleset(const struct sandbox *sb, struct ah_error *err)
 {
 	static const char *const devices[] = {
 		"/dev/null", "/dev/zero", "/dev/full",
@@ -975,13 +1262,7 @@ landlock(const struct sandbox *sb, struct ah_error *err)
 	for (i = 0; i < sizeof devices / sizeof *devices; i++)
 		if (allow(rs, devices[i], fs, fs, 1, err) < 0)
 			goto fail;
-	if (syscall(SYS_landlock_restrict_self, rs, 0) < 0) {
-		ah_fail_errno(err, errno, "landlock: cannot restrict the "
-			      "process");
-		goto fail;
-	}
-	close(rs);
-	return 0;
+	return rs;
 fail:
 	close(rs);
 	return -1;
@@ -1056,33 +1337,145 @@ seccomp(const struct sandbox *sb, struct ah_error *err)
 #endif
 }
 
-/* A /proc of the command's own PID namespace (tool-exec runs commands as
- * its pid 1's children): ps and pgrep work there (with the host's /proc
- * they fail, "lookup self"), and the harness's processes are not in it.
- * Best effort: where the kernel refuses the mount (a /proc partly hidden
- * by overmounts), the host's stays, as before. */
-static void
-fresh_proc(void)
+/* A /proc of the command's own PID namespace (called by its pid 1, in a
+ * mount namespace of the call's own): ps and pgrep work there (with the
+ * host's /proc they fail, "lookup self"), and the harness's processes are
+ * not in it.  Best effort: where the kernel refuses the mount (a /proc
+ * partly hidden by overmounts), the host's stays, as before. */
+void
+sandbox_fresh_proc(void)
 {
 	mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 }
 
 int
-sandbox_enter(const struct sandbox *sb, struct ah_error *err)
+sandbox_setup(const struct sandbox *sb, int *ruleset, int *userns,
+	      struct ah_error *err)
+{
+	*ruleset = -1;
+	*userns = 0;
+	if (sb->mode == SANDBOX_OFF)
+		return 0;
+	if (confine_mounts(sb, userns, err) < 0)
+		return -1;
+	drop_bounding();
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return ah_fail_errno(err, errno, "cannot set no_new_privs");
+	if (seccomp(sb, err) < 0)
+		return -1;
+	*ruleset = landlock_ruleset(sb, err);
+	return *ruleset < 0 ? -1 : 0;
+}
+
+int
+sandbox_restrict(const struct sandbox *sb, int ruleset, struct ah_error *err)
 {
 	if (sb->mode == SANDBOX_OFF)
 		return 0;
-	if (confine_mounts(sb, err) < 0)
-		return -1;
-	fresh_proc();
 	if (drop_capabilities(err) < 0)
 		return -1;
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return ah_fail_errno(err, errno, "cannot set no_new_privs");
-	if (landlock(sb, err) < 0 || seccomp(sb, err) < 0)
+	if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
+		return ah_fail_errno(err, errno, "landlock: cannot restrict "
+				     "the process");
+	close(ruleset);
+	return 0;
+}
+
+/* --- what the helper protects */
+
+/* One path's part of a snapshot: whether it is there, and what. */
+struct snap_entry {
+	int exists;
+	dev_t dev;
+	ino_t ino;
+	mode_t mode;
+};
+
+static int
+snap_path(struct buf *out, const char *path)
+{
+	struct snap_entry e;
+	struct stat st;
+
+	memset(&e, 0, sizeof e);
+	if (lstat(path, &st) == 0) {
+		e.exists = 1;
+		e.dev = st.st_dev;
+		e.ino = st.st_ino;
+		e.mode = st.st_mode & S_IFMT;
+	} else if (errno != ENOENT && errno != ENOTDIR) {
+		e.exists = -errno; /* not known: never equal to a later one */
+	}
+	if (buf_printf(out, "%s", path) < 0 || buf_putc(out, '\0') < 0)
 		return -1;
-	if (sb->tmpdir && setenv("TMPDIR", sb->tmpdir, 1) < 0)
-		return ah_fail_errno(err, errno, "cannot set TMPDIR");
+	return buf_append(out, (const char *)&e, sizeof e);
+}
+
+int
+sandbox_snapshot(const struct sandbox *sb, struct buf *out)
+{
+	size_t i;
+
+	out->len = 0;
+	if (snap_path(out, sb->workspace) < 0 ||
+	    (sb->tmpdir && snap_path(out, sb->tmpdir) < 0))
+		return -1;
+	for (i = 0; i < sb->nprotect; i++)
+		if (snap_path(out, sb->protect[i]) < 0)
+			return -1;
+	for (i = 0; i < sb->ngit && !sb->git_writable; i++)
+		if (snap_path(out, sb->git[i].path) < 0)
+			return -1;
+	return 0;
+}
+
+/* Is the mount the path p lies on read-only (1), or not (0)? */
+static int
+on_read_only(const char *p)
+{
+	struct statvfs v;
+
+	return statvfs(p, &v) == 0 && (v.f_flag & ST_RDONLY);
+}
+
+int
+sandbox_verify(const struct sandbox *sb, const struct buf *snap,
+	       struct ah_error *err)
+{
+	struct buf now = BUF_INIT(0);
+	const char *p;
+	size_t i, n = sb->nprotect + (sb->git_writable ? 0 : sb->ngit);
+	int rc = 0;
+
+	if (sb->mode == SANDBOX_OFF)
+		return 0;
+	if (sandbox_snapshot(sb, &now) < 0) {
+		buf_free(&now);
+		return ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+	}
+	/* changed since the caller looked: set up again */
+	rc = now.len != snap->len || memcmp(now.data, snap->data, now.len);
+	buf_free(&now);
+	if (rc)
+		return 1;
+	/* What is protected, as the commands will see it. */
+	if (sb->mode == SANDBOX_WORKSPACE_WRITE &&
+	    on_read_only(sb->workspace))
+		return ah_fail(err, AH_EIO, "'%s' is read-only in the sandbox",
+			       sb->workspace);
+	for (i = 0; i < n && sb->mode == SANDBOX_WORKSPACE_WRITE; i++) {
+		p = i < sb->nprotect ? sb->protect[i]
+				     : sb->git[i - sb->nprotect].path;
+		if (i >= sb->nprotect && sb->git[i - sb->nprotect].kind ==
+		    GIT_LINK)
+			continue; /* its target is in the list */
+		if (access(p, F_OK) < 0 && (errno == ENOENT ||
+					    errno == ENOTDIR))
+			continue;
+		if (!on_read_only(p))
+			return ah_fail(err, AH_EIO, "'%s' is not read-only in "
+				       "the sandbox", p);
+	}
 	return 0;
 }
 

@@ -176,6 +176,7 @@ tool_bash(const struct tool_ctx *ctx, const cJSON *args, char **res)
 				      "up the sandbox: %s; the command was not "
 				      "run", err.msg);
 		o.sandbox = ctx->sandbox;
+		o.helper = ctx->helper;
 	}
 	if (proc_run(&o, &r, &err) < 0)
 		return answer(res, TOOL_ERROR, "Error: bash: %s", err.msg);
@@ -233,6 +234,23 @@ tool_bash(const struct tool_ctx *ctx, const cJSON *args, char **res)
 		return -1;
 	return r.interrupted ? TOOL_INTERRUPTED : r.limit ? TOOL_ERROR
 							  : TOOL_OK;
+}
+
+int
+tool_warm(const struct tool_ctx *ctx, struct ah_error *err)
+{
+	struct proc_opts o = { 0 };
+
+	if (!ctx->sandbox || ctx->sandbox->mode == SANDBOX_OFF || !ctx->helper)
+		return 0;
+	o.shell = ctx->shell;
+	o.env = ctx->env;
+	o.sandbox = ctx->sandbox;
+	o.limits = ctx->limits;
+	if ((ctx->limits && proc_limits_prepare(ctx->limits, err) < 0) ||
+	    sandbox_prepare(ctx->sandbox, err) < 0)
+		return -1;
+	return proc_helper_start(ctx->helper, &o, err);
 }
 
 /* --- list_dir */

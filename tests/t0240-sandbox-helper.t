@@ -1,0 +1,161 @@
+#!/bin/sh
+# tool-exec: the sandbox helper, set up once per session, which forks every
+# sandboxed command.  What it protects follows what is on disk between
+# calls, and it dies with tool-exec.
+. "$(dirname "$0")/lib.sh"
+
+if [ -n "${AH_VALGRIND:-}" ]; then
+	echo "1..0 # skip valgrind 3.19 does not know the Landlock system calls"
+	exit 0
+fi
+if [ -n "${AH_NO_SANDBOX:-}" ]; then
+	echo "1..0 # skip this machine cannot confine commands (see above)"
+	exit 0
+fi
+
+# msg ID TOOL ARGS: an assistant message with one allowed call.
+msg() {
+	call_msg "$2" "$3" allow "$1"
+}
+# bash_call ID COMMAND: the same for a bash call.
+bash_call() {
+	msg "$1" bash "$(jq -nc --arg c "$2" '{command: $c}')"
+}
+# lines FILE N: FILE has at least N lines.
+lines() {
+	test "$(wc -l <"$1")" -ge "$2"
+}
+# kids PID: the children of PID, one a line.
+kids() {
+	tr ' ' '\n' <"/proc/$1/task/$1/children" | grep .
+}
+# gone PID: no such process, or a zombie.
+gone() {
+	! read -r l_ 2>/dev/null <"/proc/$1/stat" || {
+		# shellcheck disable=SC2086 # the fields after the command's name
+		set -- ${l_##*) }
+		test "$1" = Z
+	}
+}
+# left MARK: the processes whose command line holds MARK, one a line.
+left() {
+	for f in /proc/[0-9]*/cmdline; do
+		{ tr '\0' ' ' <"$f"; } 2>/dev/null | grep -e "$1" || :
+	done
+}
+# some_left MARK N: at least N processes hold MARK.
+some_left() {
+	test "$(left "$1" | wc -l)" -ge "$2"
+}
+# result ID: the content of the result of call ID in out.
+result() {
+	jq -r --arg id "$1" 'select(.tool_call_id == $id) | .content' out
+}
+
+test_expect_success 'one helper per session: it forks every call, holds no fd but /dev/null, its socket and its Landlock ruleset, and goes with tool-exec' '
+	mkdir ws &&
+	bash_call c1 "echo one" >m1 && bash_call c2 "echo two" >m2 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 &&
+	    kids "$(cat pid)" >h1 &&
+	    for f in /proc/$(cat h1)/fd/*; do readlink "$f"; done >fds &&
+	    cat m2 && wait_until 20 lines out 2 &&
+	    kids "$(cat pid)" >h2 && touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
+	test -e fed &&
+	test_line_count = 1 h1 &&
+	test_cmp h1 h2 &&
+	sed "s/socket:.*/socket/" fds | sort >actual &&
+	printf "%s\n" /dev/null /dev/null /dev/null "anon_inode:[landlock-ruleset]" \
+		socket | sort >expect &&
+	test_cmp expect actual &&
+	test "$(result c1)" = one && test "$(result c2)" = two &&
+	wait_until 5 gone "$(cat h1)"
+'
+
+test_expect_success 'a protected path the session creates, then replaces, is read-only to the next call' '
+	mkdir ws ws/.agent &&
+	todo="{\"todos\":[{\"id\":\"1\",\"content\":\"a\",\"status\":\"pending\"}]}" &&
+	{ bash_call c1 "echo one" &&
+	  msg c2 run_todo_write "$todo" &&
+	  bash_call c3 "echo x >todo.json" &&
+	  msg c4 run_todo_write "$todo" &&
+	  bash_call c5 "echo x >todo.json"; } >in &&
+	jq -c ".tool_calls[]" in | jq -sc "{role: \"assistant\", content: null, tool_calls: .}" >one &&
+	tool-exec -C ws <one >out &&
+	test "$(result c1)" = one &&
+	result c3 >r3 && test_grep "Read-only file system" r3 &&
+	test_grep "\[exit code: 1\]" r3 &&
+	result c5 >r5 && test_grep "Read-only file system" r5 &&
+	jq -e ".todos[0].content == \"a\"" ws/todo.json
+'
+
+test_expect_success 'a .git made outside the sandbox between two calls, in a new directory or an old one, is read-only to the second' '
+	mkdir ws ws/old &&
+	bash_call c1 "echo one" >m1 &&
+	bash_call c2 "echo x >>sub/.git/config; echo x >sub/.git/hooks/post-checkout" >m2 &&
+	bash_call c3 "echo x >>old/.git/config" >m3 &&
+	{ cat m1 && wait_until 20 lines out 1 && git init -q ws/sub &&
+	  git init -q ws/old &&
+	  cp ws/sub/.git/config config.before && cp ws/old/.git/config old.before &&
+	  cat m2 && wait_until 20 lines out 2 && cat m3 && wait_until 20 lines out 3 &&
+	  touch fed; } | tool-exec -C ws >out &&
+	test -e fed &&
+	result c2 >r2 && test_grep "Read-only file system" r2 &&
+	result c3 >r3 && test_grep "Read-only file system" r3 &&
+	test_cmp config.before ws/sub/.git/config &&
+	test_cmp old.before ws/old/.git/config &&
+	! test -e ws/sub/.git/hooks/post-checkout
+'
+
+test_expect_success 'watched walks: a .git made in a new tree, a tree moved in, an old directory, a renamed one is moved aside after the command' '
+	mkdir ws ws/keep &&
+	{ bash_call c1 "mkdir -p a/b/c && git init -q a/b/c" &&
+	  bash_call c2 "mkdir -p \$TMPDIR/t/u && git init -q \$TMPDIR/t/u && mv \$TMPDIR/t moved" &&
+	  bash_call c3 "git init -q keep" &&
+	  bash_call c4 "mkdir -p r/s && mv r q && git init -q q/s" &&
+	  bash_call c5 "echo done"; } >in &&
+	jq -c ".tool_calls[]" in | jq -sc "{role: \"assistant\", content: null, tool_calls: .}" >one &&
+	tool-exec -C ws <one >out &&
+	for c in c1 c2 c3 c4; do
+		result $c >r && test_grep "was made by the command" r || return 1
+	done &&
+	(cd ws && find . -iname .git) >left &&
+	test_line_count = 0 left &&
+	(cd ws && find . -name ".git.refused-*") >aside &&
+	test_line_count = 4 aside &&
+	test "$(result c5)" = done
+'
+
+test_expect_success 'kill -9 of the helper: every process of the call it ran is gone, the call says so, the next runs' '
+	mark=7$(($$ % 1000))4 &&
+	mkdir ws &&
+	bash_call c1 "sleep ${mark}1 & setsid sleep ${mark}2 & sleep ${mark}3" >m1 &&
+	bash_call c2 "echo after" >m2 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 10 some_left "$mark" 3 &&
+	    kill -9 "$(kids "$(cat pid)")" &&
+	    wait_until 20 lines out 1 && cat m2 && wait_until 20 lines out 2 &&
+	    touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
+	test -e fed &&
+	test -z "$(left "$mark")" &&
+	result c1 >r1 && test_grep "\[killed by signal 9\]" r1 &&
+	test "$(result c2)" = after
+'
+
+test_expect_success 'kill -9 of tool-exec: the helper and the call it runs are gone within a second' '
+	mark=7$(($$ % 1000))5 &&
+	mkdir ws &&
+	bash_call c1 "sleep ${mark}1 & setsid sleep ${mark}2 & sleep ${mark}3" >m1 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 10 some_left "$mark" 3 &&
+	    kids "$(cat pid)" >h && kill -9 "$(cat pid)" && sleep 1 && touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; echo $? >rc; } &&
+	test -e fed && test "$(cat rc)" = 137 &&
+	test_line_count = 1 h &&
+	gone "$(cat h)" &&
+	test -z "$(left "$mark")"
+'
+
+test_done
