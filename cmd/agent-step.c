@@ -60,7 +60,8 @@ static const char usage[] =
 	"      --compact-at SHARE exit 10 rather than send more than SHARE of\n"
 	"                         the window (0.8)\n"
 	"  -q, --quiet            no streamed text, no retry notes on stderr\n"
-	"  -v, --verbose          a line per call on stderr: request id, tokens\n"
+	"  -v, --verbose          a line per call on stderr: request id, tokens,\n"
+	"                         tokens so far\n"
 	"  -h, --help             print this help and exit\n"
 	"      --version          print the version and exit\n"
 	"\n"
@@ -280,11 +281,15 @@ step(struct run *r, struct chat *chat, int *stop)
 		if (r->window && cJSON_IsNumber(pt))
 			snprintf(share, sizeof share, " (%.0f%% of the window)",
 				 100.0 * pt->valuedouble / (double)r->window);
+		/* and the session's tokens so far: the answers read, this
+		 * one too */
 		warn_server(r, "request %s: %d prompt + %d completion tokens%s, "
-			 "%d tool call%s", rid[0] ? rid : "(no id)",
+			 "%d tool call%s; %.0f tokens so far",
+			 rid[0] ? rid : "(no id)",
 			 cJSON_IsNumber(pt) ? pt->valueint : 0,
 			 cJSON_IsNumber(ct) ? ct->valueint : 0, share,
-			 reply.ncalls, reply.ncalls == 1 ? "" : "s");
+			 reply.ncalls, reply.ncalls == 1 ? "" : "s",
+			 chat->tokens + usage_tokens(u));
 	}
 	if (jsonl_write(stdout, msg, &err) < 0) {
 		cli_stdout_failed(errno);

@@ -487,6 +487,7 @@ note_message(struct chat *c, const cJSON *msg, const char *role,
 		  : role[0];
 	if (!strcmp(role, "assistant")) {
 		u = cJSON_GetObjectItemCaseSensitive(msg, "usage");
+		c->tokens += usage_tokens(u);
 		pt = cJSON_GetObjectItemCaseSensitive(u, "prompt_tokens");
 		if (cJSON_IsNumber(pt) && pt->valuedouble >= 0 &&
 		    pt->valuedouble < 1e12) {

@@ -254,6 +254,7 @@ struct chat {
 	int stubs;            /* tool results left out so far */
 	int compactions;      /* compaction entries read */
 	int compacted;        /* the message of the last one, or -1 */
+	double tokens;        /* the usage of the answers read, added up */
 	int last_assistant;   /* the last message is the assistant's */
 	int dirty;            /* set by chat_add; the caller clears it */
 	struct buf req;       /* the last request body */
@@ -635,6 +636,9 @@ int events_of_todo(struct buf *out, const char *path, struct event_todo *seen,
 /* id is a session id: letters, digits, '.', '_' and '-', not starting
  * with '.' or '-', at most SESSION_ID_MAX bytes (it names files). */
 int session_id_ok(const char *id);
+/* The tokens of a usage object: its total_tokens, else prompt plus
+ * completion (input plus output); 0 for none. */
+double usage_tokens(const cJSON *usage);
 /* The time now, as the records keep it: 2026-12-03T18:04:05Z. */
 void session_now(char out[32]);
 

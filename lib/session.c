@@ -40,7 +40,7 @@ session_now(char out[32])
 
 /* The tokens of one usage object: its total, else prompt + completion
  * (Anthropic's input + output, as agent-step records them, too). */
-static double
+double
 usage_tokens(const cJSON *u)
 {
 	static const char *const parts[][2] = {

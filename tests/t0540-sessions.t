@@ -26,7 +26,9 @@ test_expect_success '-c: a follow-up in the same session, which the model sees w
 	test_must_fail ls w/.agent/sessions/*.jsonl 2>/dev/null &&
 	id=$(jq -r .id w/.agent/session.json) &&
 	test_grep "session $id" p1 &&
-	test_grep "session $id (continue)" p2
+	test_grep "session $id (continue)" p2 &&
+	test_grep "request req_1: .*, 0 tool calls; 15 tokens so far" p1 &&
+	test_grep "request req_2: .*, 0 tool calls; 40 tokens so far" p2
 '
 
 test_expect_success '-c with no session: said, exit 2; --resume with none: exit 1' '
