@@ -57,7 +57,7 @@ test_expect_success 'a child is offered no task tool, and gets the parent'"'"'s 
 		and (.body.messages[1].content | contains(\"house rules\"))" requests.jsonl
 '
 
-test_expect_success 'two children in parallel: the wall time of one, each result to its call' '
+test_expect_success 'two children in parallel: both asked the model before either answered; each result to its call' '
 	{
 		echo "{\"match\": \"parent\", \"tool_calls\": [
 			{\"id\": \"c_a\", \"name\": \"task\", \"arguments\": {\"description\": \"a\", \"prompt\": \"job A\"}},
@@ -68,11 +68,10 @@ test_expect_success 'two children in parallel: the wall time of one, each result
 		echo "{\"match\": \"parent\", \"content\": \"both done\"}"
 	} >script &&
 	start_model script && mkdir w &&
-	start=$(date +%s) &&
 	agent-run -y -C w "parent" >answer 2>progress &&
-	end=$(date +%s) &&
 	test "$(cat answer)" = "both done" &&
-	test $((end - start)) -lt 6 &&
+	jq -s -e "map(select(.body.messages[-1].content | IN(\"job A\", \"job B\")) | .start)
+		| length == 2 and (.[0] - .[1] | fabs) < 2.5" requests.jsonl &&
 	jq -s -e "map(select(.role == \"tool\")) | map([.tool_call_id, .content]) ==
 		[[\"c_a\", \"A done\"], [\"c_b\", \"B done\"]]" w/.agent/transcript.jsonl &&
 	test_grep "\\[task c_a\\]" progress
@@ -178,6 +177,58 @@ test_expect_success 'kill -9 of the parent leaves no process behind; resume does
 	test "$(cat answer)" = "after the resume" &&
 	children w >list && test_line_count = 1 list &&
 	jq -s -e "map(select(.role == \"tool\"))[0].content | test(\"nterrupted\")" w/.agent/transcript.jsonl
+'
+
+test_expect_success '--json: the child'"'"'s events come too, with its own session id' '
+	{
+		echo "{\"match\": \"parent\", $(task sub "the child" | cut -c 2-)" &&
+		echo "{\"match\": \"the child\", \"tool_calls\": [{\"name\": \"list_dir\", \"arguments\": {}}]}" &&
+		echo "{\"match\": \"the child\", \"content\": \"child done\"}" &&
+		echo "{\"match\": \"parent\", \"content\": \"done\"}"
+	} >script &&
+	start_model script && mkdir w &&
+	agent-run -y --json -C w "parent" >events 2>progress &&
+	id=$(jq -r .id w/.agent/session.json) &&
+	jq -s -e --arg id "$id" "
+		(map(select(.session == \$id)) | .[0].type == \"session\" and .[-1].type == \"result\" and .[-1].status == \"done\")
+		and (map(select(.session == (\$id + \".call_1_1\"))) | length > 3
+			and .[0].type == \"session\" and .[0].parent == \$id
+			and (map(.type) | index(\"tool_call\") != null)
+			and .[-1].type == \"result\" and .[-1].answer == \"child done\")
+		and .[-1].session == \$id" events
+'
+
+test_expect_success 'a child asks on the user'"'"'s terminal, naming itself' '
+	{
+		echo "{\"match\": \"parent\", $(task sub "the child" | cut -c 2-)" &&
+		echo "{\"match\": \"the child\", \"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"echo from-the-child\"}}]}" &&
+		echo "{\"match\": \"the child\", \"content\": \"child done\"}" &&
+		echo "{\"match\": \"parent\", \"content\": \"done\"}"
+	} >script &&
+	start_model script && mkdir w &&
+	"$TEST_DIR/pty-run.py" --timeout 60 "agent-run -C w parent >answer 2>progress" y y >tty &&
+	test "$(cat answer)" = done &&
+	test_grep "hook-perm: task wants to act on" tty &&
+	test_grep "hook-perm: \\[subagent [0-9TZ-]*\\.call_1_1\\] bash wants to run" tty &&
+	child=$(ls w/.agent/sessions/*.call_1_1.jsonl) &&
+	jq -s -e "map(select(.role == \"tool\"))[0].content == \"from-the-child\\n\"" "$child"
+'
+
+test_expect_success 'agent-run --max-depth: a child may start its own, never past 3' '
+	{
+		echo "{\"match\": \"parent\", $(task sub "the child" | cut -c 2-)" &&
+		echo "{\"match\": \"the child\", $(task subsub "the grandchild" | cut -c 2-)" &&
+		echo "{\"match\": \"the grandchild\", \"content\": \"grandchild done\"}" &&
+		echo "{\"match\": \"the child\", \"content\": \"child done\"}" &&
+		echo "{\"match\": \"parent\", \"content\": \"done\"}"
+	} >script &&
+	start_model script && mkdir w &&
+	agent-run -y --max-depth 2 -C w "parent" >answer 2>progress &&
+	test "$(cat answer)" = done &&
+	ls w/.agent/sessions/*.call_*.call_*.jsonl &&
+	jq -s -e "map(select(.body.messages[-1].content == \"the grandchild\"))[0] | [.body.tools[].function.name] | index(\"task\") == null" requests.jsonl &&
+	test_expect_code 2 agent-run --max-depth 4 -C w x 2>err &&
+	test_grep "max-depth" err
 '
 
 test_done
