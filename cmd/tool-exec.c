@@ -413,8 +413,31 @@ pass_env_var(const char **pass, int *npass, int max)
 	return copy;
 }
 
-int
-main(int argc, char **argv)
+/* What the options and the environment ask for. */
+struct opts {
+	const char *dir, *mode;
+	const char *protect[64], *pass[64];
+	int nprotect, npass;
+	int yes, batch, network, git;
+	long maxout, procs;
+};
+
+/* What the session holds, set up by setup, freed by teardown whatever
+ * part of it was made. */
+struct state {
+	struct tool_ctx ctx;
+	struct task_opts task;
+	struct sandbox sandbox;
+	int sandboxed;        /* sandbox_init ran: sandbox_free it */
+	struct proc_helper helper;
+	struct proc_limits limits;
+	char **env;
+};
+
+/* The options: -1 to go on, else the exit status (after --help,
+ * --version, --schema, or a usage error). */
+static int
+parse_options(int argc, char **argv, struct opts *o, struct state *s)
 {
 	enum { OPT_TIMEOUT = 256, OPT_MAXTIMEOUT, OPT_GRACE, OPT_MAXOUTPUT,
 	       OPT_SHELL, OPT_BATCH, OPT_SCHEMA, OPT_INTERRUPTED, OPT_SANDBOX,
@@ -444,134 +467,127 @@ main(int argc, char **argv)
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct tool_ctx ctx = { 0 };
-	struct task_opts task;
+	struct tool_ctx *ctx = &s->ctx;
 	struct ah_error err = { 0 };
-	struct sandbox sandbox;
-	struct proc_helper helper = { 0, -1, 0, BUF_INIT(0) };
-	struct jsonl_reader in;
-	struct calls calls;
-	struct sigaction sa;
-	const char *dir = getenv("AGENT_WORKDIR");
-	const char *mode = getenv("AGENT_SANDBOX"), *net, *pol;
-	const char *protect[64], *pass[64];
-	struct proc_limits limits = { 0 };
-	char **env = NULL, *passcopy = NULL;
-	long maxout = 30000, procs = 512;
-	int npass = 0;
-	cJSON *msg;
-	int c, yes = 0, batch = 0, rc = ES_OK, network = 0, nprotect = 0;
-	int git;
-	int sbmode;
+	const char *v;
+	int c;
 
-	ctx.timeout = 120;
-	ctx.max_timeout = 600;
-	ctx.grace = 0.2;
-	ctx.shell = getenv("AGENT_SHELL");
-	if (!ctx.shell || !*ctx.shell)
-		ctx.shell = access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
-	if (task_config(&task, &err) < 0)
+	o->dir = getenv("AGENT_WORKDIR");
+	o->mode = getenv("AGENT_SANDBOX");
+	o->maxout = 30000;
+	o->procs = 512;
+	ctx->timeout = 120;
+	ctx->max_timeout = 600;
+	ctx->grace = 0.2;
+	ctx->shell = getenv("AGENT_SHELL");
+	if (!ctx->shell || !*ctx->shell)
+		ctx->shell = access("/bin/bash", X_OK) == 0 ? "/bin/bash"
+							    : "/bin/sh";
+	if (task_config(&s->task, &err) < 0)
 		return cli_usage_error("%s", err.msg);
-	if (task.clamped)
+	if (s->task.clamped)
 		cli_warn("warning: AGENT_MAX_DEPTH=%d is above the hard maximum "
-			 "%d; %d is used", task.clamped, TASK_DEPTH_LIMIT,
+			 "%d; %d is used", s->task.clamped, TASK_DEPTH_LIMIT,
 			 TASK_DEPTH_LIMIT);
-	if (getenv_number("AGENT_BASH_TIMEOUT", 0.001, 1e6, &ctx.timeout) ||
-	    cli_env_whole("AGENT_MAX_OUTPUT", 64, 1000000000, &maxout) ||
-	    cli_env_whole("AGENT_MAX_PROCS", 0, 1000000, &procs))
+	if (getenv_number("AGENT_BASH_TIMEOUT", 0.001, 1e6, &ctx->timeout) ||
+	    cli_env_whole("AGENT_MAX_OUTPUT", 64, 1000000000, &o->maxout) ||
+	    cli_env_whole("AGENT_MAX_PROCS", 0, 1000000, &o->procs))
 		return ES_USAGE;
-	limits.memory = 4LL << 30;
-	limits.file_size = 1LL << 30;
+	s->limits.memory = 4LL << 30;
+	s->limits.file_size = 1LL << 30;
 	if (size_arg("AGENT_MAX_MEMORY", getenv("AGENT_MAX_MEMORY"),
-		     &limits.memory) ||
+		     &s->limits.memory) ||
 	    size_arg("AGENT_MAX_FILE_SIZE", getenv("AGENT_MAX_FILE_SIZE"),
-		     &limits.file_size))
+		     &s->limits.file_size))
 		return ES_USAGE;
-	net = getenv("AGENT_SANDBOX_NETWORK");
-	network = net && *net && strcmp(net, "0");
-	net = getenv("AGENT_SANDBOX_GIT");
-	git = net && *net && strcmp(net, "0");
+	v = getenv("AGENT_SANDBOX_NETWORK");
+	o->network = v && *v && strcmp(v, "0");
+	v = getenv("AGENT_SANDBOX_GIT");
+	o->git = v && *v && strcmp(v, "0");
 	while ((c = getopt_long(argc, argv, ":C:yvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'C':
-			dir = optarg;
+			o->dir = optarg;
 			break;
 		case 'y':
-			yes = 1;
+			o->yes = 1;
 			break;
 		case OPT_TIMEOUT:
 			if (cli_number("--timeout", optarg, 0.001, 1e6,
-				       &ctx.timeout))
+				       &ctx->timeout))
 				return ES_USAGE;
 			break;
 		case OPT_MAXTIMEOUT:
 			if (cli_number("--max-timeout", optarg, 0.001, 1e6,
-				       &ctx.max_timeout))
+				       &ctx->max_timeout))
 				return ES_USAGE;
 			break;
 		case OPT_GRACE:
-			if (cli_number("--grace", optarg, 0, 60, &ctx.grace))
+			if (cli_number("--grace", optarg, 0, 60, &ctx->grace))
 				return ES_USAGE;
 			break;
 		case OPT_MAXOUTPUT:
-			if (cli_whole("--max-output", optarg, 64, 1000000000, &maxout))
+			if (cli_whole("--max-output", optarg, 64, 1000000000,
+				      &o->maxout))
 				return ES_USAGE;
 			break;
 		case OPT_SHELL:
-			ctx.shell = optarg;
+			ctx->shell = optarg;
 			break;
 		case OPT_SANDBOX:
-			mode = optarg;
+			o->mode = optarg;
 			break;
 		case OPT_NETWORK:
-			network = 1;
+			o->network = 1;
 			break;
 		case OPT_GIT:
-			git = 1;
+			o->git = 1;
 			break;
 		case OPT_PROTECT:
-			if (nprotect == (int)(sizeof protect / sizeof *protect))
+			if (o->nprotect == (int)(sizeof o->protect /
+						 sizeof *o->protect))
 				return cli_usage_error("too many --protect (at "
 						       "most %zu)",
-						       sizeof protect /
-						       sizeof *protect);
-			protect[nprotect++] = optarg;
+						       sizeof o->protect /
+						       sizeof *o->protect);
+			o->protect[o->nprotect++] = optarg;
 			break;
 		case OPT_PASSENV:
-			if (npass == (int)(sizeof pass / sizeof *pass))
+			if (o->npass == (int)(sizeof o->pass / sizeof *o->pass))
 				return cli_usage_error("too many --pass-env");
-			pass[npass++] = optarg;
+			o->pass[o->npass++] = optarg;
 			break;
 		case OPT_MAXPROCS:
-			if (cli_whole("--max-procs", optarg, 0, 1000000, &procs))
+			if (cli_whole("--max-procs", optarg, 0, 1000000,
+				      &o->procs))
 				return ES_USAGE;
 			break;
 		case OPT_MAXMEM:
-			if (size_arg("--max-memory", optarg, &limits.memory))
+			if (size_arg("--max-memory", optarg, &s->limits.memory))
 				return ES_USAGE;
 			break;
 		case OPT_MAXFSIZE:
 			if (size_arg("--max-file-size", optarg,
-				     &limits.file_size))
+				     &s->limits.file_size))
 				return ES_USAGE;
 			break;
 		case OPT_BATCH:
-			batch = 1;
+			o->batch = 1;
 			break;
 		case OPT_INTERRUPTED:
-			interrupted_mode = batch = 1;
+			interrupted_mode = o->batch = 1;
 			break;
 		case 'v':
 			verbose = 1;
 			break;
 		case OPT_SCHEMA: {
-			const char *s = tool_schema(task_offered(&task));
+			const char *sch = tool_schema(task_offered(&s->task));
 
-			if (!s) {
+			if (!sch) {
 				cli_warn("out of memory");
 				return ES_IO;
 			}
-			return cli_finish(cli_put_line(s, strlen(s), 0)
+			return cli_finish(cli_put_line(sch, strlen(sch), 0)
 					  ? ES_IO : ES_OK);
 		}
 		case CLI_OPT_VERSION:
@@ -585,70 +601,75 @@ main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("unexpected argument '%s'", argv[optind]);
-	if (!mode || !*mode)
-		mode = "workspace-write";
-	sbmode = sandbox_mode_parse(mode);
-	if (sbmode < 0)
+	if (!o->mode || !*o->mode)
+		o->mode = "workspace-write";
+	if (sandbox_mode_parse(o->mode) < 0)
 		return cli_usage_error("unknown sandbox mode '%s' (use "
 				       "workspace-write, read-only or off)",
-				       mode);
-	ctx.max_output = (size_t)maxout;
-	limits.procs = procs;
-	ctx.limits = &limits;
+				       o->mode);
+	return -1;
+}
+
+/* The commands' environment, the working directory, the sandbox, the
+ * signals and the helper: ES_OK, or the exit status (said). */
+static int
+setup(struct opts *o, struct state *s)
+{
+	struct tool_ctx *ctx = &s->ctx;
+	struct ah_error err = { 0 };
+	struct sigaction sa;
+	const char *pol;
+	char *passcopy;
+	int i;
+
+	ctx->max_output = (size_t)o->maxout;
+	s->limits.procs = o->procs;
+	ctx->limits = &s->limits;
 	/* Commands get the allow-list and what is named, never a secret. */
-	passcopy = pass_env_var(pass, &npass, (int)(sizeof pass / sizeof *pass));
-	env = proc_env_build(pass, (size_t)npass, &err);
-	if (!env) {
-		free(passcopy);
+	passcopy = pass_env_var(o->pass, &o->npass,
+				(int)(sizeof o->pass / sizeof *o->pass));
+	s->env = proc_env_build(o->pass, (size_t)o->npass, &err);
+	free(passcopy);
+	if (!s->env)
 		return cli_usage_error("--pass-env or AGENT_PASS_ENV: %s",
 				       err.msg);
-	}
-	free(passcopy);
-	ctx.env = env;
-	if (ctx.timeout > ctx.max_timeout)
-		ctx.timeout = ctx.max_timeout;
-	ctx.interrupted = &interrupted;
-	if (!dir || !*dir)
-		dir = ".";
-	if (root_open(&ctx.root, dir, &err) < 0 || chdir(ctx.root.path) < 0) {
+	ctx->env = s->env;
+	if (ctx->timeout > ctx->max_timeout)
+		ctx->timeout = ctx->max_timeout;
+	ctx->interrupted = &interrupted;
+	if (!o->dir || !*o->dir)
+		o->dir = ".";
+	if (root_open(&ctx->root, o->dir, &err) < 0 ||
+	    chdir(ctx->root.path) < 0) {
 		if (!err.msg[0])
-			ah_fail_errno(&err, errno, "cannot change to '%s'", dir);
+			ah_fail_errno(&err, errno, "cannot change to '%s'",
+				      o->dir);
 		cli_report(&err);
-		root_close(&ctx.root);
-		proc_env_free(env);
 		return ES_IO;
 	}
-	ctx.todo_path = todo_default_path();
-	if (sandbox_init(&sandbox, sbmode, ctx.root.path, ctx.todo_path,
-			 &err) < 0) {
+	ctx->todo_path = todo_default_path();
+	s->sandboxed = 1;
+	if (sandbox_init(&s->sandbox, sandbox_mode_parse(o->mode),
+			 ctx->root.path, ctx->todo_path, &err) < 0) {
 		cli_warn("cannot set up the sandbox: %s; --sandbox off runs "
 			 "commands unconfined", err.msg);
-		sandbox_free(&sandbox);
-		root_close(&ctx.root);
-		proc_env_free(env);
 		return ES_IO;
 	}
-	for (c = 0; c < nprotect; c++)
-		if (sandbox_protect(&sandbox, protect[c], &err) < 0) {
+	for (i = 0; i < o->nprotect; i++)
+		if (sandbox_protect(&s->sandbox, o->protect[i], &err) < 0) {
 			cli_report(&err);
-			sandbox_free(&sandbox);
-			root_close(&ctx.root);
-			proc_env_free(env);
 			return ES_IO;
 		}
 	/* The policy hook-perm reads, when it is not in .agent. */
 	pol = getenv("AGENT_POLICY");
-	if (pol && *pol && sandbox_protect(&sandbox, pol, &err) < 0) {
+	if (pol && *pol && sandbox_protect(&s->sandbox, pol, &err) < 0) {
 		cli_report(&err);
-		sandbox_free(&sandbox);
-		root_close(&ctx.root);
-		proc_env_free(env);
 		return ES_IO;
 	}
-	sandbox.network = network;
-	sandbox.git_writable = git;
-	ctx.sandbox = &sandbox;
-	task_setup(&task, &ctx);
+	s->sandbox.network = o->network;
+	s->sandbox.git_writable = o->git;
+	ctx->sandbox = &s->sandbox;
+	task_setup(&s->task, ctx);
 
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal; /* no SA_RESTART: a blocked read returns */
@@ -660,9 +681,22 @@ main(int argc, char **argv)
 	/* The sandbox sets itself up while the first call is on its way; a
 	 * failure here is the first bash call's error, where it tries
 	 * again. */
-	ctx.helper = &helper;
-	if (!interrupted_mode && tool_warm(&ctx, &err) < 0)
+	ctx->helper = &s->helper;
+	if (!interrupted_mode && tool_warm(ctx, &err) < 0)
 		memset(&err, 0, sizeof err);
+	return ES_OK;
+}
+
+/* Reads the messages and answers the calls, until the input ends or a
+ * signal comes: the exit status. */
+static int
+serve(const struct opts *o, struct state *s)
+{
+	struct ah_error err = { 0 };
+	struct jsonl_reader in;
+	struct calls calls;
+	cJSON *msg;
+	int c, rc = ES_OK;
 
 	calls_init(&calls);
 	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
@@ -676,11 +710,11 @@ main(int argc, char **argv)
 			}
 			/* A signal while waiting for input: what is pending
 			 * gets its result, and we stop. */
-			rc = answer_pending(&ctx, &calls, yes);
+			rc = answer_pending(&s->ctx, &calls, o->yes);
 			break;
 		}
 		if (c == 0) {
-			rc = answer_pending(&ctx, &calls, yes);
+			rc = answer_pending(&s->ctx, &calls, o->yes);
 			break;
 		}
 		if (calls_feed(&calls, msg) < 0) {
@@ -692,8 +726,8 @@ main(int argc, char **argv)
 		cJSON_Delete(msg);
 		/* Act once the input has caught up: a whole transcript is
 		 * read to its end first, a live stream is answered now. */
-		if (!batch && calls_pending(&calls) && !jsonl_ready(&in)) {
-			rc = answer_pending(&ctx, &calls, yes);
+		if (!o->batch && calls_pending(&calls) && !jsonl_ready(&in)) {
+			rc = answer_pending(&s->ctx, &calls, o->yes);
 			if (rc)
 				break;
 		}
@@ -706,10 +740,35 @@ main(int argc, char **argv)
 	}
 	calls_free(&calls);
 	jsonl_reader_free(&in);
-	proc_helper_stop(&helper);
-	sandbox_free(&sandbox);
-	proc_limits_free(&limits);
-	proc_env_free(env);
-	root_close(&ctx.root);
+	return rc;
+}
+
+/* Frees what setup made, whatever part of it. */
+static void
+teardown(struct state *s)
+{
+	proc_helper_stop(&s->helper);
+	if (s->sandboxed)
+		sandbox_free(&s->sandbox);
+	proc_limits_free(&s->limits);
+	proc_env_free(s->env);
+	root_close(&s->ctx.root);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o = { 0 };
+	struct state s = { .helper = { 0, -1, 0, BUF_INIT(0) } };
+	int rc;
+
+	s.ctx.root.fd = -1;
+	rc = parse_options(argc, argv, &o, &s);
+	if (rc >= 0)
+		return rc;
+	rc = setup(&o, &s);
+	if (rc == ES_OK)
+		rc = serve(&o, &s);
+	teardown(&s);
 	return cli_finish(rc);
 }
