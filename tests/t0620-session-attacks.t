@@ -34,4 +34,34 @@ print(json.dumps({\"match\": \"parent\", \"content\": \"all done\"}))
 	jq -s -e "map(select(.type == \"assistant\" and (.content | length) == 100000)) | length == 3" events
 '
 
+test_expect_success 'files in .agent/sessions that are no records (junk, a link, a FIFO) do not break the record, the result event or --sessions' '
+	echo "{\"content\": \"done\"}" >script &&
+	start_model script && mkdir -p w/.agent/sessions &&
+	echo garbage >w/.agent/sessions/junk.json &&
+	ln -s /etc/passwd w/.agent/sessions/link.json &&
+	mkfifo w/.agent/sessions/fifo.json &&
+	agent-run -y --json -C w "go" >events 2>progress &&
+	test_grep ! "could not be updated" progress &&
+	jq -e ".status == \"done\"" w/.agent/session.json &&
+	test "$(jq -s -r ".[-1].type" events)" = result &&
+	agent-run -C w --sessions >list &&
+	test_line_count = 1 list
+'
+
+test_expect_success 'a task call with an empty id starts no session of the directory (its depth and terminal reset)' '
+	python3 -c "
+import json
+call = {\"id\": \"\", \"type\": \"function\", \"function\": {\"name\": \"task\", \"arguments\": json.dumps({\"description\": \"d\", \"prompt\": \"the child\"})}}
+body = {\"id\": \"x\", \"object\": \"chat.completion\", \"choices\": [{\"index\": 0, \"message\": {\"role\": \"assistant\", \"content\": None, \"tool_calls\": [call]}, \"finish_reason\": \"tool_calls\"}]}
+print(json.dumps({\"match\": \"parent\", \"raw\": json.dumps(body)}))
+print(json.dumps({\"match\": \"the child\", \"content\": \"child done\"}))
+print(json.dumps({\"match\": \"parent\", \"content\": \"done\"}))
+" >script &&
+	start_model script && mkdir w &&
+	agent-run -y -C w "parent" >answer 2>progress &&
+	test "$(cat answer)" = done &&
+	jq -s -e "map(select(.role == \"tool\"))[0].content | contains(\"the call id is empty\")" w/.agent/transcript.jsonl &&
+	test "$(jq -s "map(select(.body.messages[-1].content == \"the child\")) | length" requests.jsonl)" = 0
+'
+
 test_done
