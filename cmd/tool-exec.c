@@ -413,6 +413,26 @@ pass_env_var(const char **pass, int *npass, int max)
 	return copy;
 }
 
+/* Keeps read-only each line of list (none: NULL). */
+static int
+protect_lines(struct sandbox *sb, const char *list, struct ah_error *err)
+{
+	const char *p = list, *nl;
+	char *one;
+	int rc = 0;
+
+	while (p && *p && !rc) {
+		nl = strchr(p, '\n');
+		one = strndup(p, nl ? (size_t)(nl - p) : strlen(p));
+		if (!one)
+			return ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+		rc = *one ? sandbox_protect(sb, one, err) : 0;
+		free(one);
+		p = nl ? nl + 1 : NULL;
+	}
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -636,9 +656,12 @@ main(int argc, char **argv)
 			proc_env_free(env);
 			return ES_IO;
 		}
-	/* The policy hook-perm reads, when it is not in .agent. */
+	/* The policy hook-perm reads, when it is not in .agent; and in a
+	 * child session, the todo lists of the sessions above it, which
+	 * their own commands cannot write either. */
 	pol = getenv("AGENT_POLICY");
-	if (pol && *pol && sandbox_protect(&sandbox, pol, &err) < 0) {
+	if ((pol && *pol && sandbox_protect(&sandbox, pol, &err) < 0) ||
+	    protect_lines(&sandbox, getenv("AGENT_TODO_PARENTS"), &err) < 0) {
 		cli_report(&err);
 		sandbox_free(&sandbox);
 		root_close(&ctx.root);

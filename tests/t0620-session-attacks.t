@@ -64,4 +64,29 @@ print(json.dumps({\"match\": \"parent\", \"content\": \"done\"}))
 	test "$(jq -s "map(select(.body.messages[-1].content == \"the child\")) | length" requests.jsonl)" = 0
 '
 
+# task DESCRIPTION PROMPT: a script entry whose one call is a task
+task() {
+	printf '{"tool_calls": [{"name": "task", "arguments": {"description": "%s", "prompt": "%s"}}]}' "$1" "$2"
+}
+
+if [ -z "${AH_NO_SANDBOX:-}" ]; then
+test_expect_success 'a child cannot write its parent'"'"'s todo list (write_file, a command), which the parent cannot either' '
+	forged="{\\\"todos\\\": [{\\\"id\\\": \\\"x\\\", \\\"content\\\": \\\"forged\\\", \\\"status\\\": \\\"pending\\\"}]}" &&
+	{
+		echo "{\"match\": \"parent\", \"tool_calls\": [{\"name\": \"run_todo_write\", \"arguments\": {\"todos\": [{\"id\": \"a\", \"content\": \"real item\", \"status\": \"in_progress\"}]}}]}" &&
+		echo "{\"match\": \"parent\", $(task sub "the child" | cut -c 2-)" &&
+		echo "{\"match\": \"the child\", \"tool_calls\": [{\"name\": \"write_file\", \"arguments\": {\"path\": \"todo.json\", \"content\": \"$forged\"}}]}" &&
+		echo "{\"match\": \"the child\", \"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"echo forged >todo.json; echo rc=\$?\"}}]}" &&
+		echo "{\"match\": \"the child\", \"content\": \"tried\"}" &&
+		echo "{\"match\": \"parent\", \"content\": \"done\"}"
+	} >script &&
+	start_model script && mkdir w &&
+	agent-run -y --stop-checks 0 -C w "parent" >/dev/null 2>progress &&
+	test_grep ! forged w/todo.json &&
+	jq -e ".todos[0].content == \"real item\"" w/todo.json
+'
+else
+	test_skip "a child cannot write its parent's todo list" "no sandbox on this machine"
+fi
+
 test_done
