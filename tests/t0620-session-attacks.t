@@ -89,4 +89,28 @@ else
 	test_skip "a child cannot write its parent's todo list" "no sandbox on this machine"
 fi
 
+# raw_call ID: a script entry whose one call is a task of the given id,
+# sent as the server would send it (an id the server would not make)
+raw_call() {
+	python3 -c "
+import json, sys
+call = {\"id\": sys.argv[1], \"type\": \"function\", \"function\": {\"name\": \"task\", \"arguments\": json.dumps({\"description\": \"d\", \"prompt\": \"the child\"})}}
+body = {\"id\": \"x\", \"object\": \"chat.completion\", \"choices\": [{\"index\": 0, \"message\": {\"role\": \"assistant\", \"content\": None, \"tool_calls\": [call]}, \"finish_reason\": \"tool_calls\"}]}
+print(json.dumps({\"match\": \"parent\", \"raw\": json.dumps(body)}))
+" "$1"
+}
+
+test_expect_success 'a call id with escape sequences does not reach the terminal through the progress of its child' '
+	{
+		raw_call "$(printf "c\\033]0;owned\\007\\033[2J\\033[31m")" &&
+		echo "{\"match\": \"the child\", \"content\": \"child done\"}" &&
+		echo "{\"match\": \"parent\", \"content\": \"done\"}"
+	} >script &&
+	start_model script && mkdir w &&
+	agent-run -y -C w "parent" >answer 2>progress &&
+	test "$(cat answer)" = done &&
+	test_grep "\\[task " progress &&
+	! tr -d "\\n" <progress | LC_ALL=C grep -q "$(printf "\\033")"
+'
+
 test_done
