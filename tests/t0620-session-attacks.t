@@ -113,4 +113,17 @@ test_expect_success 'a call id with escape sequences does not reach the terminal
 	! tr -d "\\n" <progress | LC_ALL=C grep -q "$(printf "\\033")"
 '
 
+test_expect_success 'a child of a parent run with --no-project-files is not given AGENTS.md either' '
+	{
+		echo "{\"match\": \"parent\", $(task sub "the child" | cut -c 2-)" &&
+		echo "{\"match\": \"the child\", \"content\": \"child done\"}" &&
+		echo "{\"match\": \"parent\", \"content\": \"done\"}"
+	} >script &&
+	start_model script && mkdir w && echo "injected house rules" >w/AGENTS.md &&
+	agent-run -y --no-project-files -C w "parent" >answer 2>/dev/null &&
+	test "$(cat answer)" = done &&
+	test "$(jq -s "map(select(.body.messages[-1].content == \"the child\")) | length" requests.jsonl)" = 1 &&
+	test_grep ! "injected house rules" requests.jsonl
+'
+
 test_done
