@@ -126,4 +126,18 @@ test_expect_success 'a child of a parent run with --no-project-files is not give
 	test_grep ! "injected house rules" requests.jsonl
 '
 
+test_expect_success 'a child talks to the endpoint --base-url chose, not the default one' '
+	{
+		echo "{\"match\": \"parent\", $(task sub "the child" | cut -c 2-)" &&
+		echo "{\"match\": \"the child\", \"content\": \"child done\"}" &&
+		echo "{\"match\": \"parent\", \"content\": \"done\"}"
+	} >script &&
+	start_model script && mkdir w && url=$AGENT_BASE_URL &&
+	(unset AGENT_BASE_URL OPENAI_BASE_URL &&
+	 OPENAI_API_KEY=sk-not-for-the-default-endpoint agent-run -y --base-url "$url" -C w "parent" >answer 2>progress) &&
+	test "$(cat answer)" = done &&
+	test "$(jq -s "map(select(.body.messages[-1].content == \"the child\")) | length" requests.jsonl)" = 1 &&
+	jq -s -e "map(select(.role == \"tool\"))[0].content == \"child done\"" w/.agent/transcript.jsonl
+'
+
 test_done
