@@ -140,4 +140,17 @@ test_expect_success 'a child talks to the endpoint --base-url chose, not the def
 	jq -s -e "map(select(.role == \"tool\"))[0].content == \"child done\"" w/.agent/transcript.jsonl
 '
 
+test_expect_success 'a child with --sandbox off runs its commands (the parents'"'"' todo files, nothing to keep)' '
+	{
+		echo "{\"match\": \"parent\", $(task sub "the child" | cut -c 2-)" &&
+		echo "{\"match\": \"the child\", \"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"echo ran here\"}}]}" &&
+		echo "{\"match\": \"the child\", \"content\": \"child done\"}" &&
+		echo "{\"match\": \"parent\", \"content\": \"done\"}"
+	} >script &&
+	start_model script && mkdir w &&
+	agent-run -y --sandbox off -C w "parent" >answer 2>progress &&
+	test "$(cat answer)" = done &&
+	jq -s -e "map(select(.role == \"tool\"))[0].content == \"child done\"" w/.agent/transcript.jsonl
+'
+
 test_done
