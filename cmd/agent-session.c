@@ -83,6 +83,7 @@ print_event(const char *type, const cJSON *rec, const char *mode)
 	cJSON *e = cJSON_CreateObject(), *f;
 	const cJSON *v;
 	char *s;
+	size_t n;
 	int ok;
 
 	ok = e && cJSON_AddStringToObject(e, "type", type) &&
@@ -104,7 +105,13 @@ print_event(const char *type, const cJSON *rec, const char *mode)
 		cli_warn("out of memory");
 		return ES_IO;
 	}
-	puts(s);
+	/* as one write, under the lock of the events (a child's, in
+	 * parallel with others) */
+	n = strlen(s);
+	s[n] = '\n';
+	if ((fflush(stdout) == EOF || events_write(1, s, n + 1) < 0) &&
+	    errno != EPIPE)
+		cli_warn("cannot write the %s event: %s", type, strerror(errno));
 	free(s);
 	return ES_OK;
 }

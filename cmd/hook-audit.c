@@ -80,7 +80,7 @@ pass_events(struct pass *p, const cJSON *msg)
 			    &err) < 0)) {
 		cli_report(&err);
 		rc = ES_IO;
-	} else if (out.len && write_all(p->efd, out.data, out.len) < 0) {
+	} else if (out.len && events_write(p->efd, out.data, out.len) < 0) {
 		if (errno == EPIPE) {
 			p->efd = -1;
 		} else {

@@ -413,6 +413,26 @@ pass_env_var(const char **pass, int *npass, int max)
 	return copy;
 }
 
+/* Keeps read-only each line of list (none: NULL). */
+static int
+protect_lines(struct sandbox *sb, const char *list, struct ah_error *err)
+{
+	const char *p = list, *nl;
+	char *one;
+	int rc = 0;
+
+	while (p && *p && !rc) {
+		nl = strchr(p, '\n');
+		one = strndup(p, nl ? (size_t)(nl - p) : strlen(p));
+		if (!one)
+			return ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+		rc = *one ? sandbox_protect(sb, one, err) : 0;
+		free(one);
+		p = nl ? nl + 1 : NULL;
+	}
+	return rc;
+}
+
 /* What the options and the environment ask for. */
 struct opts {
 	const char *dir, *mode;
@@ -660,9 +680,12 @@ setup(struct opts *o, struct state *s)
 			cli_report(&err);
 			return ES_IO;
 		}
-	/* The policy hook-perm reads, when it is not in .agent. */
+	/* The policy hook-perm reads, when it is not in .agent; and in a
+	 * child session, the todo lists of the sessions above it, which
+	 * their own commands cannot write either. */
 	pol = getenv("AGENT_POLICY");
-	if (pol && *pol && sandbox_protect(&s->sandbox, pol, &err) < 0) {
+	if ((pol && *pol && sandbox_protect(&s->sandbox, pol, &err) < 0) ||
+	    protect_lines(&s->sandbox, getenv("AGENT_TODO_PARENTS"), &err) < 0) {
 		cli_report(&err);
 		return ES_IO;
 	}

@@ -2,6 +2,7 @@
  * from the messages as hook-audit passes them: one JSON object a line,
  * each with a "type" and the session's id. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,6 +12,24 @@
 /* The most bytes of a tool result an event carries; the transcript has
  * the whole of it. */
 #define EVENT_RESULT_MAX 2048
+
+int
+events_write(int fd, const char *p, size_t len)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int locked, rc, e;
+
+	while ((locked = fcntl(fd, F_SETLKW, &fl) == 0) == 0 && errno == EINTR)
+		;
+	rc = write_all(fd, p, len);
+	e = errno;
+	if (locked) {
+		fl.l_type = F_UNLCK;
+		fcntl(fd, F_SETLK, &fl);
+	}
+	errno = e;
+	return rc;
+}
 
 /* A new event object of type for session, or NULL. */
 static cJSON *

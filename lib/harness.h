@@ -612,6 +612,13 @@ int audit_append(int fd, const char *rec, size_t len, int sync,
 int events_of_message(struct buf *out, const cJSON *msg, const char *session,
 		      const char *const *secrets, struct ah_error *err);
 
+/* Writes the events p[0..len) to fd as one piece: under a POSIX lock of
+ * fd, since every session of a run writes to the same descriptor (the
+ * children of task calls in parallel too) and a write past PIPE_BUF
+ * would interleave with theirs.  A descriptor that takes no lock is
+ * written anyway.  0, or -1 with errno set. */
+int events_write(int fd, const char *p, size_t len);
+
 /* What events_of_todo saw of the todo file last. */
 struct event_todo {
 	int known, quiet; /* quiet: the first look tells nothing */

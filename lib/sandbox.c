@@ -161,6 +161,9 @@ sandbox_protect(struct sandbox *sb, const char *path, struct ah_error *err)
 	if (!*path)
 		return ah_fail(err, AH_EFORMAT, "an empty path cannot be "
 			       "protected");
+	/* no sandbox: nothing is kept (and no workspace to resolve in) */
+	if (sb->mode == SANDBOX_OFF)
+		return 0;
 	if (*path == '/')
 		abs = strdup(path);
 	else if (asprintf(&abs, "%s%s%s", sb->workspace,

@@ -280,6 +280,12 @@ session_list(const char *agentdir, struct buf *out, struct ah_error *err)
 		snprintf(lock, sizeof lock, "%s/sessions/%.*s.lock", agentdir,
 			 (int)(k - 5), e->d_name);
 		rec = session_read(path, err);
+		/* a file that is no record (a cloned repository may ship
+		 * one, or a link) is not listed, and does not hide the rest */
+		if (!rec && err->code != AH_ENOMEM) {
+			memset(err, 0, sizeof *err);
+			continue;
+		}
 		if (!rec || list_add(list, rec, lock) < 0) {
 			closedir(d);
 			goto out;
@@ -340,6 +346,11 @@ session_children(const char *agentdir, const char *id, double sums[3],
 		snprintf(path, sizeof path, "%s/sessions/%s", agentdir,
 			 e->d_name);
 		rec = session_read(path, err);
+		if (!rec && err->code != AH_ENOMEM) {
+			/* no record: no child of ours (see session_list) */
+			memset(err, 0, sizeof *err);
+			continue;
+		}
 		if (!rec) {
 			rc = -1;
 			break;

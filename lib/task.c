@@ -167,13 +167,20 @@ put_all(int fd, const char *p, size_t n)
 	}
 }
 
-/* One line of a child's progress, named by its call: "[task ID] line". */
+/* One line of a child's progress, named by its call: "[task ID] line".
+ * The id is the model's: escape sequences in it are shown, not sent to
+ * the terminal. */
 static void
 put_line(const struct task_opts *o, const struct child *c, const char *p,
 	 size_t n)
 {
+	size_t len;
+	char *id = utf8_for_terminal(c->label, strlen(c->label),
+				     TERM_SHOW_HIDDEN, &len);
+
 	put_all(o->progress_fd, "[task ", 6);
-	put_all(o->progress_fd, c->label, strlen(c->label));
+	put_all(o->progress_fd, id ? id : "?", id ? len : 1);
+	free(id);
 	put_all(o->progress_fd, "] ", 2);
 	put_all(o->progress_fd, p, n);
 }
