@@ -107,19 +107,18 @@ run_call(const struct tool_ctx *ctx, const cJSON *call, int yes, char **res)
 {
 	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-	const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
-	char *text = NULL;
+	const char *args;
+	char *text;
 	int rc;
 
 	rc = check_call(call, yes, res);
 	if (rc)
 		return rc;
 	/* Servers send arguments as a string; take an object as its text. */
-	if (cJSON_IsString(args))
-		return tool_call(ctx, name->valuestring, args->valuestring, res);
-	if (args)
-		text = cJSON_PrintUnformatted(args);
-	rc = tool_call(ctx, name->valuestring, text ? text : "{}", res);
+	args = call_arguments_text(call, "{}", &text);
+	if (!args)
+		return -1;
+	rc = tool_call(ctx, name->valuestring, args, res);
 	free(text);
 	return rc;
 }

@@ -65,6 +65,21 @@ call_arguments(const cJSON *call)
 	return args;
 }
 
+const char *
+call_arguments_text(const cJSON *call, const char *none, char **owned)
+{
+	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+
+	*owned = NULL;
+	if (cJSON_IsString(a))
+		return a->valuestring;
+	if (!a)
+		return none;
+	*owned = cJSON_PrintUnformatted(a);
+	return *owned;
+}
+
 int
 calls_feed(struct calls *c, const cJSON *msg)
 {

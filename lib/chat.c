@@ -51,9 +51,9 @@ clean_call(const cJSON *call, int *bad)
 {
 	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-	const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
 	const cJSON *m;
 	cJSON *o = cJSON_CreateObject(), *f;
+	const char *args;
 	char *text = NULL;
 
 	if (!o)
@@ -69,11 +69,8 @@ clean_call(const cJSON *call, int *bad)
 	    !cJSON_AddStringToObject(f, "name", name->valuestring))
 		goto fail;
 	/* arguments go out as the string they came as */
-	if (!cJSON_IsString(args) && args)
-		text = cJSON_PrintUnformatted(args);
-	if (!cJSON_AddStringToObject(f, "arguments",
-				     cJSON_IsString(args) ? args->valuestring
-				     : text ? text : "{}"))
+	args = call_arguments_text(call, "{}", &text);
+	if (!args || !cJSON_AddStringToObject(f, "arguments", args))
 		goto fail;
 	/* What a provider added to the call goes back with it (Gemini 3's
 	 * extra_content); what the harness added ("permission") does not. */
@@ -126,7 +123,10 @@ clean_message(const cJSON *msg, const char *role, int api, int *bad)
 			c = clean_call(call, bad);
 			if (!c)
 				goto fail;
-			cJSON_AddItemToArray(arr, c);
+			if (!cJSON_AddItemToArray(arr, c)) {
+				cJSON_Delete(c);
+				goto fail;
+			}
 		}
 		if (!cJSON_GetObjectItemCaseSensitive(o, "content") &&
 		    !cJSON_AddNullToObject(o, "content"))
@@ -440,14 +440,14 @@ call_what(const cJSON *call)
 {
 	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-	const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
-	char *text = args && !cJSON_IsString(args) ?
-		     cJSON_PrintUnformatted(args) : NULL;
-	const char *a = cJSON_IsString(args) ? args->valuestring :
-			text ? text : "";
-	size_t n = utf8_floor(a, strlen(a), 200);
+	char *text;
+	const char *a = call_arguments_text(call, "", &text);
+	size_t n;
 	char *what = NULL;
 
+	if (!a)
+		return NULL;
+	n = utf8_floor(a, strlen(a), 200);
 	if (asprintf(&what, "the call %s %.*s%s", cJSON_IsString(name) ?
 		     name->valuestring : "(unnamed)", (int)n, a,
 		     n < strlen(a) ? "..." : "") < 0)

@@ -201,6 +201,11 @@ const char *call_name(const cJSON *call);
  * one (as the API sends them) or the object itself (as some servers
  * do).  NULL when they are neither, or memory ran out. */
 cJSON *call_arguments(const cJSON *call);
+/* Its arguments as JSON text: the string the API sent, or what else came
+ * printed (*owned, which the caller frees; NULL when nothing was made);
+ * none when there are none; NULL when memory ran out. */
+const char *call_arguments_text(const cJSON *call, const char *none,
+				char **owned);
 /* The member of a tool's arguments that says what a call does, its
  * gist: "command" for bash, "path" for the file tools, else NULL. */
 const char *call_gist_key(const char *tool);

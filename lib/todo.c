@@ -401,7 +401,10 @@ validate_item(const cJSON *item, int index, const cJSON *done,
 		copy = cJSON_Duplicate(m, 1);
 		if (!copy)
 			goto nomem;
-		cJSON_AddItemToObject(o, m->string, copy);
+		if (!cJSON_AddItemToObject(o, m->string, copy)) {
+			cJSON_Delete(copy);
+			goto nomem;
+		}
 	}
 	*norm = o;
 	o = NULL;
@@ -465,7 +468,10 @@ todo_validate(const cJSON *args, const char *text, size_t len, cJSON **out,
 				   size);
 		if (rc)
 			goto out;
-		cJSON_AddItemToArray(list, norm);
+		if (!cJSON_AddItemToArray(list, norm)) {
+			cJSON_Delete(norm);
+			goto nomem;
+		}
 		if (status_of(norm) == TODO_IN_PROGRESS)
 			active++;
 	}
