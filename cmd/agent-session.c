@@ -116,38 +116,6 @@ print_event(const char *type, const cJSON *rec, const char *mode)
 	return ES_OK;
 }
 
-static int
-set_string(cJSON *rec, const char *key, const char *val)
-{
-	cJSON *v = cJSON_CreateString(val);
-
-	if (!v)
-		return -1;
-	if (cJSON_GetObjectItemCaseSensitive(rec, key))
-		return cJSON_ReplaceItemInObjectCaseSensitive(rec, key, v) ? 0 : -1;
-	if (!cJSON_AddItemToObject(rec, key, v)) {
-		cJSON_Delete(v);
-		return -1;
-	}
-	return 0;
-}
-
-static int
-set_number(cJSON *rec, const char *key, double val)
-{
-	cJSON *v = cJSON_CreateNumber(val);
-
-	if (!v)
-		return -1;
-	if (cJSON_GetObjectItemCaseSensitive(rec, key))
-		return cJSON_ReplaceItemInObjectCaseSensitive(rec, key, v) ? 0 : -1;
-	if (!cJSON_AddItemToObject(rec, key, v)) {
-		cJSON_Delete(v);
-		return -1;
-	}
-	return 0;
-}
-
 /* Puts v (taken) as rec's key, in place of what was there.  0 or -1, v
  * freed by the caller on -1. */
 static int
@@ -156,6 +124,28 @@ set_item(cJSON *rec, const char *key, cJSON *v)
 	if (cJSON_GetObjectItemCaseSensitive(rec, key))
 		return cJSON_ReplaceItemInObjectCaseSensitive(rec, key, v) ? 0 : -1;
 	return cJSON_AddItemToObject(rec, key, v) ? 0 : -1;
+}
+
+/* set_item of a new value, freed here on -1. */
+static int
+set_value(cJSON *rec, const char *key, cJSON *v)
+{
+	if (v && set_item(rec, key, v) == 0)
+		return 0;
+	cJSON_Delete(v);
+	return -1;
+}
+
+static int
+set_string(cJSON *rec, const char *key, const char *val)
+{
+	return set_value(rec, key, cJSON_CreateString(val));
+}
+
+static int
+set_number(cJSON *rec, const char *key, double val)
+{
+	return set_value(rec, key, cJSON_CreateNumber(val));
 }
 
 static int

@@ -242,14 +242,72 @@ newest_first(const void *a, const void *b)
 	return c ? c : strcmp(field(y, "id"), field(x, "id"));
 }
 
+/* Calls fn with each record of agentdir/sessions (ID.json, not
+ * ID.todo.json), its file name and the length of its ID; fn takes the
+ * record.  A file that is no record (a cloned repository may ship one, or
+ * a link) is passed over, and does not hide the rest.  0, or -1 with err
+ * set: the directory cannot be read, memory ran out, or fn failed. */
+static int
+each_record(const char *agentdir,
+	    int (*fn)(cJSON *rec, const char *name, size_t stem, void *ctx),
+	    void *ctx, struct ah_error *err)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+	int rc = 0;
+
+	snprintf(path, sizeof path, "%s/sessions", agentdir);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? 0
+			: ah_fail_errno(err, errno, "cannot read '%s'", path);
+	while (rc == 0 && (e = readdir(d))) {
+		size_t k = strlen(e->d_name);
+		cJSON *rec;
+
+		if (k < 6 || strcmp(e->d_name + k - 5, ".json") ||
+		    (k > 10 && !strcmp(e->d_name + k - 10, ".todo.json")))
+			continue;
+		snprintf(path, sizeof path, "%s/sessions/%s", agentdir,
+			 e->d_name);
+		rec = session_read(path, err);
+		if (!rec && err->code != AH_ENOMEM) {
+			memset(err, 0, sizeof *err);
+			continue;
+		}
+		rc = rec ? fn(rec, e->d_name, k - 5, ctx) : -1;
+	}
+	closedir(d);
+	return rc;
+}
+
+/* session_list's callback: a record of sessions/, with the lock that
+ * tells whether it runs (a child's lock is its own; an archived
+ * top-level session's is gone, and it runs no more). */
+struct list_ctx {
+	cJSON *list;
+	const char *agentdir;
+};
+
+static int
+list_record(cJSON *rec, const char *name, size_t stem, void *ctx)
+{
+	const struct list_ctx *lc = ctx;
+	char lock[PATH_MAX];
+
+	snprintf(lock, sizeof lock, "%s/sessions/%.*s.lock", lc->agentdir,
+		 (int)stem, name);
+	return list_add(lc->list, rec, lock);
+}
+
 int
 session_list(const char *agentdir, struct buf *out, struct ah_error *err)
 {
 	char path[PATH_MAX], lock[PATH_MAX];
 	cJSON *list = cJSON_CreateArray(), *rec, **v = NULL;
-	struct dirent *e;
-	DIR *d;
 	size_t n = 0, i;
+	struct list_ctx lc = { list, agentdir };
 	int rc = -1;
 
 	if (!list)
@@ -261,38 +319,8 @@ session_list(const char *agentdir, struct buf *out, struct ah_error *err)
 		    list_add(list, rec, lock) < 0)
 			goto out;
 	}
-	snprintf(path, sizeof path, "%s/sessions", agentdir);
-	d = opendir(path);
-	if (!d && errno != ENOENT) {
-		ah_fail_errno(err, errno, "cannot read '%s'", path);
+	if (each_record(agentdir, list_record, &lc, err) < 0)
 		goto out;
-	}
-	while (d && (e = readdir(d))) {
-		size_t k = strlen(e->d_name);
-
-		if (k < 6 || strcmp(e->d_name + k - 5, ".json") ||
-		    (k > 10 && !strcmp(e->d_name + k - 10, ".todo.json")))
-			continue;
-		snprintf(path, sizeof path, "%s/sessions/%s", agentdir,
-			 e->d_name);
-		/* a child's lock is its own; an archived top-level
-		 * session's is gone, and it runs no more */
-		snprintf(lock, sizeof lock, "%s/sessions/%.*s.lock", agentdir,
-			 (int)(k - 5), e->d_name);
-		rec = session_read(path, err);
-		/* a file that is no record (a cloned repository may ship
-		 * one, or a link) is not listed, and does not hide the rest */
-		if (!rec && err->code != AH_ENOMEM) {
-			memset(err, 0, sizeof *err);
-			continue;
-		}
-		if (!rec || list_add(list, rec, lock) < 0) {
-			closedir(d);
-			goto out;
-		}
-	}
-	if (d)
-		closedir(d);
 	n = (size_t)cJSON_GetArraySize(list);
 	v = n ? calloc(n, sizeof *v) : NULL;
 	if (n && !v) {
@@ -320,51 +348,38 @@ out:
 	return rc;
 }
 
+/* session_children's callback: adds rec's figures to the sums when its
+ * parent is the id asked. */
+struct child_sums {
+	const char *id;
+	double *sums;
+};
+
+static int
+add_child(cJSON *rec, const char *name, size_t stem, void *ctx)
+{
+	struct child_sums *cs = ctx;
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec, "parent");
+
+	(void)name;
+	(void)stem;
+	if (cJSON_IsString(v) && !strcmp(v->valuestring, cs->id)) {
+		cs->sums[0]++;
+		v = cJSON_GetObjectItemCaseSensitive(rec, "model_calls");
+		cs->sums[1] += cJSON_IsNumber(v) ? v->valuedouble : 0;
+		v = cJSON_GetObjectItemCaseSensitive(rec, "tokens");
+		cs->sums[2] += cJSON_IsNumber(v) ? v->valuedouble : 0;
+	}
+	cJSON_Delete(rec);
+	return 0;
+}
+
 int
 session_children(const char *agentdir, const char *id, double sums[3],
 		 struct ah_error *err)
 {
-	char path[PATH_MAX];
-	struct dirent *e;
-	DIR *d;
-	int rc = 0;
+	struct child_sums cs = { id, sums };
 
 	sums[0] = sums[1] = sums[2] = 0;
-	snprintf(path, sizeof path, "%s/sessions", agentdir);
-	d = opendir(path);
-	if (!d)
-		return errno == ENOENT ? 0
-			: ah_fail_errno(err, errno, "cannot read '%s'", path);
-	while ((e = readdir(d))) {
-		size_t k = strlen(e->d_name);
-		const cJSON *v;
-		cJSON *rec;
-
-		if (k < 6 || strcmp(e->d_name + k - 5, ".json") ||
-		    (k > 10 && !strcmp(e->d_name + k - 10, ".todo.json")))
-			continue;
-		snprintf(path, sizeof path, "%s/sessions/%s", agentdir,
-			 e->d_name);
-		rec = session_read(path, err);
-		if (!rec && err->code != AH_ENOMEM) {
-			/* no record: no child of ours (see session_list) */
-			memset(err, 0, sizeof *err);
-			continue;
-		}
-		if (!rec) {
-			rc = -1;
-			break;
-		}
-		v = cJSON_GetObjectItemCaseSensitive(rec, "parent");
-		if (cJSON_IsString(v) && !strcmp(v->valuestring, id)) {
-			sums[0]++;
-			v = cJSON_GetObjectItemCaseSensitive(rec, "model_calls");
-			sums[1] += cJSON_IsNumber(v) ? v->valuedouble : 0;
-			v = cJSON_GetObjectItemCaseSensitive(rec, "tokens");
-			sums[2] += cJSON_IsNumber(v) ? v->valuedouble : 0;
-		}
-		cJSON_Delete(rec);
-	}
-	closedir(d);
-	return rc;
+	return each_record(agentdir, add_child, &cs, err);
 }
