@@ -264,6 +264,35 @@ valid() {
 		| .ok and (.pending | length) == 0' "$1" >/dev/null
 }
 
+# need_sandbox: the script tests the sandbox; where there is none (or
+# under valgrind, which does not know the Landlock system calls), it
+# skips whole.
+need_sandbox() {
+	if [ -n "${AH_VALGRIND:-}" ]; then
+		echo "1..0 # skip valgrind 3.19 does not know the Landlock system calls"
+		exit 0
+	fi
+	if [ -n "${AH_NO_SANDBOX:-}" ]; then
+		echo "1..0 # skip this machine cannot confine commands (see above)"
+		exit 0
+	fi
+}
+
+# left MARK: the processes whose command line holds MARK, one a line
+# (a process that has no line, or is gone meanwhile, holds nothing).
+left() {
+	for f in /proc/[0-9]*/cmdline; do
+		{ tr '\0' ' ' <"$f"; } 2>/dev/null | grep -e "$1" || :
+	done
+}
+# none_left MARK / some_left MARK N: no process, or at least N, holds MARK.
+none_left() {
+	test -z "$(left "$1")"
+}
+some_left() {
+	test "$(left "$1" | wc -l)" -ge "$2"
+}
+
 # kill_session SID: SIGKILL to every process of session SID, as a power
 # cut would.  One pkill is not enough: a process forked after it read
 # /proc escapes it, and can then hold the session's lock for good (a

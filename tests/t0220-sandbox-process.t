@@ -3,14 +3,7 @@
 # descriptors, the terminal, the environment, the harness's death, limits.
 . "$(dirname "$0")/lib.sh"
 
-if [ -n "${AH_VALGRIND:-}" ]; then
-	echo "1..0 # skip valgrind 3.19 does not know the Landlock system calls"
-	exit 0
-fi
-if [ -n "${AH_NO_SANDBOX:-}" ]; then
-	echo "1..0 # skip this machine cannot confine commands (see above)"
-	exit 0
-fi
+need_sandbox
 
 # bash_msg COMMAND...: an assistant message with one allowed bash call per
 # argument, ids call_1, call_2, ...
@@ -21,19 +14,6 @@ bash_msg() {
 		   arguments: ({command: .value} | tojson)}}]}' --args "$@"
 }
 
-# left MARK: the processes whose command line holds MARK, one a line.
-left() {
-	for f in /proc/[0-9]*/cmdline; do
-		{ tr '\0' ' ' <"$f"; } 2>/dev/null | grep -e "$1" || :
-	done
-}
-# none_left MARK / some_left MARK N: no process, or at least N, holds MARK.
-none_left() {
-	test -z "$(left "$1")"
-}
-some_left() {
-	test "$(left "$1" | wc -l)" -ge "$2"
-}
 # kill_left MARK: SIGKILL to the processes holding MARK, a number made of
 # this script's pid that only the commands of this test carry: where the
 # promise fails (an older tool-exec), what escaped must not outlive the

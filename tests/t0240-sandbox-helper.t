@@ -4,14 +4,7 @@
 # calls, and it dies with tool-exec.
 . "$(dirname "$0")/lib.sh"
 
-if [ -n "${AH_VALGRIND:-}" ]; then
-	echo "1..0 # skip valgrind 3.19 does not know the Landlock system calls"
-	exit 0
-fi
-if [ -n "${AH_NO_SANDBOX:-}" ]; then
-	echo "1..0 # skip this machine cannot confine commands (see above)"
-	exit 0
-fi
+need_sandbox
 
 # msg ID TOOL ARGS: an assistant message with one allowed call.
 msg() {
@@ -36,16 +29,6 @@ gone() {
 		set -- ${l_##*) }
 		test "$1" = Z
 	}
-}
-# left MARK: the processes whose command line holds MARK, one a line.
-left() {
-	for f in /proc/[0-9]*/cmdline; do
-		{ tr '\0' ' ' <"$f"; } 2>/dev/null | grep -e "$1" || :
-	done
-}
-# some_left MARK N: at least N processes hold MARK.
-some_left() {
-	test "$(left "$1" | wc -l)" -ge "$2"
 }
 # result ID: the content of the result of call ID in out.
 result() {
