@@ -723,6 +723,11 @@ serve(const struct opts *o, struct state *s)
 	calls_init(&calls);
 	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
 	for (;;) {
+		/* Waiting for the model: the next command's shell starts
+		 * now, not when the command comes. */
+		if (!o->batch && !interrupted && !jsonl_ready(&in) &&
+		    tool_prestart(&s->ctx, &err) < 0)
+			memset(&err, 0, sizeof err);
 		c = interrupted ? -1 : jsonl_read_object(&in, &msg, &err);
 		if (c < 0) {
 			if (!interrupted) {

@@ -818,6 +818,10 @@ struct proc_helper {
 	int sock;         /* to it; -1: none */
 	int ready;        /* its first word read: 1 ready, 0 not yet */
 	struct buf snap;  /* the sandbox_snapshot it was set up for */
+	pid_t warm;       /* the supervisor of a shell started ahead, waiting
+			     for its command (proc_prestart); 0: none */
+	int warm_fd[4];   /* its output, error and status pipes (read ends)
+			     and its command pipe (write end) */
 };
 
 /* Ends the helper (and with it any command it runs) and frees *h. */
@@ -870,6 +874,12 @@ const char *tool_schema(int with_task);
  * start of ctx->helper, which sets itself up while the caller reads its
  * input.  A no-op without a sandbox or a helper. */
 int tool_warm(const struct tool_ctx *ctx, struct ah_error *err);
+
+/* While the input is idle: starts the shell of the next bash call ahead
+ * (proc_prestart), so that the call does not wait for bash to start.
+ * A no-op without a sandbox or a helper, or with a shell other than
+ * bash; on failure the next call starts its shell itself. */
+int tool_prestart(const struct tool_ctx *ctx, struct ah_error *err);
 
 /* Runs one call: name and its arguments as the JSON text the model sent.
  * *res receives the text of the tool result (the caller frees it).

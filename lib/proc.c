@@ -18,7 +18,10 @@
  *         shell: confined (sandbox_restrict), fds 0-2 only, the allowed
  *           environment, and everything it starts.
  * The supervisor runs nothing before tool-exec sent it the command on a
- * pipe: EOF there means tool-exec is gone. */
+ * pipe: EOF there means tool-exec is gone.  A call's supervisor and shell
+ * may be started ahead, while tool-exec waits for the model
+ * (proc_prestart): then the shell itself reads the command from that
+ * pipe, running nothing else before it. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -581,11 +584,23 @@ move_fd(int fd, int to)
 	return n;
 }
 
+/* What a shell started ahead runs (see proc_prestart): the command is
+ * read from fd 3 to its end, which comes when tool-exec has written it
+ * (bash reads $(<FILE) without a process), and run by eval, with fd 3
+ * closed, as -c would run it.  As in bash -c, $_ is the shell's path and
+ * SECONDS counts from the command (the arithmetic, after the read,
+ * expands to nothing).  No variable holds the command; bash keeps a copy
+ * of fd 3, close-on-exec and at its end, while eval runs. */
+static const char warm_boot[] =
+	": \"$0\"; eval \"$(</dev/fd/3)${0:0:$((SECONDS=0))}\"$'\\n' 3<&-";
+
 /* The shell, in the child of the supervisor: confined, 0 from /dev/null,
- * 1 and 2 the output pipe, nothing else open, the allowed environment. */
+ * 1 and 2 the output pipe, nothing else open, the allowed environment.
+ * With cmd NULL it is started ahead: it runs warm_boot, the command pipe
+ * go as its fd 3. */
 static void
 command(const struct proc_opts *o, const char *cmd, char **envp,
-	int ruleset, int out, int errfd)
+	int ruleset, int out, int errfd, int go)
 {
 	struct ah_error err = { 0 };
 	sigset_t none;
@@ -607,22 +622,23 @@ command(const struct proc_opts *o, const char *cmd, char **envp,
 			_exit(125);
 		_exit(126);
 	}
-	/* Above 2 first, so that no dup2 below lands on them. */
-	out = move_fd(out, 3);
-	errfd = move_fd(errfd, 3);
-	devnull = open("/dev/null", O_RDONLY);
+	/* Above the numbers given below first, so that no dup2 lands on
+	 * them. */
+	out = move_fd(out, 10);
+	errfd = move_fd(errfd, 10);
+	if (go >= 0)
+		go = move_fd(go, 10);
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 ||
 	    dup2(out, 2) < 0)
 		_exit(126);
-	/* Nothing the caller left open reaches the command: errfd, as 3,
-	 * goes at exec (close-on-exec), the rest now. */
-	if (errfd != 3) {
-		if (dup3(errfd, 3, O_CLOEXEC) < 0)
-			_exit(126);
-		close(errfd);
-		errfd = 3;
-	}
-	close_from(4);
+	/* Nothing the caller left open reaches the command: errfd, as 3
+	 * (4 after the command pipe), goes at exec (close-on-exec), the rest
+	 * now. */
+	if (dup3(errfd, go >= 0 ? 4 : 3, O_CLOEXEC) < 0 ||
+	    (go >= 0 && dup2(go, 3) < 0))
+		_exit(126);
+	close_from(go >= 0 ? 5 : 4);
 	if (o->dir && chdir(o->dir) < 0) {
 		dprintf(2, "cannot change to '%s': %s\n", o->dir,
 			strerror(errno));
@@ -630,7 +646,7 @@ command(const struct proc_opts *o, const char *cmd, char **envp,
 	}
 	argv[0] = (char *)o->shell;
 	argv[1] = (char *)"-c";
-	argv[2] = (char *)cmd;
+	argv[2] = (char *)(cmd ? cmd : warm_boot);
 	argv[3] = NULL;
 	execve(o->shell, argv, envp);
 	dprintf(2, "cannot run '%s': %s\n", o->shell, strerror(errno));
@@ -704,10 +720,12 @@ command_env(const struct proc_opts *o)
  * the helper's child, in a mount namespace of its own (sandboxed), and
  * ruleset is the Landlock ruleset for the shell; nproc, when not 0, is how
  * many processes besides the command's its user namespace counts (for
- * RLIMIT_NPROC, per call only in a user namespace of the session). */
+ * RLIMIT_NPROC, per call only in a user namespace of the session).  With
+ * warm, the shell starts at once and reads its command from go itself
+ * (proc_prestart). */
 static void
 supervisor(const struct proc_opts *o, int pidns, int nproc, int out,
-	   int errfd, int statfd, int go, int ruleset)
+	   int errfd, int statfd, int go, int ruleset, int warm)
 {
 	const struct proc_limits *l = o->limits;
 	pid_t shell, w;
@@ -729,10 +747,15 @@ supervisor(const struct proc_opts *o, int pidns, int nproc, int out,
 			strerror(errno));
 		_exit(126);
 	}
-	cmd = read_command(go);
-	if (!cmd)
-		_exit(125);
-	close(go);
+	/* Started ahead, the shell reads the command itself. */
+	cmd = NULL;
+	if (!warm) {
+		cmd = read_command(go);
+		if (!cmd)
+			_exit(125);
+		close(go);
+		go = -1;
+	}
 	envp = command_env(o);
 	if (!envp) {
 		dprintf(errfd, "cannot make the environment: %s",
@@ -764,10 +787,12 @@ supervisor(const struct proc_opts *o, int pidns, int nproc, int out,
 	}
 	if (shell == 0) {
 		close(statfd);
-		command(o, cmd, envp, ruleset, out, errfd);
+		command(o, cmd, envp, ruleset, out, errfd, go);
 	}
 	close(out);
 	close(errfd);
+	if (go >= 0)
+		close(go);
 	if (ruleset >= 0)
 		close(ruleset);
 	for (;;) {
@@ -924,7 +949,7 @@ struct spawned {
 /* The helper process: sets itself up in the sandbox once, says so ('R';
  * 'S' when what it protects changed meanwhile, 'E' and why when it
  * failed), then serves: 'r' with the four pipe ends of a call starts its
- * supervisor; 'k' with a pid kills and reaps that supervisor.  Never
+ * supervisor ('w': its shell at once, started ahead); 'k' with a pid kills and reaps that supervisor.  Never
  * returns. */
 static void
 helper_main(const struct proc_opts *o, pid_t parent, int sock,
@@ -964,14 +989,14 @@ helper_main(const struct proc_opts *o, pid_t parent, int sock,
 		_exit(0);
 	for (;;) {
 		n = recv_msg(sock, req, sizeof req, fds, &nfds);
-		if (n == 1 && req[0] == 'r' && nfds == 4) {
+		if (n == 1 && (req[0] == 'r' || req[0] == 'w') && nfds == 4) {
 			sp.errnum = 0;
 			pid = syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS |
 				      SIGCHLD, NULL, NULL, NULL, 0);
 			if (pid == 0) {
 				close(sock);
 				supervisor(o, 1, userns ? 2 : 0, fds[0], fds[1],
-					   fds[2], fds[3], ruleset);
+					   fds[2], fds[3], ruleset, req[0] == 'w');
 			}
 			if (pid < 0)
 				sp.errnum = errno;
@@ -1046,6 +1071,11 @@ proc_helper_start(struct proc_helper *h, const struct proc_opts *o,
 void
 proc_helper_stop(struct proc_helper *h)
 {
+	int i;
+
+	/* a shell started ahead dies with the helper */
+	for (i = 0; h->warm > 0 && i < 4; i++)
+		close(h->warm_fd[i]);
 	if (h->sock >= 0)
 		close(h->sock);
 	if (h->pid > 0) {
@@ -1122,15 +1152,17 @@ helper_current(struct proc_helper *h, const struct proc_opts *o,
 		       "while it was set up");
 }
 
-/* Has the helper start the supervisor of a call with these pipe ends. */
+/* Has the helper start the supervisor of a call with these pipe ends;
+ * kind 'w' starts the shell ahead. */
 static pid_t
-helper_spawn(struct proc_helper *h, const int fds[4], struct ah_error *err)
+helper_spawn(struct proc_helper *h, const char *kind, const int fds[4],
+	     struct ah_error *err)
 {
 	struct spawned sp;
 	int got[4], ngot, i;
 	ssize_t n;
 
-	if (send_msg(h->sock, "r", 1, fds, 4) < 0)
+	if (send_msg(h->sock, kind, 1, fds, 4) < 0)
 		return ah_fail_errno(err, errno, "cannot reach the sandbox "
 				     "helper");
 	n = recv_msg(h->sock, &sp, sizeof sp, got, &ngot);
@@ -1181,26 +1213,94 @@ end_call(const struct proc_opts *o, pid_t pid)
 static int
 send_command(int *go, const char *cmd, struct ah_error *err)
 {
-	size_t len = strlen(cmd), off = 0;
-	ssize_t n;
 	int rc = 0;
 
-	if (write(*go, "g", 1) != 1)
-		rc = -1;
-	while (!rc && off < len) {
-		n = write(*go, cmd + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			rc = -1;
-		else
-			off += (size_t)n;
-	}
-	if (rc)
-		ah_fail_errno(err, errno, "cannot start the command");
+	if (write(*go, "g", 1) != 1 || write_all(*go, cmd, strlen(cmd)) < 0)
+		rc = ah_fail_errno(err, errno, "cannot start the command");
 	close(*go);
 	*go = -1;
 	return rc;
+}
+
+/* Is the shell bash, which can be started ahead (warm_boot)? */
+static int
+shell_is_bash(const char *shell)
+{
+	const char *slash = shell ? strrchr(shell, '/') : NULL;
+
+	return shell && !strcmp(slash ? slash + 1 : shell, "bash");
+}
+
+int
+proc_prestart(const struct proc_opts *o, struct ah_error *err)
+{
+	struct proc_helper *h = o->helper;
+	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, statp[2] = { -1, -1 };
+	int gop[2] = { -1, -1 };
+	pid_t pid;
+
+	if (!h || h->warm > 0 || !o->sandbox || !shell_is_bash(o->shell))
+		return 0;
+	if (helper_current(h, o, err) < 0)
+		return -1;
+	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+	    pipe2(statp, O_CLOEXEC) < 0 || pipe2(gop, O_CLOEXEC) < 0) {
+		ah_fail_errno(err, errno, "cannot create a pipe");
+		pid = -1;
+	} else {
+		int ends[4] = { outp[1], errp[1], statp[1], gop[0] };
+
+		pid = helper_spawn(h, "w", ends, err);
+	}
+	close(outp[1]);
+	close(errp[1]);
+	close(statp[1]);
+	close(gop[0]);
+	if (pid < 0) {
+		close(outp[0]);
+		close(errp[0]);
+		close(statp[0]);
+		close(gop[1]);
+		return -1;
+	}
+	h->warm = pid;
+	h->warm_fd[0] = outp[0];
+	h->warm_fd[1] = errp[0];
+	h->warm_fd[2] = statp[0];
+	h->warm_fd[3] = gop[1];
+	return 0;
+}
+
+/* Gives the command to the shell started ahead, if there is one: its
+ * supervisor's pid, the read ends of its output, error and status pipes
+ * in out, errfd and stat.  0 when there is none, or when it died before
+ * it took the command: the call then starts its shell now (and says why,
+ * if that fails too). */
+static pid_t
+warm_take(const struct proc_opts *o, int *out, int *errfd, int *stat)
+{
+	struct proc_helper *h = o->helper;
+	pid_t pid = h ? h->warm : 0;
+	int go;
+
+	if (pid <= 0 || !shell_is_bash(o->shell))
+		return 0;
+	h->warm = 0;
+	*out = h->warm_fd[0];
+	*errfd = h->warm_fd[1];
+	*stat = h->warm_fd[2];
+	go = h->warm_fd[3];
+	if (write_all(go, o->command, strlen(o->command)) == 0) {
+		close(go);
+		return pid;
+	}
+	close(go);
+	end_call(o, pid);
+	close(*out);
+	close(*errfd);
+	close(*stat);
+	*out = *errfd = *stat = -1;
+	return 0;
 }
 
 int
@@ -1228,17 +1328,20 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 		return -1;
 	if (capture_init(&cap, o->max_output) < 0)
 		return ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+	pids0 = pids_hits(l);
+	oom0 = oom_kills(l);
+	pid = warm_take(o, &outp[0], &errp[0], &statp[0]);
+	if (pid > 0)
+		goto started;
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
 	    pipe2(statp, O_CLOEXEC) < 0 || pipe2(gop, O_CLOEXEC) < 0) {
 		ah_fail_errno(err, errno, "cannot create a pipe");
 		goto fail;
 	}
-	pids0 = pids_hits(l);
-	oom0 = oom_kills(l);
 	if (o->helper) {
 		int ends[4] = { outp[1], errp[1], statp[1], gop[0] };
 
-		pid = helper_spawn(o->helper, ends, err);
+		pid = helper_spawn(o->helper, "r", ends, err);
 	} else {
 		pid = start(&pidns, err);
 		if (pid == 0) {
@@ -1247,7 +1350,7 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 			close(statp[0]);
 			close(gop[1]);
 			supervisor(o, pidns, 0, outp[1], errp[1], statp[1],
-				   gop[0], -1);
+				   gop[0], -1, 0);
 		}
 	}
 	if (pid < 0)
@@ -1262,6 +1365,7 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 		end_call(o, pid);
 		goto fail;
 	}
+started:
 	deadline = mono_now() + o->timeout;
 	check_at = mono_now() + 0.1;
 

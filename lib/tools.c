@@ -236,21 +236,41 @@ tool_bash(const struct tool_ctx *ctx, const cJSON *args, char **res)
 							  : TOOL_OK;
 }
 
+/* The options every sandboxed bash call shares, the limits and the
+ * sandbox prepared: 1, or 0 without a sandbox or a helper, or -1. */
+static int
+sandboxed_opts(const struct tool_ctx *ctx, struct proc_opts *o,
+	       struct ah_error *err)
+{
+	if (!ctx->sandbox || ctx->sandbox->mode == SANDBOX_OFF || !ctx->helper)
+		return 0;
+	o->shell = ctx->shell;
+	o->env = ctx->env;
+	o->sandbox = ctx->sandbox;
+	o->limits = ctx->limits;
+	o->helper = ctx->helper;
+	if ((ctx->limits && proc_limits_prepare(ctx->limits, err) < 0) ||
+	    sandbox_prepare(ctx->sandbox, err) < 0)
+		return -1;
+	return 1;
+}
+
 int
 tool_warm(const struct tool_ctx *ctx, struct ah_error *err)
 {
 	struct proc_opts o = { 0 };
+	int r = sandboxed_opts(ctx, &o, err);
 
-	if (!ctx->sandbox || ctx->sandbox->mode == SANDBOX_OFF || !ctx->helper)
-		return 0;
-	o.shell = ctx->shell;
-	o.env = ctx->env;
-	o.sandbox = ctx->sandbox;
-	o.limits = ctx->limits;
-	if ((ctx->limits && proc_limits_prepare(ctx->limits, err) < 0) ||
-	    sandbox_prepare(ctx->sandbox, err) < 0)
-		return -1;
-	return proc_helper_start(ctx->helper, &o, err);
+	return r <= 0 ? r : proc_helper_start(ctx->helper, &o, err);
+}
+
+int
+tool_prestart(const struct tool_ctx *ctx, struct ah_error *err)
+{
+	struct proc_opts o = { 0 };
+	int r = sandboxed_opts(ctx, &o, err);
+
+	return r <= 0 ? r : proc_prestart(&o, err);
 }
 
 /* --- list_dir */

@@ -30,6 +30,22 @@ gone() {
 		test "$1" = Z
 	}
 }
+# warm PID: the shell started ahead under tool-exec PID (a grandchild of
+# its helper, running the line that waits for the command), if one waits.
+warm() {
+	for h_ in $(kids "$1"); do
+		for s_ in $(kids "$h_"); do
+			for b_ in $(kids "$s_"); do
+				tr '\0' ' ' <"/proc/$b_/cmdline" |
+					grep -q 'eval "\$(</dev/fd/3)' && echo "$b_"
+			done
+		done
+	done 2>/dev/null
+	return 0
+}
+has_warm() {
+	test -n "$(warm "$1")"
+}
 # result ID: the content of the result of call ID in out.
 result() {
 	jq -r --arg id "$1" 'select(.tool_call_id == $id) | .content' out
@@ -139,6 +155,74 @@ test_expect_success 'kill -9 of tool-exec: the helper and the call it runs are g
 	test_line_count = 1 h &&
 	gone "$(cat h)" &&
 	test -z "$(left "$mark")"
+'
+
+test_expect_success 'the next shell starts while tool-exec waits for the model: the call runs in it, confined, fds 0-2, SECONDS from the command' '
+	mkdir ws &&
+	bash_call c1 "echo one" >m1 &&
+	cat >cmd2 <<-\EOF &&
+	echo "$SECONDS [$_]"
+	cut -d" " -f22 /proc/$$/stat
+	ls /proc/self/fd | tr "\n" " "
+	echo
+	touch ../escaped
+	EOF
+	bash_call c2 "$(cat cmd2)" >m2 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 &&
+	    wait_until 20 has_warm "$(cat pid)" &&
+	    w=$(warm "$(cat pid)") && cut -d" " -f22 "/proc/$w/stat" >started &&
+	    sleep 1 && cat m2 && wait_until 20 lines out 2 && touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
+	test -e fed &&
+	result c2 >r2 &&
+	sed -n 2p r2 >got && test_cmp started got &&
+	head -n 1 r2 >secs && echo "0 [/bin/bash]" >expect && test_cmp expect secs &&
+	sed -n 3p r2 >fds && echo "0 1 2 3 " >expect && test_cmp expect fds &&
+	test_grep "escaped.*Read-only file system" r2 &&
+	! test -e escaped
+'
+
+test_expect_success 'a shell started ahead: one killed is replaced and the call runs; it goes at the end of input' '
+	mkdir ws &&
+	bash_call c1 "echo one" >m1 && bash_call c2 "echo two" >m2 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 &&
+	    wait_until 20 has_warm "$(cat pid)" && warm "$(cat pid)" >w1 &&
+	    kill -9 "$(cat w1)" && cat m2 && wait_until 20 lines out 2 &&
+	    wait_until 20 has_warm "$(cat pid)" && warm "$(cat pid)" >w2 &&
+	    touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
+	test -e fed &&
+	test "$(result c1)" = one && test "$(result c2)" = two &&
+	! test "$(cat w1)" = "$(cat w2)" &&
+	wait_until 5 gone "$(cat w2)"
+'
+
+test_expect_success 'a shell started ahead goes with tool-exec (kill -9)' '
+	mkdir ws &&
+	bash_call c1 "echo one" >m1 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 &&
+	    wait_until 20 has_warm "$(cat pid)" && warm "$(cat pid)" >w &&
+	    kill -9 "$(cat pid)" && touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; echo $? >rc; } &&
+	test -e fed && test "$(cat rc)" = 137 &&
+	test_line_count = 1 w &&
+	wait_until 5 gone "$(cat w)"
+'
+
+test_expect_success 'with a shell other than bash, none is started ahead (no supervisor waits): each call runs in SHELL -c' '
+	mkdir ws &&
+	bash_call c1 "echo one" >m1 && bash_call c2 "echo \$0" >m2 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 && sleep 1 &&
+	    h=$(kids "$(cat pid)") && { kids "$h" || :; } >sups &&
+	    cat m2 && wait_until 20 lines out 2 && touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec --shell /bin/sh -C ws >out"; } &&
+	test -e fed &&
+	test_line_count = 0 sups &&
+	test "$(result c2)" = /bin/sh
 '
 
 test_done
