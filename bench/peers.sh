@@ -73,7 +73,7 @@ install() {
 		if ! npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
 			"$2@latest" >"$dir/npm.log" 2>&1; then
 			echo "peers: $2 skipped: it cannot be installed (npm install failed):" >&2
-			tail -n 3 "$dir/npm.log" | sed 's/^/    /' >&2
+			grep -v '^npm error  *at ' "$dir/npm.log" | head -n 4 | sed 's/^/    /' >&2
 			rm -rf "$dir"
 			return 0
 		fi
