@@ -108,4 +108,19 @@ test_expect_success 'peers.sh --only none: the floor and agent-run rows, ratios 
 	test -z "$(ls -A cache)"
 '
 
+test_expect_success 'peers-run.py: a run past --timeout is killed with all it started, and said to fail' '
+	mark=3600.$$ &&
+	printf "#!/bin/sh\nsetsid sleep %s &\nexec sleep %s\n" "$mark" "$mark" >hang &&
+	chmod +x hang &&
+	test_when_finished "pkill -9 -f \"sleep $mark\"; :" &&
+	test_expect_code 1 python3 "$SRC_DIR/bench/peers-run.py" --bin "$AH_BIN" \
+		--peer "pi=$PWD/hang" --steps 2 --rounds 1 --timeout 1 --tmp "$PWD/cache" \
+		>out 2>err &&
+	test_grep "^peers: round 1, pi-coding-agent: timed out after 1 s" err &&
+	test_grep "^pi-coding-agent  *-  *- | failed  *| .* 0/1 | ?$" out &&
+	test_grep "^agent-run ring  *[0-9.]* " out &&
+	none_left "sleep $mark" &&
+	test -z "$(ls -A cache)"
+'
+
 test_done
