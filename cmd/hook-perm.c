@@ -187,13 +187,14 @@ read_policy(struct perm *pm, struct policy *p, struct ah_error *err)
 	return rc;
 }
 
-/* With a server, compiling waits until it cannot be used. */
+/* The policy in force, and its worker readied at once, not at the
+ * first call: the server's (no compiling here), else one of ours. */
 static int
 load_policy(struct perm *pm, struct ah_error *err)
 {
 	if (read_policy(pm, &pm->pol, err) < 0)
 		return -1;
-	return pm->client.server ? 0 : policy_compile(&pm->pol, err);
+	return policy_client_start(&pm->client, &pm->pol, pm->timeout, err);
 }
 
 /* The server's: a client has other rules than ours; the policy may have
@@ -258,7 +259,8 @@ serve(struct perm *pm, const char *path, pid_t watch)
 	}
 	if (stat(path, &st) < 0)
 		memset(&st, 0, sizeof st);
-	if (load_policy(pm, &err) < 0)
+	if (read_policy(pm, &pm->pol, &err) < 0 ||
+	    policy_compile(&pm->pol, &err) < 0)
 		policy_free(&pm->pol);
 	policy_serve(&pm->pol, lfd, path, watch, reload, pm, &stopping, &err);
 	close(lfd);
@@ -753,8 +755,7 @@ pass_message(struct perm *pm, const struct jsonl_reader *in, cJSON *msg)
 	cJSON_ArrayForEach(call, tc)
 		if (decide(pm, call, &err) < 0) {
 			cli_report(&err);
-			/* a policy that does not compile shows only now when
-			 * a server was to evaluate it */
+			/* no worker to be had: nothing decides the call */
 			rc = cli_status(&err, ES_POLICY);
 			goto out;
 		}

@@ -506,8 +506,12 @@ int policy_parse(struct policy *p, const char *text, size_t len,
 /* Compiles every rule into one jq program (libjq starts here, once);
  * a rule that does not compile is an error naming it. */
 int policy_compile(struct policy *p, struct ah_error *err);
+/* Compiles the rules if need be and forks the worker that evaluates
+ * them, unless one runs (or a server's is attached), so that the first
+ * policy_eval finds it ready. */
+int policy_start(struct policy *p, struct ah_error *err);
 /* Runs the rules on input, in a worker bounded by timeout seconds (a
- * child forked from the compiled rules, compiled first if need be,
+ * child forked from the compiled rules, started first if need be,
  * unless a server's worker is attached) and gives policy_verdict.
  * -1 only when no worker can be had. */
 int policy_eval(struct policy *p, const cJSON *input, double timeout,
@@ -568,10 +572,16 @@ struct policy_client {
 	int failed;         /* it could not be used: evaluate here */
 };
 
-/* policy_eval, the rules evaluated by c's server when it has the same
- * ones (which saves compiling them): each time no worker runs, it
- * connects and hands the server p's program; once that fails (no
- * server, other rules), the rules are compiled and evaluated here. */
+/* Readies p's worker before the first call: the server's, when c has
+ * one with the same rules (which saves compiling them: it connects and
+ * hands the server p's program), else one forked here (policy_start).
+ * Once the server fails (none, other rules, gone), the rules are
+ * compiled and evaluated here.  -1 only when neither can be had (a rule
+ * that does not compile). */
+int policy_client_start(struct policy_client *c, struct policy *p,
+			double timeout, struct ah_error *err);
+/* policy_eval, by the worker policy_client_start readies, readied
+ * again first when none runs (it ended: a rule ran too long). */
 int policy_client_eval(struct policy_client *c, struct policy *p,
 		       const cJSON *input, double timeout, struct verdict *v,
 		       struct ah_error *err);

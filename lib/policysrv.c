@@ -289,15 +289,28 @@ fail:
 }
 
 int
+policy_client_start(struct policy_client *c, struct policy *p,
+		    double timeout, struct ah_error *err)
+{
+	struct ah_error e = { 0 };
+
+	if (!p->n || p->worker != POLICY_NO_WORKER)
+		return 0;
+	if (c->server && !c->failed &&
+	    connect_server(p, c->server, timeout, &e) == 0)
+		return 0;
+	/* no server, or not one with our rules: evaluate here */
+	if (c->server)
+		c->failed = 1;
+	return policy_start(p, err);
+}
+
+int
 policy_client_eval(struct policy_client *c, struct policy *p,
 		   const cJSON *input, double timeout, struct verdict *v,
 		   struct ah_error *err)
 {
-	struct ah_error e = { 0 };
-
-	/* no server, or not one with our rules: evaluate here */
-	if (c->server && !c->failed && p->n && p->worker == POLICY_NO_WORKER &&
-	    connect_server(p, c->server, timeout, &e) < 0)
-		c->failed = 1;
+	if (policy_client_start(c, p, timeout, err) < 0)
+		return -1;
 	return policy_eval(p, input, timeout, v, err);
 }

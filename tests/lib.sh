@@ -297,8 +297,15 @@ some_left() {
 # cut would.  One pkill is not enough: a process forked after it read
 # /proc escapes it, and can then hold the session's lock for good (a
 # stage blocked opening the ring's FIFO).  Passes until none is left
-# (zombies still match, hence the bound).
+# (zombies still match, hence the bound).  An empty SID (ps found no
+# process) is refused: to pkill it means the caller's own session, the
+# test script's and prove's.
 kill_session() {
+	case $1 in
+	''|*[!0-9]*|0)
+		echo "kill_session: '$1' is not a session id" >&2
+		return 1 ;;
+	esac
 	for _ in 1 2 3 4 5 6; do
 		pkill -9 -s "$1" || return 0
 		sleep 0.01

@@ -112,6 +112,24 @@ test_expect_success 'without a server, or when it is gone, the client decides al
 	test "$(perm in --yes --connect "$PWD/notsock")" = "deny rm-root-or-home"
 '
 
+# ready PID: PID has a child (its worker, or a server's for a client)
+ready() { test -n "$(pgrep -P "$1")"; }
+
+test_expect_success 'the worker is ready before the first call: forked here, or the server'\''s' '
+	mkfifo fifo &&
+	{ hook-perm <fifo >out & pid=$!; } &&
+	exec 7>fifo &&
+	test_when_finished "exec 7>&-; kill $pid 2>/dev/null || :" &&
+	wait_until 10 ready "$pid" &&
+	serve &&
+	test_when_finished "kill $srv 2>/dev/null || :" &&
+	{ hook-perm --connect "$PWD/s" <fifo >out2 & pid2=$!; } &&
+	exec 6>fifo &&
+	test_when_finished "exec 6>&-; kill $pid2 2>/dev/null || :" &&
+	wait_until 10 ready "$srv" &&
+	test -z "$(pgrep -P "$pid2")"
+'
+
 test_expect_success 'a rule that never ends, in the server: denied in time, and its worker ends' '
 	echo "{\"default\": \"allow\", \"rules\": [{\"name\": \"forever\", \"if\": \".args.command == \\\"loop\\\" and (def f: f; f)\", \"decision\": \"allow\"}]}" >p.json &&
 	for c in loop ls; do call_msg bash "$(bash_args "$c")" none; done >in &&
@@ -126,12 +144,14 @@ test_expect_success 'a rule that never ends, in the server: denied in time, and 
 	kill "$srv" && gone "$srv"
 '
 
-test_expect_success 'a policy that does not compile: the client reports it, naming the rule' '
+test_expect_success 'a policy that does not compile: the client reports it at start, naming the rule' '
 	echo "{\"rules\": [{\"name\": \"broken\", \"if\": \".tool ==\", \"decision\": \"deny\"}]}" >p.json &&
 	serve --policy p.json &&
 	call_msg bash "$(bash_args ls)" none >in &&
 	test_must_fail 4 hook-perm --policy p.json --connect "$PWD/s" <in 2>err &&
 	test_contains err "hook-perm: policy p.json: rule '\''broken'\'' does not compile" &&
+	test_must_fail 4 hook-perm --policy p.json --connect "$PWD/s" </dev/null 2>err &&
+	test_contains err "rule '\''broken'\'' does not compile" &&
 	kill "$srv" && gone "$srv"
 '
 

@@ -144,7 +144,7 @@ for mode in ring step; do
 		EOF
 		start_model script && mkdir w &&
 		{ setsid agent-run $flag -y -C w 'crash' >answer 2>progress & pid=\$!; } &&
-		sid=\$(ps -o sid= -p \$pid | tr -d ' ') &&
+		sid=\$(ps -o sid= -p \$pid | tr -d ' ') && test -n \"\$sid\" &&
 		test_when_finished \"kill_session \$sid\" &&
 		wait_until 10 test -e w/killme &&
 		kill_session \"\$sid\" && { wait \$pid || :; } && sleep 0.2 &&
@@ -159,7 +159,7 @@ for mode in ring step; do
 	"
 done
 
-# the policy server of --step mode: its socket is under $TMPDIR
+# The policy server: its socket is under $TMPDIR
 servers() { pgrep -f "[h]ook-perm --serve $PWD/tmp/" || :; }
 no_servers() { test -z "$(servers)"; }
 tmp_empty() { test -z "$(ls tmp)"; }
@@ -173,38 +173,90 @@ session_servers() {
 	done | wc -l
 }
 
-test_expect_success 'step: one policy server for the session, gone when it ends' '
-	cat >script <<-\EOF &&
-	{"tool_calls": [{"name": "bash", "arguments": {"command": "touch started; while [ ! -e go ]; do sleep 0.05; done"}}]}
-	{"tool_calls": [{"name": "bash", "arguments": {"command": "echo two"}}]}
-	{"content": "Done."}
-	EOF
-	start_model script && mkdir w tmp &&
-	{ TMPDIR=$PWD/tmp setsid agent-run --step -y -C w "count" >answer 2>progress &
-	  pid=$!; } &&
-	sid=$(ps -o sid= -p $pid | tr -d " ") &&
-	test_when_finished "kill_session $sid" &&
-	wait_until 30 test -e w/started &&
-	test "$(session_servers)" = 1 &&
-	touch w/go &&
-	wait $pid &&
-	test "$(cat answer)" = Done. &&
-	wait_until 10 no_servers &&
-	wait_until 10 tmp_empty
-'
+# A hook-perm first on PATH that runs the real one with WHO=server for
+# --serve, WHO=client otherwise, and a policy that denies what the server
+# evaluates: a call denied by rule "who" was decided by the server.
+mkdir "$SCRATCH/who"
+cat >"$SCRATCH/who/hook-perm" <<SH
+#!/bin/sh
+WHO=client
+case " \$* " in *" --serve "*) WHO=server ;; esac
+export WHO
+exec "$(command -v hook-perm)" "\$@"
+SH
+chmod +x "$SCRATCH/who/hook-perm"
+cat >"$SCRATCH/who.json" <<'JSON'
+{"default": "allow", "rules": [
+ {"name": "who", "if": "env.WHO == \"server\"", "decision": "deny",
+  "reason": "evaluated by the server"}]}
+JSON
 
-test_expect_success 'step: the policy server ends with agent-run, also after kill -9' '
-	echo "{\"delay\": 30, \"content\": \"late\"}" >script &&
-	start_model script && mkdir w tmp &&
-	{ TMPDIR=$PWD/tmp setsid agent-run --step -y -C w "wait" >answer 2>progress &
-	  run=$!; } &&
-	sid=$(ps -o sid= -p $run | tr -d " ") &&
-	test_when_finished "kill_session $sid" &&
-	wait_until 10 test -s requests.jsonl &&
-	test -n "$(servers)" &&
-	kill -9 $run &&
-	wait_until 3 no_servers
-'
+for mode in ring step; do
+	flag=
+	[ $mode = step ] && flag=--step
+
+	test_expect_success "$mode: the policy server decides the calls" "
+		cat >script <<-\\EOF &&
+		{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"touch one\"}}]}
+		{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"touch two\"}}]}
+		{\"content\": \"Done.\"}
+		EOF
+		start_model script && mkdir w &&
+		PATH=\$SCRATCH/who:\$PATH agent-run $flag -y --policy \"\$SCRATCH/who.json\" -C w go >answer 2>progress &&
+		test \"\$(cat answer)\" = Done. &&
+		jq -s -e 'map(select(.role == \"tool\") | .content) == [\"Error: permission denied: evaluated by the server\", \"Error: permission denied: evaluated by the server\"]' w/.agent/transcript.jsonl &&
+		test ! -e w/one && test ! -e w/two
+	"
+
+	test_expect_success "$mode: one policy server for the session, gone when it ends" "
+		cat >script <<-\\EOF &&
+		{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"touch started; while [ ! -e go ]; do sleep 0.05; done\"}}]}
+		{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"echo two\"}}]}
+		{\"content\": \"Done.\"}
+		EOF
+		start_model script && mkdir w tmp &&
+		{ TMPDIR=\$PWD/tmp setsid agent-run $flag -y -C w count >answer 2>progress &
+		  pid=\$!; } &&
+		sid=\$(ps -o sid= -p \$pid | tr -d ' ') && test -n \"\$sid\" &&
+		test_when_finished \"kill_session \$sid\" &&
+		wait_until 30 test -e w/started &&
+		test \"\$(session_servers)\" = 1 &&
+		touch w/go &&
+		wait \$pid &&
+		test \"\$(cat answer)\" = Done. &&
+		wait_until 10 no_servers &&
+		wait_until 10 tmp_empty
+	"
+
+	test_expect_success "$mode: the policy server ends with agent-run, also after kill -9" "
+		echo '{\"delay\": 30, \"content\": \"late\"}' >script &&
+		start_model script && mkdir w tmp &&
+		{ TMPDIR=\$PWD/tmp setsid agent-run $flag -y -C w wait >answer 2>progress &
+		  run=\$!; } &&
+		sid=\$(ps -o sid= -p \$run | tr -d ' ') && test -n \"\$sid\" &&
+		test_when_finished \"kill_session \$sid\" &&
+		wait_until 10 test -s requests.jsonl &&
+		wait_until 10 test -n \"\$(servers)\" &&
+		kill -9 \$run &&
+		wait_until 3 no_servers
+	"
+
+	# its socket's path too long for a unix socket: no server starts
+	test_expect_success "$mode: a policy server that cannot start: the rules still decide" "
+		cat >script <<-\\EOF &&
+		{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"sudo touch one\"}}]}
+		{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"touch two\"}}]}
+		{\"content\": \"Done.\"}
+		EOF
+		start_model script && mkdir w &&
+		long=\$PWD/\$(printf '%0100d' 0) && mkdir \"\$long\" &&
+		TMPDIR=\$long agent-run $flag -y -C w go >answer 2>progress &&
+		test \"\$(cat answer)\" = Done. &&
+		test_contains progress 'agent-run: no policy server: hook-perm compiles the rules itself' &&
+		jq -s -e 'map(select(.role == \"tool\"))[0].content == \"Error: permission denied: runs as another user\"' w/.agent/transcript.jsonl &&
+		test ! -e w/one && test -e w/two
+	"
+done
 
 test_expect_success 'a torn last line is cut back, and the run goes on' '
 	echo "{\"content\": \"After the repair.\"}" >script &&
@@ -280,7 +332,7 @@ test_expect_success 'a second agent-run in the same directory is refused' '
 	echo "{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"touch busy; sleep 38.5\"}}], \"repeat\": true}" >script &&
 	start_model script && mkdir w &&
 	{ setsid agent-run -y -C w "first" >/dev/null 2>&1 & pid=$!; } &&
-	sid=$(ps -o sid= -p $pid | tr -d " ") &&
+	sid=$(ps -o sid= -p $pid | tr -d " ") && test -n "$sid" &&
 	test_when_finished "kill_session $sid" &&
 	wait_until 10 test -e w/busy &&
 	test_must_fail 1 timeout 20 agent-run -y -C w "second" 2>err &&

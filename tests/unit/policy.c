@@ -1,5 +1,6 @@
 /* Unit tests of lib/policy.c: the verdict, the rule input, the rule an
- * "always" answer adds, and an evaluation through the worker. */
+ * "always" answer adds, and an evaluation through the worker, started
+ * before the first call. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,6 +177,65 @@ test_always(void)
 	cJSON_Delete(other);
 }
 
+/* The worker is forked by policy_start (or policy_client_start, which
+ * falls back to it when the server cannot be reached), before any call;
+ * the first evaluation uses it, and a worker that ran too long is
+ * replaced by the next call. */
+static void
+test_start(void)
+{
+	static const char slow[] =
+		"{\"default\": \"allow\", \"rules\": ["
+		"{\"name\": \"forever\", \"if\": \".args.command == "
+		"\\\"loop\\\" and (def f: f; f)\", \"decision\": \"allow\"},"
+		"{\"name\": \"no-rm\", \"if\": \".args.command == \\\"rm\\\"\", "
+		"\"decision\": \"deny\"}]}";
+	struct ah_error err = { 0 };
+	struct policy p = { 0 };
+	struct policy_client c = { .server = "/nonexistent/perm.sock" };
+	struct verdict v;
+	cJSON *loop = cJSON_Parse("{\"command\": \"loop\"}");
+	cJSON *rm = cJSON_Parse("{\"command\": \"rm\"}");
+	cJSON *in1 = policy_input("bash", loop, "c", "/w");
+	cJSON *in2 = policy_input("bash", rm, "c", "/w");
+	pid_t pid;
+
+	ok(policy_parse(&p, slow, strlen(slow), "t", &err) == 0 &&
+	   policy_start(&p, &err) == 0 && p.worker == POLICY_CHILD &&
+	   p.pid > 0 && p.jq, "start: compiled, and the worker forked before "
+	   "any call (%s)", err.msg);
+	pid = p.pid;
+	ok(policy_start(&p, &err) == 0 && p.pid == pid,
+	   "start: a second start keeps the worker");
+	ok(policy_eval(&p, in2, 5, &v, &err) == 0 && p.pid == pid &&
+	   v.decision == DECIDE_DENY && !strcmp(v.rule, "no-rm"),
+	   "start: the first call is evaluated by that worker (%s)", v.rule);
+	ok(policy_eval(&p, in1, 0.2, &v, &err) == 0 &&
+	   v.decision == DECIDE_DENY && !strcmp(v.rule, "forever") &&
+	   p.worker == POLICY_NO_WORKER,
+	   "start: a rule that runs too long denies, and its worker goes (%s)",
+	   v.reason);
+	policy_free(&p);
+	ok(policy_parse(&p, slow, strlen(slow), "t", &err) == 0 &&
+	   policy_client_start(&c, &p, 5, &err) == 0 && c.failed &&
+	   p.worker == POLICY_CHILD,
+	   "client start: no server, so a worker of its own (%s)", err.msg);
+	ok(policy_client_eval(&c, &p, in2, 5, &v, &err) == 0 &&
+	   v.decision == DECIDE_DENY && !strcmp(v.rule, "no-rm"),
+	   "client start: its worker decides (%s)", v.rule);
+	ok(policy_client_eval(&c, &p, in1, 0.2, &v, &err) == 0 &&
+	   v.decision == DECIDE_DENY && p.worker == POLICY_NO_WORKER &&
+	   policy_client_eval(&c, &p, in2, 5, &v, &err) == 0 &&
+	   v.decision == DECIDE_DENY && !strcmp(v.rule, "no-rm"),
+	   "client start: after a timeout, the next call gets a new worker "
+	   "(%s)", v.rule);
+	policy_free(&p);
+	cJSON_Delete(in1);
+	cJSON_Delete(in2);
+	cJSON_Delete(loop);
+	cJSON_Delete(rm);
+}
+
 int
 main(void)
 {
@@ -188,5 +248,6 @@ main(void)
 	policy_free(&p);
 	test_input();
 	test_always();
+	test_start();
 	return tap_done();
 }
