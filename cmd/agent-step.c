@@ -78,7 +78,7 @@ struct run {
 	int dry_run, until_done, quiet, verbose, called, streamed_text;
 	long calls, max_calls;
 	long window;        /* tokens, 0: no budget */
-	struct buf abody;   /* the request, in Anthropic's shape */
+	struct model_body body; /* the request, in parts */
 	double compact_at;  /* share of the window */
 	struct buf held; /* streamed text not shown yet (see on_text) */
 };
@@ -190,7 +190,6 @@ step(struct run *r, struct chat *chat, int *stop)
 	const char *body;
 	char rid[128];
 	cJSON *msg;
-	size_t len;
 	int rc = ES_OK;
 
 	/* A signal may come while results of the interrupted calls arrive:
@@ -206,14 +205,11 @@ step(struct run *r, struct chat *chat, int *stop)
 		return ES_STEPLIMIT;
 	}
 	r->calls++;
-	if (r->mo.api == API_ANTHROPIC) {
-		body = chat_prepare(chat) < 0 ||
-		       anthropic_request(chat, r->head, &r->abody) < 0 ?
-		       NULL : r->abody.data;
-		len = r->abody.len;
-	} else
-		body = chat_request(chat, r->head, &len);
-	if (!body) {
+	/* the messages chat keeps are sent as they are, not copied */
+	if (r->mo.api == API_ANTHROPIC ?
+	    chat_prepare(chat) < 0 ||
+	    anthropic_request_parts(chat, r->head, &r->body) < 0 :
+	    chat_request_parts(chat, r->head, &r->body) < 0) {
 		cli_warn("cannot build the request: out of memory");
 		return ES_IO;
 	}
@@ -227,13 +223,18 @@ step(struct run *r, struct chat *chat, int *stop)
 	chat->dirty = 0;
 	r->called = 1;
 	if (r->dry_run) {
-		if (cli_put_line(body, len, 1))
+		/* the body in one piece, as a short one is sent */
+		if (!(body = model_body_flat(&r->body, &err))) {
+			cli_report(&err);
+			return ES_IO;
+		}
+		if (cli_put_line(body, r->body.len, 1))
 			rc = ES_IO;
 		return rc;
 	}
 	reply_init(&reply, r->mo.max_answer);
 	r->streamed_text = 0;
-	if (model_call(r->model, &r->mo, body, len, &reply, rid, sizeof rid,
+	if (model_call(r->model, &r->mo, &r->body, &reply, rid, sizeof rid,
 		       &err) < 0) {
 		end_text(r);
 		if (interrupted) {
@@ -811,6 +812,7 @@ main(int argc, char **argv)
 	int stop = 0, rc;
 
 	chat_init(&chat);
+	model_body_init(&r.body, NULL, NULL);
 	if (guard_key() < 0)
 		return ES_IO;
 	o.model = cli_env("AGENT_MODEL", NULL);
@@ -871,7 +873,7 @@ main(int argc, char **argv)
 	}
 	chat_free(&chat);
 	buf_free(&r.held);
-	buf_free(&r.abody);
+	model_body_free(&r.body);
 	cJSON_Delete(r.head);
 	return o.finished ? rc : cli_finish(rc);
 }

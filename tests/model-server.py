@@ -56,6 +56,8 @@ and the benchmark of compaction:
   --summaries       a request whose last message asks for a summary
                     (agent-compact's) is answered "Summary of the work so
                     far." without consuming an entry
+  --bodies DIR      each request's body, as it came, in DIR/N (N its
+                    number)
   --sizes FILE      each request adds {"n", "bytes", "prefix", "refused",
                     "summary"} there: its size, and how many of its first
                     bytes are those of the request before (a provider's
@@ -379,6 +381,9 @@ def serve(conn, cid, args):
             state["n"] += 1
             n = state["n"]
             state["last"] = arrived
+        if args.bodies:
+            with open(os.path.join(args.bodies, str(n)), "wb") as out:
+                out.write(body)
         try:
             req = json.loads(body) if body else None
         except ValueError:
@@ -524,6 +529,7 @@ def main():
     ap.add_argument("--real-usage", action="store_true")
     ap.add_argument("--summary-delay", type=float, default=0)
     ap.add_argument("--sizes")
+    ap.add_argument("--bodies")
     args = ap.parse_args()
     with open(args.script) as s:
         state["script"] = [json.loads(l) for l in s
