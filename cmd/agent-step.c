@@ -51,9 +51,10 @@ static const char usage[] =
 	"      --dry-run          print the request body instead of sending it\n"
 	"      --answer           call nothing: print the text of the answer\n"
 	"                         the transcript ends with (exit 1 if none)\n"
-	"      --context-window N the model's window in tokens, or auto (a\n"
-	"                         table of known models, else 32768); with it,\n"
-	"                         old tool output is left out past 3/4 of it\n"
+	"      --context-window N|auto|off  the model's window in tokens,\n"
+	"                         auto (a table of known models, else 32768)\n"
+	"                         or off (none, the default); with one, old\n"
+	"                         tool output is left out past 3/4 of it\n"
 	"                         ($AGENT_CONTEXT_WINDOW)\n"
 	"      --outputs DIR      keep the text of left-out output in DIR\n"
 	"                         ($AGENT_OUTPUTS)\n"
@@ -426,6 +427,7 @@ struct opts {
 	long maxcalls, maxtok, retries;
 	double temp, compact_at;
 	int stream, answer, nparams;
+	int window_opt;     /* the window is --context-window's */
 	int finished;       /* stdout is closed: --help, --version */
 	const char *params[64];
 };
@@ -531,6 +533,7 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 			break;
 		case OPT_WINDOW:
 			o->window = optarg;
+			o->window_opt = 1;
 			break;
 		case OPT_API:
 			o->api = optarg;
@@ -580,11 +583,9 @@ settle(struct run *r, struct opts *o)
 
 	if (!o->model)
 		return cli_usage_error("no model: give --model or set AGENT_MODEL");
-	if (o->window && !strcmp(o->window, "auto"))
-		w = chat_model_window(o->model) ? chat_model_window(o->model)
-						: 32768;
-	else if (o->window && cli_whole("--context-window", o->window, 256,
-					1000000000, &w))
+	if (o->window && cli_window(o->window_opt ? "--context-window" :
+				    "AGENT_CONTEXT_WINDOW", o->window,
+				    o->model, &w) < 0)
 		return ES_USAGE;
 	r->window = w;
 	r->compact_at = o->compact_at;
