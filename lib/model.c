@@ -361,7 +361,9 @@ static size_t
 on_read(char *dst, size_t size, size_t n, void *ctx)
 {
 	struct attempt *a = ctx;
-	ssize_t k = model_body_read(a->req, dst, size * n, &a->err);
+	ssize_t k = a->req ? model_body_read(a->req, dst, size * n, &a->err)
+			   : ah_fail(&a->err, AH_EIO, "cannot send the request: "
+				     "libcurl read a body it was given whole");
 
 	if (k < 0) {
 		a->failed = 1;
@@ -377,7 +379,7 @@ on_seek(void *ctx, curl_off_t offset, int origin)
 {
 	struct attempt *a = ctx;
 
-	if (origin != SEEK_SET || offset < 0 ||
+	if (!a->req || origin != SEEK_SET || offset < 0 ||
 	    model_body_seek(a->req, (size_t)offset) < 0)
 		return CURL_SEEKFUNC_CANTSEEK;
 	return CURL_SEEKFUNC_OK;
@@ -431,11 +433,12 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 		a.req = body;
 		model_body_seek(body, 0);
 		curl_easy_setopt(m->curl, CURLOPT_POSTFIELDS, NULL);
-		curl_easy_setopt(m->curl, CURLOPT_READFUNCTION, on_read);
-		curl_easy_setopt(m->curl, CURLOPT_READDATA, &a);
-		curl_easy_setopt(m->curl, CURLOPT_SEEKFUNCTION, on_seek);
-		curl_easy_setopt(m->curl, CURLOPT_SEEKDATA, &a);
 	}
+	/* (set for every attempt: never one of an attempt gone) */
+	curl_easy_setopt(m->curl, CURLOPT_READFUNCTION, on_read);
+	curl_easy_setopt(m->curl, CURLOPT_READDATA, &a);
+	curl_easy_setopt(m->curl, CURLOPT_SEEKFUNCTION, on_seek);
+	curl_easy_setopt(m->curl, CURLOPT_SEEKDATA, &a);
 	curl_easy_setopt(m->curl, CURLOPT_POSTFIELDSIZE_LARGE,
 			 (curl_off_t)body->len);
 	curl_easy_setopt(m->curl, CURLOPT_HEADERFUNCTION, on_header);
