@@ -261,7 +261,7 @@ hold(struct model_body *out, const char *s)
  * cache_control goes on the last block of the last two user turns, so
  * that each request reads the cache the one before wrote. */
 static int
-turns(const struct chat *c, struct model_body *out)
+turns(struct chat *c, struct model_body *out)
 {
 	int k, next, first = -1, users = 0, u = 0, any = 0;
 	char t, prev = 0;
@@ -314,7 +314,8 @@ turns(const struct chat *c, struct model_body *out)
 		last = next == c->nview || turn_of(c, next) != t;
 		if (t == 'u' && last && u >= users - 1)
 			arg |= PART_CACHE;
-		if (model_body_printed(out, arg) < 0 ||
+		if (model_body_printed(out, arg, &c->m[c->view[k]].wire[
+					       arg & PART_CACHE]) < 0 ||
 		    (last && hold(out, "]}") < 0))
 			return -1;
 	}
@@ -323,7 +324,7 @@ turns(const struct chat *c, struct model_body *out)
 
 /* The system messages, a text block each, the last one cached. */
 static int
-system_prompt(const struct chat *c, struct model_body *out)
+system_prompt(struct chat *c, struct model_body *out)
 {
 	int k, last = -1, any = 0;
 
@@ -335,7 +336,8 @@ system_prompt(const struct chat *c, struct model_body *out)
 			continue;
 		if (hold(out, any ? "," : ",\"system\":[") < 0 ||
 		    model_body_printed(out, (size_t)k * 4 + PART_SYSTEM +
-				       (k == last ? PART_CACHE : 0)) < 0)
+				       (k == last ? PART_CACHE : 0),
+				       &c->m[c->view[k]].wire[k == last]) < 0)
 			return -1;
 		any = 1;
 	}
@@ -343,7 +345,7 @@ system_prompt(const struct chat *c, struct model_body *out)
 }
 
 int
-anthropic_request_parts(const struct chat *c, const cJSON *head,
+anthropic_request_parts(struct chat *c, const cJSON *head,
 			struct model_body *out)
 {
 	cJSON *body = cJSON_CreateObject();

@@ -114,20 +114,25 @@ model_body_borrow(struct model_body *b, const void *data, size_t len)
 }
 
 int
-model_body_printed(struct model_body *b, size_t arg)
+model_body_printed(struct model_body *b, size_t arg, size_t *len)
 {
 	struct body_part *p;
 
-	buf_reset(&b->piece);
-	b->piece_of = NONE;
-	if (!b->print || b->print(b->ctx, arg, &b->piece) < 0)
+	if (!*len) {
+		buf_reset(&b->piece);
+		b->piece_of = NONE;
+		if (!b->print || b->print(b->ctx, arg, &b->piece) < 0)
+			return -1;
+		*len = b->piece.len;
+		if (!*len)
+			return 0;
+		b->piece_of = b->nparts;
+	}
+	if (!(p = new_part(b, 'p', *len))) {
+		b->piece_of = NONE;
 		return -1;
-	if (!b->piece.len)
-		return 0;
-	if (!(p = new_part(b, 'p', b->piece.len)))
-		return -1;
+	}
 	p->arg = arg;
-	b->piece_of = b->nparts - 1;
 	return 0;
 }
 

@@ -320,8 +320,11 @@ rebuild(struct chat *c, const int *view, int n, char *const *text)
 		c->m[i].off = (size_t)-1;
 	for (k = 0; k < n; k++) {
 		i = view[k];
-		if (text[i])
+		if (text[i]) {
 			c->m[i].len = strlen(text[i]);
+			/* another text: its Messages form too */
+			c->m[i].wire[0] = c->m[i].wire[1] = 0;
+		}
 		c->m[i].off = off[k];
 	}
 	if (view != c->view)

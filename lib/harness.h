@@ -248,11 +248,12 @@ void model_body_reset(struct model_body *b, body_print_fn print,
 		      const void *ctx);
 void model_body_free(struct model_body *b);
 /* Each appends a part, and returns 0, or -1 when out of memory: a copy
- * of data; data itself (borrowed); piece arg, printed once now to learn
- * its length (parts of no bytes are left out). */
+ * of data; data itself (borrowed); piece arg, *len bytes long, or when
+ * *len is 0 printed once now to learn it (into *len; parts of no bytes
+ * are left out). */
 int model_body_hold(struct model_body *b, const void *data, size_t len);
 int model_body_borrow(struct model_body *b, const void *data, size_t len);
-int model_body_printed(struct model_body *b, size_t arg);
+int model_body_printed(struct model_body *b, size_t arg, size_t *len);
 /* Reading goes on from byte pos; -1 when the body is shorter. */
 int model_body_seek(struct model_body *b, size_t pos);
 /* Up to n bytes of the body from where reading is, into dst: how many,
@@ -279,6 +280,8 @@ struct chat_msg {
 	char *what;        /* a tool result: its call, name and arguments */
 	char *id;          /* a tool result: its tool_call_id */
 	int stubbed;       /* a tool result sent as a stub */
+	size_t wire[2];    /* its bytes in the Messages API's shape, without
+			    * and with cache_control; 0: not known yet */
 	char role;         /* 's' (system, developer), 'u', 'a' or 't' */
 };
 
@@ -453,9 +456,9 @@ cJSON *reply_message(const struct reply *r, const char *request_id);
  * tools of head in Anthropic's shape, max_tokens (8192 when head has
  * none), and cache_control on the tools, the system prompt and the last
  * two user turns.  Into out (reset first): each message is converted
- * again as it is read, so c must not change while out is in use; -1
- * when out of memory. */
-int anthropic_request_parts(const struct chat *c, const cJSON *head,
+ * again as it is read, so c must not change while out is in use (its
+ * length is learnt once, and kept in c); -1 when out of memory. */
+int anthropic_request_parts(struct chat *c, const cJSON *head,
 			    struct model_body *out);
 
 /* --- model.c: calling the endpoint ------------------------------------ */

@@ -371,8 +371,10 @@ test_parts(void)
 	   b.held.len, b.len);
 	same_bytes(&b, "anthropic");
 	model_body_reset(&b, fickle, NULL);
-	ok(model_body_hold(&b, "{", 1) == 0 && model_body_printed(&b, 0) == 0 &&
-	   model_body_printed(&b, 1) == 0 && b.len == 12,
+	len = 0;
+	ok(model_body_hold(&b, "{", 1) == 0 &&
+	   model_body_printed(&b, 0, &len) == 0 && len == 6 &&
+	   model_body_printed(&b, 1, &(size_t){ 0 }) == 0 && b.len == 12,
 	   "printed parts: their length learnt once");
 	ok(model_body_seek(&b, 0) == 0 &&
 	   model_body_read(&b, buf, sizeof buf, &err) < 0 &&
@@ -381,6 +383,53 @@ test_parts(void)
 	   err.msg);
 	model_body_free(&b);
 	chat_free(&c);
+	cJSON_Delete(head);
+}
+
+/* The ring over the Messages API: each message's length learnt once and
+ * kept in the chat, also across the stubs of the budget; every request
+ * the bytes of a chat that reads the transcript so far afresh. */
+static void
+test_wire(void)
+{
+	struct ah_error err;
+	struct chat ring, fresh;
+	struct model_body a, b;
+	cJSON *head = message("{\"model\":\"m\"}");
+	const char *x, *y;
+	int k, i, failed = 0, differ = 0;
+
+	chat_init(&ring);
+	ring.api = API_ANTHROPIC;
+	budget(&ring, NULL);
+	model_body_init(&a, NULL, NULL);
+	model_body_init(&b, NULL, NULL);
+	chat_add(&ring, msgs[0], 1, &err);
+	chat_add(&ring, msgs[1], 2, &err);
+	for (k = 0; k < STEPS / 2; k++) {
+		chat_add(&ring, msgs[2 + 2 * k], 3, &err);
+		chat_add(&ring, msgs[3 + 2 * k], 4, &err);
+		chat_init(&fresh);
+		fresh.api = API_ANTHROPIC;
+		budget(&fresh, NULL);
+		for (i = 0; i < 4 + 2 * k; i++)
+			chat_add(&fresh, msgs[i], (unsigned long)i + 1, &err);
+		if (chat_prepare(&ring) < 0 || chat_prepare(&fresh) < 0 ||
+		    anthropic_request_parts(&ring, head, &a) < 0 ||
+		    anthropic_request_parts(&fresh, head, &b) < 0 ||
+		    !(x = model_body_flat(&a, &err)) ||
+		    !(y = model_body_flat(&b, &err)))
+			failed++;
+		else if (a.len != b.len || memcmp(x, y, a.len))
+			differ++;
+		chat_free(&fresh);
+	}
+	ok(!failed && !differ && ring.stubs > 0, "the Messages ring: %d "
+	   "requests, %d stubs, lengths kept: %d failed, %d not the bytes "
+	   "of a fresh chat", STEPS / 2, ring.stubs, failed, differ);
+	model_body_free(&a);
+	model_body_free(&b);
+	chat_free(&ring);
 	cJSON_Delete(head);
 }
 
@@ -399,6 +448,7 @@ main(void)
 	test_stubs(dir);
 	test_no_budget();
 	test_parts();
+	test_wire();
 	for (i = 0; i < nmsgs; i++)
 		cJSON_Delete(msgs[i]);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
