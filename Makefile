@@ -38,13 +38,13 @@ REPLAYS = $(FUZZERS:%=$(BUILD)/fuzz/replay-%)
 MAN1    = $(wildcard man/*.1)
 MAN5    = $(wildcard man/*.5)
 MAN7    = $(wildcard man/*.7)
-SCRIPTS = .ci/run tools/deps.sh cmd/agent-run tests/lib.sh $(wildcard tests/*.t) \
+SCRIPTS = .ci/run tools/deps.sh cmd/agent-run bench/peers.sh tests/lib.sh $(wildcard tests/*.t) \
 	$(wildcard examples/*.sh)
 
 SANFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all
 
-.PHONY: all bench demo deps check check-plain check-san check-valgrind test-units \
+.PHONY: all bench bench-peers demo deps check check-plain check-san check-valgrind test-units \
 	test-shell test-corpus fuzz install uninstall clean lint
 
 all: $(BINS) $(UNITS) $(REPLAYS)
@@ -57,6 +57,11 @@ demo: $(BINS)
 # The loop's own cost, against the scripted server (bench/README.md).
 bench: $(BINS)
 	python3 bench/bench.py --bin $(abspath $(BUILD)/bin) $(BENCHFLAGS)
+
+# agent-run beside Claude Code, Codex CLI and pi-coding-agent (installed
+# with npm into a cache outside the tree; bench/README.md, "Peers").
+bench-peers: $(BINS)
+	sh bench/peers.sh --bin $(abspath $(BUILD)/bin) $(PEERSFLAGS)
 
 # Missing headers are installed (as root) or the command to install them is
 # printed: a fresh machine gets from nothing to green with `make check`.

@@ -71,20 +71,25 @@ def rss_of_session(sid):
                 fields = f.read().rsplit(")", 1)[1].split()
             if int(fields[3]) != sid:  # field 6 (session), after pid/comm
                 continue
-            rss = pss = 0
-            with open("/proc/%s/status" % pid) as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        rss = int(line.split()[1])
-            # PSS: pages shared by several processes counted once overall
-            with open("/proc/%s/smaps_rollup" % pid) as f:
-                for line in f:
-                    if line.startswith("Pss:"):
-                        pss = int(line.split()[1])
-            out[pid] = (rss, pss)
+            out[pid] = memory_of(pid)
         except (OSError, IndexError, ValueError):
             pass
     return out
+
+
+def memory_of(pid):
+    """RSS and PSS in kB of process pid (OSError when it is gone)."""
+    rss = pss = 0
+    with open("/proc/%s/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1])
+    # PSS: pages shared by several processes counted once overall
+    with open("/proc/%s/smaps_rollup" % pid) as f:
+        for line in f:
+            if line.startswith("Pss:"):
+                pss = int(line.split()[1])
+    return rss, pss
 
 
 def one_run(steps, mode, bindir, payload=0, max_output=30000):
@@ -141,21 +146,7 @@ def one_run(steps, mode, bindir, payload=0, max_output=30000):
         srv.wait()
         if rc != 0:
             raise SystemExit("bench: agent-run exited %d (%s, %d steps)" % (rc, mode, steps))
-        arrived, started = {}, {}
-        with open(os.path.join(work, "req.jsonl")) as f:
-            for line in f:
-                r = json.loads(line)
-                arrived[r["n"]] = r["time"]
-                started[r["n"]] = r["start"]
-        sent = {}
-        with open(os.path.join(work, "sent.jsonl")) as f:
-            for line in f:
-                r = json.loads(line)
-                sent[r["n"]] = r["sent"]
-        over = [(arrived[k + 1] - sent[k]) * 1000 for k in range(1, steps) if k + 1 in arrived]
-        # to the first byte of the next request: without its transfer
-        first_byte = [(started[k + 1] - sent[k]) * 1000 for k in range(1, steps)
-                      if k + 1 in started]
+        over, first_byte, arrived = step_intervals(work)
         tpath = os.path.join(work, "w", ".agent", "transcript.jsonl")
         tsize = os.path.getsize(tpath) if os.path.exists(tpath) else 0
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -165,6 +156,33 @@ def one_run(steps, mode, bindir, payload=0, max_output=30000):
                 "peak_all": peak_all / 1024, "peak_pss": peak_pss / 1024, "transcript": tsize}
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def step_intervals(work):
+    """From the server's logs in work (req.jsonl, sent.jsonl): the
+    harness's time at each step in ms, from the last byte of the answer
+    to request K to the last byte, and to the first byte, of the next
+    request that took a step; and when each request arrived.  Requests
+    answered aside (the "side" ones of --side-requests) take no step:
+    their time is the harness's."""
+    arrived, started = {}, {}
+    with open(os.path.join(work, "req.jsonl")) as f:
+        for line in f:
+            r = json.loads(line)
+            arrived[r["n"]] = r["time"]
+            started[r["n"]] = r["start"]
+    sent = {}
+    with open(os.path.join(work, "sent.jsonl")) as f:
+        for line in f:
+            r = json.loads(line)
+            if not r.get("side"):
+                sent[r["n"]] = r["sent"]
+    ns = sorted(sent)
+    nxt = list(zip(ns, ns[1:]))  # each answer, and the next step's request
+    over = [(arrived[m] - sent[k]) * 1000 for k, m in nxt if m in arrived]
+    # to the first byte of the next request: without its transfer
+    first_byte = [(started[m] - sent[k]) * 1000 for k, m in nxt if m in started]
+    return over, first_byte, arrived
 
 
 def floor_client(url, max_steps, workdir):

@@ -34,6 +34,18 @@ for a thinking block first, errors as {"type": "error", "error": ...}),
 streamed as its events when asked; "usage" in an entry replaces the usage
 sent.
 
+Requests to .../responses get them as OpenAI Responses answers (message
+and function_call output items; "input_tokens" and "output_tokens" in the
+usage), streamed as its events (response.created, output_item.added and
+.done, output_text.delta, response.completed) when asked.
+
+Other agents' requests beside the session's, with --side-requests (for
+bench/peers-run.py): a request without tools (a title to make, a quota to
+check) is answered "OK" without consuming an entry; .../count_tokens
+gets a count, GET and HEAD requests (GET .../models, probes) an empty
+answer; a query string (?beta=true) is ignored.  The --sent-log line of
+such an answer has "side": true.
+
 Streaming requests ("stream": true) get the answer as server-sent events:
   "chunk": N          content and arguments in pieces of N characters (3)
   "reuse_index": true all tool calls sent with index 0, told apart by id
@@ -311,7 +323,7 @@ def messages_events(entry, n, model):
     return ev
 
 
-def serve_messages(conn, entry, n, model, req, extra, args):
+def serve_messages(conn, entry, n, model, req, extra, args, side=False):
     status = int(entry.get("status", 200))
     if status != 200:
         err = entry.get("error", {"message": "scripted error"})
@@ -333,14 +345,121 @@ def serve_messages(conn, entry, n, model, req, extra, args):
     else:
         conn.sendall(response(200, json.dumps(messages_answer(entry, n, model)),
                               extra=extra))
-    log_sent(args, n)
+    log_sent(args, n, side)
 
 
-def log_sent(args, n):
+def responses_answer(entry, n, model):
+    """The entry as an OpenAI Responses answer: its output items."""
+    out = []
+    if entry.get("content"):
+        out.append({"type": "message", "id": "msg_%d" % n, "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": entry["content"],
+                                 "annotations": []}]})
+    for c in calls_of(entry):
+        out.append({"type": "function_call", "id": "fc_" + c["id"],
+                    "status": "completed", "call_id": c["id"],
+                    "name": c["function"]["name"],
+                    "arguments": c["function"]["arguments"]})
+    usage = entry.get("usage", {"input_tokens": prompt_tokens(n),
+                                "input_tokens_details": {"cached_tokens": 0},
+                                "output_tokens": 5,
+                                "output_tokens_details": {"reasoning_tokens": 0},
+                                "total_tokens": prompt_tokens(n) + 5})
+    return {"id": "resp_%d" % n, "object": "response",
+            "created_at": int(time.time()), "status": "completed",
+            "model": model, "output": out, "usage": usage}
+
+
+def responses_events(entry, n, model):
+    """The same answer as the events of a Responses stream."""
+    k = int(entry.get("chunk", 3))
+    whole = responses_answer(entry, n, model)
+    start = dict(whole, status="in_progress", output=[], usage=None)
+    ev = [{"type": "response.created", "response": start},
+          {"type": "response.in_progress", "response": start}]
+    if "sse_error" in entry:
+        return ev + [{"type": "error", "error": entry["sse_error"]}]
+    for i, item in enumerate(whole["output"]):
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            ev.append({"type": "response.output_item.added", "output_index": i,
+                       "item": dict(item, status="in_progress", content=[])})
+            part = {"type": "output_text", "text": "", "annotations": []}
+            ev.append({"type": "response.content_part.added", "item_id": item["id"],
+                       "output_index": i, "content_index": 0, "part": part})
+            for p in pieces(text, k):
+                ev.append({"type": "response.output_text.delta",
+                           "item_id": item["id"], "output_index": i,
+                           "content_index": 0, "delta": p})
+            ev.append({"type": "response.output_text.done", "item_id": item["id"],
+                       "output_index": i, "content_index": 0, "text": text})
+            ev.append({"type": "response.content_part.done", "item_id": item["id"],
+                       "output_index": i, "content_index": 0,
+                       "part": dict(part, text=text)})
+        else:
+            ev.append({"type": "response.output_item.added", "output_index": i,
+                       "item": dict(item, status="in_progress", arguments="")})
+            for p in pieces(item["arguments"], k):
+                ev.append({"type": "response.function_call_arguments.delta",
+                           "item_id": item["id"], "output_index": i, "delta": p})
+            ev.append({"type": "response.function_call_arguments.done",
+                       "item_id": item["id"], "output_index": i,
+                       "arguments": item["arguments"]})
+        ev.append({"type": "response.output_item.done", "output_index": i,
+                   "item": item})
+    ev.append({"type": "response.completed", "response": whole})
+    return ev
+
+
+def serve_responses(conn, entry, n, model, req, extra, args, side=False):
+    status = int(entry.get("status", 200))
+    if status != 200:
+        conn.sendall(response(status, json.dumps(
+            {"error": entry.get("error", {"message": "scripted error"})}),
+            extra=extra))
+        return
+    if isinstance(req, dict) and req.get("stream"):
+        body = b""
+        for k, e in enumerate(responses_events(entry, n, model)):
+            e["sequence_number"] = k
+            piece = ("event: %s\ndata: %s\n\n" % (e["type"], json.dumps(e))).encode()
+            body += b"%x\r\n%s\r\n" % (len(piece), piece)
+        body += b"0\r\n\r\n"
+        head = ("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                "Transfer-Encoding: chunked\r\n" +
+                "".join("%s: %s\r\n" % kv for kv in extra.items()) + "\r\n")
+        conn.sendall(head.encode() + body)
+    else:
+        conn.sendall(response(200, json.dumps(responses_answer(entry, n, model)),
+                              extra=extra))
+    log_sent(args, n, side)
+
+
+def side_answer(method, path, req):
+    """With --side-requests: the answer (status, body) to a request that
+    is not a step of the session, or None for one that is."""
+    if method == "HEAD":
+        return 200, ""
+    if method != "POST":
+        if path.endswith("/models"):
+            return 200, json.dumps({"object": "list", "data": [], "models": []})
+        return 200, "{}"
+    if path.endswith("/count_tokens"):
+        return 200, json.dumps({"input_tokens": 10})
+    if isinstance(req, dict) and not req.get("tools"):
+        return 200, None  # answered "OK" in the request's own API
+    return None
+
+
+def log_sent(args, n, side=False):
     """When the answer to request n left: the harness's time starts here."""
     if args.sent_log:
         with lock, open(args.sent_log, "a") as log:
-            log.write(json.dumps({"n": n, "sent": time.time()}) + "\n")
+            line = {"n": n, "sent": time.time()}
+            if side:
+                line["side"] = True
+            log.write(json.dumps(line) + "\n")
 
 
 def drip(conn, data, pause, whole=False):
@@ -394,8 +513,15 @@ def serve(conn, cid, args):
                                       "path": path, "headers": headers,
                                       "body": req, "time": arrived,
                                       "start": start}) + "\n")
+        path = path.split("?", 1)[0]
+        side = side_answer(method, path, req) if args.side_requests else None
+        if side is not None and side[1] is not None:
+            conn.sendall(response(side[0], side[1]))
+            log_sent(args, n, side=True)
+            continue
         if method != "POST" or not (path.endswith("/chat/completions") or
-                                    path.endswith("/messages")):
+                                    path.endswith("/messages") or
+                                    path.endswith("/responses")):
             conn.sendall(response(404, json.dumps({"error": {
                 "message": "no such route: %s %s" % (method, path),
                 "type": "invalid_request_error"}})))
@@ -424,8 +550,13 @@ def serve(conn, cid, args):
                 "type": "invalid_request_error", "param": "messages",
                 "code": "context_length_exceeded"}})))
             continue
-        entry = {"content": "Summary of the work so far.",
-                 "delay": args.summary_delay} if summary else next_entry(req)
+        if side is not None:
+            entry = {"content": "OK"}
+        elif summary:
+            entry = {"content": "Summary of the work so far.",
+                     "delay": args.summary_delay}
+        else:
+            entry = next_entry(req)
         if entry.get("delay"):
             time.sleep(float(entry["delay"]))
         if entry.get("hang"):
@@ -437,7 +568,12 @@ def serve(conn, cid, args):
         model = (req or {}).get("model", "scripted") if isinstance(req, dict) \
             else "scripted"
         if path.endswith("/messages") and "raw" not in entry:
-            serve_messages(conn, entry, n, model, req, extra, args)
+            serve_messages(conn, entry, n, model, req, extra, args,
+                           side is not None)
+            continue
+        if path.endswith("/responses") and "raw" not in entry:
+            serve_responses(conn, entry, n, model, req, extra, args,
+                            side is not None)
             continue
         if "raw" in entry:
             raw = entry["raw"]
@@ -481,7 +617,7 @@ def serve(conn, cid, args):
             if entry.get("drip_bytes") is not None:
                 conn.sendall(head.encode())
                 if drip(conn, body, entry["drip_bytes"]):
-                    log_sent(args, n)
+                    log_sent(args, n, side is not None)
                     continue
                 return
             if entry.get("drip") is not None or entry.get("reset") is not None:
@@ -497,10 +633,10 @@ def serve(conn, cid, args):
                     time.sleep(float(entry.get("drip") or 0))
                 piece = b"data: [DONE]\n\n"
                 conn.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(piece), piece))
-                log_sent(args, n)
+                log_sent(args, n, side is not None)
                 continue
             conn.sendall(head.encode() + body)
-            log_sent(args, n)
+            log_sent(args, n, side is not None)
             if cut is not None:
                 conn.shutdown(socket.SHUT_RDWR)
                 return
@@ -514,7 +650,7 @@ def serve(conn, cid, args):
                 return
         else:
             conn.sendall(whole)
-        log_sent(args, n)
+        log_sent(args, n, side is not None)
 
 
 def main():
@@ -530,6 +666,7 @@ def main():
     ap.add_argument("--summary-delay", type=float, default=0)
     ap.add_argument("--sizes")
     ap.add_argument("--bodies")
+    ap.add_argument("--side-requests", action="store_true")
     args = ap.parse_args()
     with open(args.script) as s:
         state["script"] = [json.loads(l) for l in s
