@@ -110,6 +110,10 @@ def one_run(steps, mode, bindir, payload=0, max_output=30000):
                    AGENT_MODEL="bench", AGENT_MAX_OUTPUT=str(max_output))
         args = [os.path.join(bindir, "agent-run"), "-q", "-y", "--max-steps", str(steps + 5),
                 "-C", os.path.join(work, "w")]
+        if payload:
+            # the whole transcript is sent: no window (the default, 32768
+            # tokens, would end the session long before it grows to size)
+            args += ["--context-window", "off"]
         if mode == "step":
             args.append("--step")
         args.append("run the steps")

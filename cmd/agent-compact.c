@@ -27,9 +27,9 @@ static const char usage[] =
 	"  -C, --directory DIR  work in DIR, as if started there\n"
 	"      --keep-bytes N   keep the newest messages within N bytes whole\n"
 	"                       (default 24000, at most a quarter of the window)\n"
-	"      --context-window N  the model's window in tokens, or auto, for\n"
-	"                       the stubs of old tool output\n"
-	"                       ($AGENT_CONTEXT_WINDOW)\n"
+	"      --context-window N|auto|off  the model's window in tokens,\n"
+	"                       auto or off (none), for the stubs of old tool\n"
+	"                       output ($AGENT_CONTEXT_WINDOW)\n"
 	"      --prompt FILE    the summary instruction instead of the built-in\n"
 	"  -n, --dry-run        print the summary request, send nothing\n"
 	"  -q, --quiet          no progress on stderr\n"
@@ -240,13 +240,9 @@ main(int argc, char **argv)
 			return cli_bad_option(argv, c);
 		}
 	}
-	if (wopt && !strcmp(wopt, "auto")) {
-		const char *model = getenv("AGENT_MODEL");
-
-		window = chat_model_window(model) ? chat_model_window(model)
-						  : 32768;
-	} else if (wopt && cli_whole("--context-window", wopt, 256,
-				     1000000000, &window))
+	if (wopt && cli_window(wopt == env ? "AGENT_CONTEXT_WINDOW" :
+			       "--context-window", wopt, getenv("AGENT_MODEL"),
+			       &window) < 0)
 		return ES_USAGE;
 	if (promptfile && file_read(promptfile, 1 << 20, &prompt, &len,
 				    &err) != 1) {

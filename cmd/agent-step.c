@@ -51,9 +51,10 @@ static const char usage[] =
 	"      --dry-run          print the request body instead of sending it\n"
 	"      --answer           call nothing: print the text of the answer\n"
 	"                         the transcript ends with (exit 1 if none)\n"
-	"      --context-window N the model's window in tokens, or auto (a\n"
-	"                         table of known models, else 32768); with it,\n"
-	"                         old tool output is left out past 3/4 of it\n"
+	"      --context-window N|auto|off  the model's window in tokens,\n"
+	"                         auto (a table of known models, else 32768)\n"
+	"                         or off (none, the default); with one, old\n"
+	"                         tool output is left out past 3/4 of it\n"
 	"                         ($AGENT_CONTEXT_WINDOW)\n"
 	"      --outputs DIR      keep the text of left-out output in DIR\n"
 	"                         ($AGENT_OUTPUTS)\n"
@@ -78,7 +79,7 @@ struct run {
 	int dry_run, until_done, quiet, verbose, called, streamed_text;
 	long calls, max_calls;
 	long window;        /* tokens, 0: no budget */
-	struct buf abody;   /* the request, in Anthropic's shape */
+	struct model_body body; /* the request, in parts */
 	double compact_at;  /* share of the window */
 	struct buf held; /* streamed text not shown yet (see on_text) */
 };
@@ -190,7 +191,6 @@ step(struct run *r, struct chat *chat, int *stop)
 	const char *body;
 	char rid[128];
 	cJSON *msg;
-	size_t len;
 	int rc = ES_OK;
 
 	/* A signal may come while results of the interrupted calls arrive:
@@ -206,14 +206,11 @@ step(struct run *r, struct chat *chat, int *stop)
 		return ES_STEPLIMIT;
 	}
 	r->calls++;
-	if (r->mo.api == API_ANTHROPIC) {
-		body = chat_prepare(chat) < 0 ||
-		       anthropic_request(chat, r->head, &r->abody) < 0 ?
-		       NULL : r->abody.data;
-		len = r->abody.len;
-	} else
-		body = chat_request(chat, r->head, &len);
-	if (!body) {
+	/* the messages chat keeps are sent as they are, not copied */
+	if (r->mo.api == API_ANTHROPIC ?
+	    chat_prepare(chat) < 0 ||
+	    anthropic_request_parts(chat, r->head, &r->body) < 0 :
+	    chat_request_parts(chat, r->head, &r->body) < 0) {
 		cli_warn("cannot build the request: out of memory");
 		return ES_IO;
 	}
@@ -227,13 +224,18 @@ step(struct run *r, struct chat *chat, int *stop)
 	chat->dirty = 0;
 	r->called = 1;
 	if (r->dry_run) {
-		if (cli_put_line(body, len, 1))
+		/* the body in one piece, as a short one is sent */
+		if (!(body = model_body_flat(&r->body, &err))) {
+			cli_report(&err);
+			return ES_IO;
+		}
+		if (cli_put_line(body, r->body.len, 1))
 			rc = ES_IO;
 		return rc;
 	}
 	reply_init(&reply, r->mo.max_answer);
 	r->streamed_text = 0;
-	if (model_call(r->model, &r->mo, body, len, &reply, rid, sizeof rid,
+	if (model_call(r->model, &r->mo, &r->body, &reply, rid, sizeof rid,
 		       &err) < 0) {
 		end_text(r);
 		if (interrupted) {
@@ -425,6 +427,7 @@ struct opts {
 	long maxcalls, maxtok, retries;
 	double temp, compact_at;
 	int stream, answer, nparams;
+	int window_opt;     /* the window is --context-window's */
 	int finished;       /* stdout is closed: --help, --version */
 	const char *params[64];
 };
@@ -530,6 +533,7 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 			break;
 		case OPT_WINDOW:
 			o->window = optarg;
+			o->window_opt = 1;
 			break;
 		case OPT_API:
 			o->api = optarg;
@@ -579,11 +583,9 @@ settle(struct run *r, struct opts *o)
 
 	if (!o->model)
 		return cli_usage_error("no model: give --model or set AGENT_MODEL");
-	if (o->window && !strcmp(o->window, "auto"))
-		w = chat_model_window(o->model) ? chat_model_window(o->model)
-						: 32768;
-	else if (o->window && cli_whole("--context-window", o->window, 256,
-					1000000000, &w))
+	if (o->window && cli_window(o->window_opt ? "--context-window" :
+				    "AGENT_CONTEXT_WINDOW", o->window,
+				    o->model, &w) < 0)
 		return ES_USAGE;
 	r->window = w;
 	r->compact_at = o->compact_at;
@@ -811,6 +813,7 @@ main(int argc, char **argv)
 	int stop = 0, rc;
 
 	chat_init(&chat);
+	model_body_init(&r.body, NULL, NULL);
 	if (guard_key() < 0)
 		return ES_IO;
 	o.model = cli_env("AGENT_MODEL", NULL);
@@ -871,7 +874,7 @@ main(int argc, char **argv)
 	}
 	chat_free(&chat);
 	buf_free(&r.held);
-	buf_free(&r.abody);
+	model_body_free(&r.body);
 	cJSON_Delete(r.head);
 	return o.finished ? rc : cli_finish(rc);
 }

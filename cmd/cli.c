@@ -172,6 +172,32 @@ cli_env(const char *name, const char *fallback)
 }
 
 int
+cli_window(const char *what, const char *s, const char *model, long *out)
+{
+	char *end;
+	long v;
+
+	if (!strcmp(s, "off")) {
+		*out = 0;
+		return 0;
+	}
+	if (!strcmp(s, "auto")) {
+		*out = chat_model_window(model) ? chat_model_window(model)
+						: 32768;
+		return 0;
+	}
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (!*s || *end || errno || v < 256 || v > 1000000000) {
+		cli_warn("%s: '%s' is not a whole number from 256 to "
+			 "1000000000, auto or off", what, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int
 cli_env_whole(const char *var, long min, long max, long *out)
 {
 	const char *s = getenv(var);

@@ -75,6 +75,11 @@ int cli_whole(const char *what, const char *s, long min, long max, long *out);
  * none), as AGENT_API_KEY falls back to OPENAI_API_KEY; NULL when both
  * are unset or empty. */
 const char *cli_env(const char *name, const char *fallback);
+/* A context window as --context-window and $AGENT_CONTEXT_WINDOW take it
+ * (what names the one given): N tokens, auto (model's in the table of
+ * known models, else 32768) or off (0: no budget).  0, or -1 after a
+ * usage message. */
+int cli_window(const char *what, const char *s, const char *model, long *out);
 
 /* cli_whole for the environment variable var: 0 when it is unset or
  * empty (*out keeps its default) or holds such a number, else -1. */

@@ -51,26 +51,13 @@ content_text(const cJSON *content)
 	return buf_detach(&b, NULL);
 }
 
-/* Appends block to the last message when it has role, else starts a
- * message of role: the API wants turns to alternate. */
+/* Appends block to the blocks of a message. */
 static int
-add_block(cJSON *msgs, const char *role, cJSON *block)
+add_block(cJSON *blocks, cJSON *block)
 {
-	cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
-	const cJSON *r = cJSON_GetObjectItemCaseSensitive(last, "role");
-	cJSON *m, *content;
-
 	if (!block)
 		return -1;
-	if (cJSON_IsString(r) && !strcmp(r->valuestring, role)) {
-		content = cJSON_GetObjectItemCaseSensitive(last, "content");
-		return cJSON_AddItemToArray(content, block) ? 0 : -1;
-	}
-	m = cJSON_CreateObject();
-	if (!m || !cJSON_AddItemToArray(msgs, m) ||
-	    !cJSON_AddStringToObject(m, "role", role) ||
-	    !(content = cJSON_AddArrayToObject(m, "content")) ||
-	    !cJSON_AddItemToArray(content, block)) {
+	if (!cJSON_AddItemToArray(blocks, block)) {
 		cJSON_Delete(block);
 		return -1;
 	}
@@ -78,7 +65,7 @@ add_block(cJSON *msgs, const char *role, cJSON *block)
 }
 
 static int
-add_assistant(cJSON *msgs, const cJSON *msg)
+add_assistant(cJSON *blocks, const cJSON *msg)
 {
 	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
 	const cJSON *tb = cJSON_GetObjectItemCaseSensitive(msg,
@@ -86,18 +73,16 @@ add_assistant(cJSON *msgs, const cJSON *msg)
 	const cJSON *call, *b;
 	char *text = content_text(cJSON_GetObjectItemCaseSensitive(msg,
 								   "content"));
-	int any = 0, rc = -1;
+	int rc = -1;
 
 	if (!text)
 		return -1;
 	cJSON_ArrayForEach(b, tb)
-		if (add_block(msgs, "assistant", cJSON_Duplicate(b, 1)) < 0)
+		if (add_block(blocks, cJSON_Duplicate(b, 1)) < 0)
 			goto out;
-	if (*text || !cJSON_IsArray(tc) || !tc->child) {
-		if (add_block(msgs, "assistant", text_block(text)) < 0)
+	if (*text || !cJSON_IsArray(tc) || !tc->child)
+		if (add_block(blocks, text_block(text)) < 0)
 			goto out;
-		any = 1;
-	}
 	cJSON_ArrayForEach(call, tc) {
 		cJSON *u = cJSON_CreateObject(), *input = call_arguments(call);
 
@@ -114,37 +99,33 @@ add_assistant(cJSON *msgs, const cJSON *msg)
 			cJSON_Delete(u);
 			goto out;
 		}
-		if (add_block(msgs, "assistant", u) < 0)
+		if (add_block(blocks, u) < 0)
 			goto out;
-		any = 1;
 	}
-	(void)any;
 	rc = 0;
 out:
 	free(text);
 	return rc;
 }
 
-static int
-add_result(cJSON *msgs, const cJSON *msg)
+static cJSON *
+result_block(const cJSON *msg)
 {
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "tool_call_id");
 	char *text = content_text(cJSON_GetObjectItemCaseSensitive(msg,
 								   "content"));
 	cJSON *b = cJSON_CreateObject();
-	int rc = -1;
 
-	if (text && b && cJSON_AddStringToObject(b, "type", "tool_result") &&
-	    cJSON_AddStringToObject(b, "tool_use_id", cJSON_IsString(id) ?
-				    id->valuestring : "") &&
-	    cJSON_AddStringToObject(b, "content", *text ? text : "(empty)") &&
-	    (strncmp(text, "Error:", 6) || cJSON_AddTrueToObject(b, "is_error"))) {
-		rc = add_block(msgs, "user", b);
+	if (!text || !b || !cJSON_AddStringToObject(b, "type", "tool_result") ||
+	    !cJSON_AddStringToObject(b, "tool_use_id", cJSON_IsString(id) ?
+				     id->valuestring : "") ||
+	    !cJSON_AddStringToObject(b, "content", *text ? text : "(empty)") ||
+	    (!strncmp(text, "Error:", 6) && !cJSON_AddTrueToObject(b, "is_error"))) {
+		cJSON_Delete(b);
 		b = NULL;
 	}
-	cJSON_Delete(b);
 	free(text);
-	return rc;
+	return b;
 }
 
 static int
@@ -165,39 +146,15 @@ cache_here(cJSON *block)
 /* The last block of a message that may carry cache_control: not a
  * thinking block. */
 static cJSON *
-last_cacheable(cJSON *msg)
+last_cacheable(cJSON *blocks)
 {
-	cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
-	cJSON *b = cJSON_GetArrayItem(content, cJSON_GetArraySize(content) - 1);
+	cJSON *b = cJSON_GetArrayItem(blocks, cJSON_GetArraySize(blocks) - 1);
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(b, "type");
 
 	if (!cJSON_IsString(t) || !strncmp(t->valuestring, "thinking", 8) ||
 	    !strcmp(t->valuestring, "redacted_thinking"))
 		return NULL;
 	return b;
-}
-
-/* Breakpoints, at most four: the tools, the system prompt, and the last
- * two user turns, so that each request reads the cache the one before
- * wrote. */
-static int
-breakpoints(cJSON *msgs)
-{
-	cJSON *m;
-	int n = cJSON_GetArraySize(msgs), i, users = 0;
-
-	for (i = n - 1; i >= 0 && users < 2; i--) {
-		const cJSON *r;
-
-		m = cJSON_GetArrayItem(msgs, i);
-		r = cJSON_GetObjectItemCaseSensitive(m, "role");
-		if (!cJSON_IsString(r) || strcmp(r->valuestring, "user"))
-			continue;
-		if (cache_here(last_cacheable(m)) < 0)
-			return -1;
-		users++;
-	}
-	return 0;
 }
 
 static int
@@ -235,15 +192,168 @@ tools(cJSON *body, const cJSON *given)
 	return cache_here(last);
 }
 
-int
-anthropic_request(const struct chat *c, const cJSON *head, struct buf *out)
+/* A printed part is a message of the chat, in the Messages API's shape,
+ * made again from c each time it is sent: arg is its place in c->view
+ * times 4, plus PART_SYSTEM for a block of the system prompt rather than
+ * the blocks of a turn, plus PART_CACHE for cache_control on its last
+ * block. */
+enum { PART_CACHE = 1, PART_SYSTEM = 2 };
+
+/* The blocks message k of the view becomes, printed without the
+ * brackets of their array. */
+static int
+print_part(const void *ctx, size_t arg, struct buf *out)
 {
-	cJSON *body = cJSON_CreateObject(), *msgs, *system = NULL, *msg;
+	const struct chat *c = ctx;
+	const struct chat_msg *m = &c->m[c->view[arg / 4]];
+	cJSON *msg = cJSON_ParseWithLength(c->msgs.data + m->off, m->len);
+	cJSON *blocks = cJSON_CreateArray();
+	char *text = NULL;
+	int rc = -1;
+
+	if (!msg || !blocks)
+		goto out;
+	if ((arg & PART_SYSTEM) || m->role == 'u') {
+		text = content_text(cJSON_GetObjectItemCaseSensitive(msg,
+								     "content"));
+		if (!text || add_block(blocks, text_block(text)) < 0)
+			goto out;
+		free(text);
+		text = NULL;
+	} else if (m->role == 'a') {
+		if (add_assistant(blocks, msg) < 0)
+			goto out;
+	} else if (add_block(blocks, result_block(msg)) < 0)
+		goto out;
+	if ((arg & PART_CACHE) && cache_here(last_cacheable(blocks)) < 0)
+		goto out;
+	text = cJSON_PrintUnformatted(blocks);
+	/* a message makes one block at least: "[...]" */
+	if (text && strlen(text) > 2 &&
+	    buf_append(out, text + 1, strlen(text) - 2) == 0)
+		rc = 0;
+out:
+	free(text);
+	cJSON_Delete(blocks);
+	cJSON_Delete(msg);
+	return rc;
+}
+
+/* The turn of a message in the view: 'a' the assistant's, 'u' the
+ * user's (results too), 0 none (the system prompt). */
+static char
+turn_of(const struct chat *c, int k)
+{
+	char r = c->m[c->view[k]].role;
+
+	return r == 's' ? 0 : r == 'a' ? 'a' : 'u';
+}
+
+static int
+hold(struct model_body *out, const char *s)
+{
+	return model_body_hold(out, s, strlen(s));
+}
+
+/* The turns of the messages, printed part by part.  Consecutive
+ * messages of one turn are one message of the API (it wants turns to
+ * alternate), system messages apart; the first turn must be the user's;
+ * cache_control goes on the last block of the last two user turns, so
+ * that each request reads the cache the one before wrote. */
+static int
+turns(struct chat *c, struct model_body *out)
+{
+	int k, next, first = -1, users = 0, u = 0, any = 0;
+	char t, prev = 0;
+
+	for (k = 0; k < c->nview; k++) {
+		if (!(t = turn_of(c, k)))
+			continue;
+		if (first < 0)
+			first = k;
+		if (t == 'u' && prev != 'u')
+			users++;
+		prev = t;
+	}
+	if (first >= 0 && turn_of(c, first) == 'a') {
+		cJSON *b = text_block("(continue)");
+		char *s = NULL;
+		int bad;
+
+		/* one of the last two user turns when there are fewer */
+		bad = !b || (users < 2 && cache_here(b) < 0) ||
+		      !(s = cJSON_PrintUnformatted(b)) ||
+		      hold(out, "{\"role\":\"user\",\"content\":[") < 0 ||
+		      hold(out, s) < 0 || hold(out, "]}") < 0;
+		free(s);
+		cJSON_Delete(b);
+		if (bad)
+			return -1;
+		any = 1;
+	}
+	prev = 0;
+	for (k = 0; k < c->nview; k++) {
+		size_t arg = (size_t)k * 4;
+		int last;
+
+		if (!(t = turn_of(c, k)))
+			continue;
+		if (t != prev) {
+			if ((any && hold(out, ",") < 0) ||
+			    hold(out, t == 'a' ? "{\"role\":\"assistant\","
+				 "\"content\":[" : "{\"role\":\"user\","
+				 "\"content\":[") < 0)
+				return -1;
+			any = 1;
+			u += t == 'u';
+		} else if (hold(out, ",") < 0)
+			return -1;
+		prev = t;
+		for (next = k + 1; next < c->nview && !turn_of(c, next); next++)
+			;
+		last = next == c->nview || turn_of(c, next) != t;
+		if (t == 'u' && last && u >= users - 1)
+			arg |= PART_CACHE;
+		if (model_body_printed(out, arg, &c->m[c->view[k]].wire[
+					       arg & PART_CACHE]) < 0 ||
+		    (last && hold(out, "]}") < 0))
+			return -1;
+	}
+	return 0;
+}
+
+/* The system messages, a text block each, the last one cached. */
+static int
+system_prompt(struct chat *c, struct model_body *out)
+{
+	int k, last = -1, any = 0;
+
+	for (k = 0; k < c->nview; k++)
+		if (!turn_of(c, k))
+			last = k;
+	for (k = 0; k <= last; k++) {
+		if (turn_of(c, k))
+			continue;
+		if (hold(out, any ? "," : ",\"system\":[") < 0 ||
+		    model_body_printed(out, (size_t)k * 4 + PART_SYSTEM +
+				       (k == last ? PART_CACHE : 0),
+				       &c->m[c->view[k]].wire[k == last]) < 0)
+			return -1;
+		any = 1;
+	}
+	return any ? hold(out, "]") : 0;
+}
+
+int
+anthropic_request_parts(struct chat *c, const cJSON *head,
+			struct model_body *out)
+{
+	cJSON *body = cJSON_CreateObject();
 	const cJSON *h;
 	char *text = NULL;
-	int k, rc = -1;
+	int rc = -1;
 
-	buf_reset(out);
+	model_body_reset(out, print_part, c);
 	if (!body)
 		return -1;
 	/* the fields given, but those of Chat Completions alone */
@@ -260,72 +370,17 @@ anthropic_request(const struct chat *c, const cJSON *head, struct buf *out)
 		goto out;
 	if (tools(body, cJSON_GetObjectItemCaseSensitive(head, "tools")) < 0)
 		goto out;
-	msgs = cJSON_AddArrayToObject(body, "messages");
-	if (!msgs)
-		goto out;
-	for (k = 0; k < c->nview; k++) {
-		const struct chat_msg *m = &c->m[c->view[k]];
-		const cJSON *role;
-		int r = 0;
-
-		msg = cJSON_ParseWithLength(c->msgs.data + m->off, m->len);
-		role = cJSON_GetObjectItemCaseSensitive(msg, "role");
-		if (!cJSON_IsString(role)) {
-			cJSON_Delete(msg);
-			goto out;
-		}
-		if (m->role == 's') {
-			if (!system && !(system = cJSON_CreateArray()))
-				r = -1;
-			text = content_text(cJSON_GetObjectItemCaseSensitive(
-						    msg, "content"));
-			if (!r && (!text ||
-				   !cJSON_AddItemToArray(system, text_block(text))))
-				r = -1;
-			free(text);
-			text = NULL;
-		} else if (m->role == 'a')
-			r = add_assistant(msgs, msg);
-		else if (m->role == 't')
-			r = add_result(msgs, msg);
-		else {
-			text = content_text(cJSON_GetObjectItemCaseSensitive(
-						    msg, "content"));
-			r = text ? add_block(msgs, "user", text_block(text)) : -1;
-			free(text);
-			text = NULL;
-		}
-		cJSON_Delete(msg);
-		if (r < 0)
-			goto out;
-	}
-	/* the first turn must be the user's */
-	msg = cJSON_GetArrayItem(msgs, 0);
-	h = cJSON_GetObjectItemCaseSensitive(msg, "role");
-	if (cJSON_IsString(h) && strcmp(h->valuestring, "user")) {
-		cJSON *u = cJSON_CreateObject(), *content;
-
-		if (!u || !cJSON_InsertItemInArray(msgs, 0, u) ||
-		    !cJSON_AddStringToObject(u, "role", "user") ||
-		    !(content = cJSON_AddArrayToObject(u, "content")) ||
-		    !cJSON_AddItemToArray(content, text_block("(continue)")))
-			goto out;
-	}
-	if (system) {
-		if (cache_here(cJSON_GetArrayItem(system,
-						  cJSON_GetArraySize(system) - 1))
-		    < 0 || !cJSON_AddItemToObject(body, "system", system))
-			goto out;
-		system = NULL;
-	}
-	if (breakpoints(msgs) < 0)
-		goto out;
+	/* the fields (max_tokens makes one at least), the messages, then
+	 * the system prompt */
 	text = cJSON_PrintUnformatted(body);
-	if (text && buf_append(out, text, strlen(text)) == 0)
-		rc = 0;
+	if (!text || model_body_hold(out, text, strlen(text) - 1) < 0 ||
+	    hold(out, ",\"messages\":[") < 0 || turns(c, out) < 0 ||
+	    hold(out, "]") < 0 || system_prompt(c, out) < 0 ||
+	    hold(out, "}") < 0)
+		goto out;
+	rc = 0;
 out:
 	free(text);
-	cJSON_Delete(system);
 	cJSON_Delete(body);
 	return rc;
 }

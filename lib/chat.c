@@ -320,8 +320,11 @@ rebuild(struct chat *c, const int *view, int n, char *const *text)
 		c->m[i].off = (size_t)-1;
 	for (k = 0; k < n; k++) {
 		i = view[k];
-		if (text[i])
+		if (text[i]) {
 			c->m[i].len = strlen(text[i]);
+			/* another text: its Messages form too */
+			c->m[i].wire[0] = c->m[i].wire[1] = 0;
+		}
 		c->m[i].off = off[k];
 	}
 	if (view != c->view)
@@ -620,34 +623,50 @@ chat_prepare(struct chat *c)
 	return budget_point(c);
 }
 
+int
+chat_request_parts(struct chat *c, const cJSON *head, struct model_body *out)
+{
+	char *h;
+	int rc;
+
+	model_body_reset(out, NULL, NULL);
+	if (budget_point(c) < 0)
+		return -1;
+	h = cJSON_PrintUnformatted(head);
+	if (!h)
+		return -1;
+	/* head is an object (with "model"): the messages go in before
+	 * its closing brace, without re-encoding them, nor copying them.
+	 * The head (the tools, the model's options) comes first: the
+	 * same in every request, it is part of the prefix a prompt cache
+	 * keeps, where after the messages it was sent anew each time. */
+	rc = model_body_hold(out, h, strlen(h) - 1) < 0 ||
+	     (h[1] != '}' && model_body_hold(out, ",", 1) < 0) ||
+	     model_body_hold(out, "\"messages\":[", 12) < 0 ||
+	     model_body_borrow(out, c->msgs.data, c->msgs.len) < 0 ||
+	     model_body_hold(out, "]}", 2) < 0 ? -1 : 0;
+	free(h);
+	return rc;
+}
+
 const char *
 chat_request(struct chat *c, const cJSON *head, size_t *len)
 {
-	struct buf *b = &c->req;
-	char *h;
+	struct model_body body;
+	const char *flat;
+	int rc = -1;
 
-	if (budget_point(c) < 0)
+	model_body_init(&body, NULL, NULL);
+	buf_reset(&c->req);
+	if (chat_request_parts(c, head, &body) == 0 &&
+	    (flat = model_body_flat(&body, NULL)) &&
+	    buf_append(&c->req, flat, body.len) == 0)
+		rc = 0;
+	model_body_free(&body);
+	if (rc < 0)
 		return NULL;
-	h = cJSON_PrintUnformatted(head);
-	if (!h)
-		return NULL;
-	/* head is an object (with "model"): the messages go in before
-	 * its closing brace, without re-encoding them.  The head (the
-	 * tools, the model's options) comes first: the same in every
-	 * request, it is part of the prefix a prompt cache keeps, where
-	 * after the messages it was sent anew each time. */
-	buf_reset(b);
-	if (buf_append(b, h, strlen(h) - 1) < 0 ||
-	    (h[1] != '}' && buf_putc(b, ',') < 0) ||
-	    buf_append(b, "\"messages\":[", 12) < 0 ||
-	    buf_append(b, c->msgs.data ? c->msgs.data : "", c->msgs.len) < 0 ||
-	    buf_append(b, "]}", 2) < 0) {
-		free(h);
-		return NULL;
-	}
-	free(h);
-	*len = b->len;
-	return b->data;
+	*len = c->req.len;
+	return c->req.data;
 }
 
 int

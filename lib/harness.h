@@ -210,6 +210,62 @@ const char *call_arguments_text(const cJSON *call, const char *none,
  * gist: "command" for bash, "path" for the file tools, else NULL. */
 const char *call_gist_key(const char *tool);
 
+/* --- body.c: a request body in parts ---------------------------------- */
+
+/* A request body kept as parts rather than one buffer, so that a long
+ * transcript is not copied to be sent: pieces the body holds (the head,
+ * the brackets and commas), bytes it borrows (the messages a chat keeps
+ * serialised), and pieces printed again each time they are read (a
+ * message in the Messages API's shape).  Its length is known before it
+ * is read, and it can be read again from any point (a retry).  What a
+ * body borrows, and what its print function reads, must not change
+ * until the body is reset or freed. */
+
+/* Appends piece arg (a number the builder chose) to out: the same bytes
+ * every time.  -1 when out of memory. */
+typedef int (*body_print_fn)(const void *ctx, size_t arg, struct buf *out);
+
+struct body_part;
+
+struct model_body {
+	struct body_part *parts;
+	size_t nparts, cap;
+	size_t len;            /* the bytes of the whole body */
+	struct buf held;       /* the held pieces, one after another */
+	body_print_fn print;   /* prints the printed parts, with ctx */
+	const void *ctx;
+	size_t at, off;        /* reading: the part, and where in it */
+	struct buf piece;      /* the printed part read from, */
+	size_t piece_of;       /*   and its number ((size_t)-1: none) */
+	struct buf flat;       /* model_body_flat's copy */
+};
+
+/* An empty body; print (with ctx) for its printed parts, or NULL. */
+void model_body_init(struct model_body *b, body_print_fn print,
+		     const void *ctx);
+/* Empty again, its memory kept for the next body. */
+void model_body_reset(struct model_body *b, body_print_fn print,
+		      const void *ctx);
+void model_body_free(struct model_body *b);
+/* Each appends a part, and returns 0, or -1 when out of memory: a copy
+ * of data; data itself (borrowed); piece arg, *len bytes long, or when
+ * *len is 0 printed once now to learn it (into *len; parts of no bytes
+ * are left out). */
+int model_body_hold(struct model_body *b, const void *data, size_t len);
+int model_body_borrow(struct model_body *b, const void *data, size_t len);
+int model_body_printed(struct model_body *b, size_t arg, size_t *len);
+/* Reading goes on from byte pos; -1 when the body is shorter. */
+int model_body_seek(struct model_body *b, size_t pos);
+/* Up to n bytes of the body from where reading is, into dst: how many,
+ * 0 at the end, -1 (err) when a printed part cannot be printed again or
+ * came out another length. */
+ssize_t model_body_read(struct model_body *b, char *dst, size_t n,
+			struct ah_error *err);
+/* The whole body in one piece, NUL-terminated (b->len bytes):
+ * the one part it borrows, or a copy kept in b until the next call.
+ * NULL (err) when it cannot be made. */
+const char *model_body_flat(struct model_body *b, struct ah_error *err);
+
 /* --- chat.c: the conversation agent-step sends ----------------------- */
 
 /* The messages so far, each checked and stripped to the fields the API
@@ -224,6 +280,8 @@ struct chat_msg {
 	char *what;        /* a tool result: its call, name and arguments */
 	char *id;          /* a tool result: its tool_call_id */
 	int stubbed;       /* a tool result sent as a stub */
+	size_t wire[2];    /* its bytes in the Messages API's shape, without
+			    * and with cache_control; 0: not known yet */
 	char role;         /* 's' (system, developer), 'u', 'a' or 't' */
 };
 
@@ -295,10 +353,14 @@ long chat_model_window(const char *model);
 /* Applies the budget before a request is made (chat_request does it
  * too): -1 when out of memory. */
 int chat_prepare(struct chat *c);
-/* The request body: head (an object with "model" and the other fields)
- * with "messages" spliced in.  It is kept in c, valid until the next call
- * (a 10 MB body is built in the same memory every step, without faulting
- * in new pages); NULL when out of memory. */
+/* The request body into out (reset first, then valid while c is
+ * unchanged): head (an object with "model" and the other fields) with
+ * "messages" spliced in, the messages borrowed from c rather than
+ * copied.  Applies the budget first.  -1 when out of memory. */
+int chat_request_parts(struct chat *c, const cJSON *head,
+		       struct model_body *out);
+/* The same body in one buffer, kept in c, valid until the next call;
+ * NULL when out of memory. */
 const char *chat_request(struct chat *c, const cJSON *head, size_t *len);
 /* Nonzero when a message of role can be made of text alone: system,
  * developer, user or assistant (a tool message needs a call id). */
@@ -393,9 +455,11 @@ cJSON *reply_message(const struct reply *r, const char *request_id);
  * turns (turns of one role merged), thinking blocks sent back first, the
  * tools of head in Anthropic's shape, max_tokens (8192 when head has
  * none), and cache_control on the tools, the system prompt and the last
- * two user turns.  Into out (reset first); -1 when out of memory. */
-int anthropic_request(const struct chat *c, const cJSON *head,
-		      struct buf *out);
+ * two user turns.  Into out (reset first): each message is converted
+ * again as it is read, so c must not change while out is in use (its
+ * length is learnt once, and kept in c); -1 when out of memory. */
+int anthropic_request_parts(struct chat *c, const cJSON *head,
+			    struct model_body *out);
 
 /* --- model.c: calling the endpoint ------------------------------------ */
 
@@ -419,20 +483,25 @@ struct model_opts {
 
 struct model;
 
+#define MODEL_FLAT_MAX (64 * 1024)
+
 int model_global_init(void);
 void model_global_cleanup(void);
 /* One connection, kept alive from one call to the next. */
 struct model *model_new(const struct model_opts *o, struct ah_error *err);
 void model_free(struct model *m);
-/* Sends body and reads the answer into reply (initialised here).  The
+/* Sends body and reads the answer into reply (initialised here).  A
+ * body up to MODEL_FLAT_MAX bytes goes as one buffer, a longer one is
+ * read out of its parts as it is sent (with its Content-Length, and
+ * read again from the start for a retry or a rewind).  The
  * request id the server gave goes to request_id.  On failure err->code
  * is AH_ENET, AH_EAPI or AH_EAPIRETRY, or AH_EFORMAT/AH_ETOOBIG for an
  * answer we cannot use; the message has the status, the API's message and
  * the request id, never the key.  An attempt ends when no data event (a
  * stream) or no byte (a whole answer) came for o->timeout seconds; the
  * call ends, AH_ENET, not retried, when o->deadline passes. */
-int model_call(struct model *m, const struct model_opts *o, const char *body,
-	       size_t len, struct reply *reply, char *request_id,
+int model_call(struct model *m, const struct model_opts *o,
+	       struct model_body *body, struct reply *reply, char *request_id,
 	       size_t idsize, struct ah_error *err);
 
 /* --- shsplit.c: shell command lines for permission rules ------------- */

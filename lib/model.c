@@ -2,6 +2,7 @@
  * retries of the official SDKs. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,9 @@ struct attempt {
 	int event_stream;       /* the answer is text/event-stream */
 	int should_retry;       /* x-should-retry: 1 true, 0 false, -1 none */
 	int seen_body;          /* a byte of the body came */
-	struct ah_error err;    /* a failure while reading the answer */
+	struct model_body *req; /* the request, when it is read out */
+	struct ah_error err;    /* a failure while reading the answer, or
+				 * while the request was read out */
 	int failed;
 	const char *const *secrets; /* redacted from the server's text */
 	/* progress: the monotonic time of the last data event (of a
@@ -353,13 +356,42 @@ on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow,
 	return 0;
 }
 
+/* The request, read out as libcurl sends it. */
+static size_t
+on_read(char *dst, size_t size, size_t n, void *ctx)
+{
+	struct attempt *a = ctx;
+	ssize_t k = a->req ? model_body_read(a->req, dst, size * n, &a->err)
+			   : ah_fail(&a->err, AH_EIO, "cannot send the request: "
+				     "libcurl read a body it was given whole");
+
+	if (k < 0) {
+		a->failed = 1;
+		return CURL_READFUNC_ABORT;
+	}
+	return (size_t)k;
+}
+
+/* libcurl sends it again from the start (or from offset): on a fresh
+ * connection when the kept-alive one turned out dead, say. */
+static int
+on_seek(void *ctx, curl_off_t offset, int origin)
+{
+	struct attempt *a = ctx;
+
+	if (!a->req || origin != SEEK_SET || offset < 0 ||
+	    model_body_seek(a->req, (size_t)offset) < 0)
+		return CURL_SEEKFUNC_CANTSEEK;
+	return CURL_SEEKFUNC_OK;
+}
+
 /* One attempt: the request sent, the answer read into reply.  0 for an
  * answer; 1 when the attempt failed in a way worth trying again (why
  * says how, err->code is set, *retry_after is what the server asked
  * for, or -1); -1 when the call failed (err). */
 static int
-try_once(struct model *m, const struct model_opts *o, const char *body,
-	 size_t len, struct reply *reply, double deadline, int attempt,
+try_once(struct model *m, const struct model_opts *o, struct model_body *body,
+	 struct reply *reply, double deadline, int attempt,
 	 char *request_id, size_t idsize, char *why, size_t whysize,
 	 double *retry_after, struct ah_error *err)
 {
@@ -388,8 +420,27 @@ try_once(struct model *m, const struct model_opts *o, const char *body,
 	reply->on_text = o->on_text;
 	reply->ctx = o->ctx;
 	m->errbuf[0] = '\0';
-	curl_easy_setopt(m->curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(m->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	if (body->len <= MODEL_FLAT_MAX) {
+		const char *flat = model_body_flat(body, err);
+
+		if (!flat)
+			goto out;
+		curl_easy_setopt(m->curl, CURLOPT_POSTFIELDS, flat);
+	} else {
+		/* read out as it goes, the whole body from the start on
+		 * each attempt; its length known, so no chunked encoding,
+		 * which some servers refuse */
+		a.req = body;
+		model_body_seek(body, 0);
+		curl_easy_setopt(m->curl, CURLOPT_POSTFIELDS, NULL);
+	}
+	/* (set for every attempt: never one of an attempt gone) */
+	curl_easy_setopt(m->curl, CURLOPT_READFUNCTION, on_read);
+	curl_easy_setopt(m->curl, CURLOPT_READDATA, &a);
+	curl_easy_setopt(m->curl, CURLOPT_SEEKFUNCTION, on_seek);
+	curl_easy_setopt(m->curl, CURLOPT_SEEKDATA, &a);
+	curl_easy_setopt(m->curl, CURLOPT_POSTFIELDSIZE_LARGE,
+			 (curl_off_t)body->len);
 	curl_easy_setopt(m->curl, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(m->curl, CURLOPT_HEADERDATA, &a);
 	curl_easy_setopt(m->curl, CURLOPT_WRITEFUNCTION, on_body);
@@ -527,9 +578,9 @@ backoff(const struct model_opts *o, int attempt, double retry_after,
 }
 
 int
-model_call(struct model *m, const struct model_opts *o, const char *body,
-	   size_t len, struct reply *reply, char *request_id, size_t idsize,
-	   struct ah_error *err)
+model_call(struct model *m, const struct model_opts *o,
+	   struct model_body *body, struct reply *reply, char *request_id,
+	   size_t idsize, struct ah_error *err)
 {
 	const char *secrets[] = { o->api_key, NULL };
 	double deadline = o->deadline > 0 ? mono_now() + o->deadline : 0;
@@ -539,7 +590,7 @@ model_call(struct model *m, const struct model_opts *o, const char *body,
 
 	request_id[0] = '\0';
 	for (attempt = 0;; attempt++) {
-		rc = try_once(m, o, body, len, reply, deadline, attempt,
+		rc = try_once(m, o, body, reply, deadline, attempt,
 			      request_id, idsize, why, sizeof why,
 			      &retry_after, err);
 		if (rc <= 0)

@@ -377,3 +377,45 @@ signal.signal(signal.SIGINT, signal.SIG_DFL)
 signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 os.execvp(sys.argv[1], sys.argv[1:])' "$@"
 }
+
+# long_session N BYTES: a transcript of N tool calls, each with a result
+# of about BYTES bytes of text that needs escaping.
+long_session() {
+	jq -nc --argjson n "$1" --argjson b "$2" '
+		{role: "system", content: "be brief"},
+		{role: "user", content: "go \u00e9"},
+		(range($n) | "c\(.)" as $id |
+		 {role: "assistant", content: null, tool_calls: [{id: $id,
+		  type: "function", function: {name: "bash",
+		  arguments: "{\"command\":\"cat f\(.)\"}"}}]},
+		 {role: "tool", tool_call_id: $id,
+		  content: ("line \(.) \"q\"\t\u00e9\n" * ($b / 16 | floor))})'
+}
+
+# step_peak_kb TRANSCRIPT KBFILE [OPTION...]: agent-step [OPTION...]
+# reads TRANSCRIPT from a FIFO held open; once it has answered (a line in
+# step.out) and waits for more, its peak memory so far (VmHWM, in kB) is
+# written to KBFILE.  Then its input ends; agent-step's exit status.
+step_peak_kb() {
+	spk_in_=$1 spk_kb_=$2
+	shift 2
+	rm -f step.fifo step.out
+	mkfifo step.fifo || return 1
+	agent-step "$@" <step.fifo >step.out &
+	spk_pid_=$!
+	exec 4>step.fifo
+	cat "$spk_in_" >&4 && wait_for step.out 1 60 &&
+		awk '/^VmHWM:/ { print $2 }' "/proc/$spk_pid_/status" >"$spk_kb_"
+	spk_rc_=$?
+	exec 4>&-
+	wait "$spk_pid_" && return "$spk_rc_"
+}
+
+# memory_measurable: the programs' memory is their own (not valgrind's,
+# not a sanitizer's, which keeps what is freed in quarantine).
+memory_measurable() {
+	[ -z "${AH_VALGRIND:-}" ] || return 1
+	case $(ldd "$AH_BIN/agent-step" 2>/dev/null) in
+	*libasan*|*libtsan*|*libmsan*) return 1 ;;
+	esac
+}

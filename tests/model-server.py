@@ -68,6 +68,8 @@ and the benchmark of compaction:
   --summaries       a request whose last message asks for a summary
                     (agent-compact's) is answered "Summary of the work so
                     far." without consuming an entry
+  --bodies DIR      each request's body, as it came, in DIR/N (N its
+                    number)
   --sizes FILE      each request adds {"n", "bytes", "prefix", "refused",
                     "summary"} there: its size, and how many of its first
                     bytes are those of the request before (a provider's
@@ -498,6 +500,9 @@ def serve(conn, cid, args):
             state["n"] += 1
             n = state["n"]
             state["last"] = arrived
+        if args.bodies:
+            with open(os.path.join(args.bodies, str(n)), "wb") as out:
+                out.write(body)
         try:
             req = json.loads(body) if body else None
         except ValueError:
@@ -660,6 +665,7 @@ def main():
     ap.add_argument("--real-usage", action="store_true")
     ap.add_argument("--summary-delay", type=float, default=0)
     ap.add_argument("--sizes")
+    ap.add_argument("--bodies")
     ap.add_argument("--side-requests", action="store_true")
     args = ap.parse_args()
     with open(args.script) as s:

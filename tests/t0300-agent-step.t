@@ -7,7 +7,6 @@ export AGENT_MODEL
 user() { jq -nc --arg c "$1" '{role: "user", content: $c}'; }
 # req N FILTER: jq FILTER over the body of the Nth request the server got.
 req() { jq -c --argjson n "$1" "select(.n == \$n) | .body | $2" requests.jsonl; }
-
 test_expect_success 'a plain answer: one assistant line, usage and request id' '
 	echo "{\"content\": \"Hello there\"}" >script &&
 	start_model script &&
@@ -288,6 +287,66 @@ test_expect_success 'a large request is sent at once, without Expect: 100-contin
 	jq -e ".content == \"big\"" out &&
 	test "$(jq -r ".headers.expect // \"none\"" requests.jsonl)" = none
 '
+
+test_expect_success 'a request over 64 KB is read out in parts: the bytes of --dry-run, with its length' '
+	echo "{\"content\": \"ok\", \"repeat\": true}" >script &&
+	mkdir bodies &&
+	start_model script --bodies "$PWD/bodies" &&
+	tool-exec --schema >tools.json &&
+	long_session 6 30000 >t.jsonl &&
+	agent-step --tools tools.json --temperature 0.5 <t.jsonl >out &&
+	jq -e ".content == \"ok\"" out &&
+	agent-step --tools tools.json --temperature 0.5 --dry-run <t.jsonl >expect &&
+	{ cat bodies/1 && echo; } >actual &&
+	test_cmp expect actual &&
+	size=$(wc -c <bodies/1) &&
+	test "$size" -gt 65536 &&
+	jq -e --arg size "$size" "select(.n == 1) |
+		.headers[\"content-length\"] == \$size and
+		(.headers | has(\"transfer-encoding\") | not)" requests.jsonl &&
+	long_session 1 1000 >short.jsonl &&
+	agent-step <short.jsonl >out &&
+	agent-step --dry-run <short.jsonl >expect &&
+	{ cat bodies/2 && echo; } >actual &&
+	test_cmp expect actual
+'
+
+test_expect_success 'a request over 64 KB is sent whole again on each retry' '
+	cat >script <<-\EOF &&
+	{"status": 500}
+	{"status": 429, "headers": {"retry-after": "0"}}
+	{"content": "ok"}
+	EOF
+	mkdir bodies &&
+	start_model script --bodies "$PWD/bodies" &&
+	long_session 4 40000 >t.jsonl &&
+	agent-step -q --retries 2 <t.jsonl >out &&
+	jq -e ".content == \"ok\"" out &&
+	agent-step --dry-run <t.jsonl >expect &&
+	for n in 1 2 3; do
+		{ cat bodies/$n && echo; } >actual &&
+		test_cmp expect actual || return 1
+	done
+'
+
+if memory_measurable; then
+	test_expect_success 'memory: the transcript is held once, the request body not besides' '
+		echo "{\"content\": \"ok\", \"repeat\": true}" >script &&
+		start_model script &&
+		long_session 1 100 >small.jsonl &&
+		long_session 40 100000 >t.jsonl &&
+		step_peak_kb small.jsonl small.kb &&
+		step_peak_kb t.jsonl big.kb &&
+		jq -e ".content == \"ok\"" step.out &&
+		size=$(wc -c <t.jsonl) &&
+		grew=$(($(cat big.kb) - $(cat small.kb))) &&
+		echo "transcript $size bytes: peak $(cat small.kb) kB, then $(cat big.kb) kB" &&
+		test $((grew * 1024)) -lt $((size * 3 / 2))
+	'
+else
+	test_skip 'memory: the transcript is held once, the request body not besides' \
+		'under valgrind or a sanitizer'
+fi
 
 test_expect_success 'a write error on stdout: exit 3' '
 	echo "{\"content\": \"x\"}" >script &&

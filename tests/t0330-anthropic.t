@@ -149,6 +149,73 @@ test_expect_success 'a five-step agent-run session over --api anthropic' '
 	jq -e ".type == \"tool_result\" and (.content | startswith(\"Current todos:\"))" last
 '
 
+test_expect_success 'the request byte for byte: turns merged, a user turn first, system apart, cache points' '
+	cat >t.jsonl <<-\EOF &&
+	{"role":"assistant","content":"earlier"}
+	{"role":"system","content":"sys"}
+	{"role":"user","content":"a"}
+	{"role":"system","content":"late"}
+	{"role":"user","content":[{"type":"text","text":"b"}]}
+	{"role":"assistant","content":"","thinking_blocks":[{"type":"thinking","thinking":"t","signature":"s"}],"tool_calls":[{"id":"c1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}},{"id":"c2","type":"function","function":{"name":"read_file","arguments":"oops"}}]}
+	{"role":"tool","tool_call_id":"c1","content":"Error: no"}
+	{"role":"tool","tool_call_id":"c2","content":""}
+	EOF
+	agent-step --dry-run <t.jsonl >body &&
+	cat >expect <<-\EOF &&
+	{"model":"claude-test","max_tokens":8192,"messages":[{"role":"user","content":[{"type":"text","text":"(continue)"}]},{"role":"assistant","content":[{"type":"text","text":"earlier"}]},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b","cache_control":{"type":"ephemeral"}}]},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"tool_use","id":"c1","name":"bash","input":{"command":"ls"}},{"type":"tool_use","id":"c2","name":"read_file","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"Error: no","is_error":true},{"type":"tool_result","tool_use_id":"c2","content":"(empty)","cache_control":{"type":"ephemeral"}}]}],"system":[{"type":"text","text":"sys"},{"type":"text","text":"late","cache_control":{"type":"ephemeral"}}]}
+	EOF
+	test_cmp expect body &&
+	printf "%s\n" "{\"role\":\"assistant\",\"content\":\"earlier\"}" \
+		"{\"role\":\"user\",\"content\":\"u\"}" >t.jsonl &&
+	agent-step --dry-run <t.jsonl >body &&
+	cat >expect <<-\EOF &&
+	{"model":"claude-test","max_tokens":8192,"messages":[{"role":"user","content":[{"type":"text","text":"(continue)","cache_control":{"type":"ephemeral"}}]},{"role":"assistant","content":[{"type":"text","text":"earlier"}]},{"role":"user","content":[{"type":"text","text":"u","cache_control":{"type":"ephemeral"}}]}]}
+	EOF
+	test_cmp expect body
+'
+
+test_expect_success 'a request over 64 KB is sent in parts, the bytes of --dry-run, whole again on a retry' '
+	cat >script <<-\EOF &&
+	{"status": 529, "error": {"type": "overloaded_error", "message": "Overloaded"}}
+	{"content": "ok"}
+	EOF
+	mkdir bodies &&
+	start_model script --bodies "$PWD/bodies" &&
+	tool-exec --schema >tools.json &&
+	long_session 5 30000 >t.jsonl &&
+	agent-step -q --tools tools.json <t.jsonl >out &&
+	jq -e ".content == \"ok\"" out &&
+	agent-step --tools tools.json --dry-run <t.jsonl >expect &&
+	test "$(wc -c <bodies/1)" -gt 65536 &&
+	for n in 1 2; do
+		{ cat bodies/$n && echo; } >actual &&
+		test_cmp expect actual || return 1
+	done &&
+	size=$(wc -c <bodies/2) &&
+	jq -e --arg size "$size" "select(.n == 2) |
+		.headers[\"content-length\"] == \$size and
+		(.headers | has(\"transfer-encoding\") | not)" requests.jsonl
+'
+
+if memory_measurable; then
+	test_expect_success 'memory: the transcript is held once, not again converted' '
+		echo "{\"content\": \"ok\", \"repeat\": true}" >script &&
+		start_model script &&
+		long_session 1 100 >small.jsonl &&
+		long_session 40 100000 >t.jsonl &&
+		step_peak_kb small.jsonl small.kb &&
+		step_peak_kb t.jsonl big.kb &&
+		jq -e ".content == \"ok\"" step.out &&
+		size=$(wc -c <t.jsonl) &&
+		grew=$(($(cat big.kb) - $(cat small.kb))) &&
+		echo "transcript $size bytes: peak $(cat small.kb) kB, then $(cat big.kb) kB" &&
+		test $((grew * 1024)) -lt $((size * 3 / 2))
+	'
+else
+	test_skip 'memory: the transcript is held once, not again converted' \
+		'under valgrind or a sanitizer'
+fi
+
 test_expect_success '--api: an unknown one is a usage error' '
 	test_must_fail 2 agent-step --api bedrock </dev/null 2>err &&
 	test_grep "unknown API .bedrock. (use chat or anthropic)" err

@@ -113,6 +113,38 @@ test_expect_success '--context-window auto: the table, else 32768; bad values, f
 	test_must_fail 2 agent-step --retries 0x3 <big.jsonl 2>err
 '
 
+test_expect_success '--context-window and AGENT_CONTEXT_WINDOW take the same values: N, auto, off' '
+	jq -nc "{role: \"user\", content: (\"word \" * 40000)}" >big.jsonl &&
+	agent-step --dry-run <big.jsonl >none &&
+	agent-step --dry-run --context-window off <big.jsonl >off &&
+	test_cmp none off &&
+	AGENT_CONTEXT_WINDOW=off agent-step --dry-run <big.jsonl >off &&
+	test_cmp none off &&
+	AGENT_CONTEXT_WINDOW=20000 agent-step --dry-run --context-window off \
+		<big.jsonl >off &&
+	test_cmp none off &&
+	test_expect_code 10 env AGENT_CONTEXT_WINDOW=auto agent-step --dry-run \
+		<big.jsonl >out 2>err &&
+	test_grep "window.s 32768 tokens" err &&
+	test_expect_code 10 env AGENT_CONTEXT_WINDOW=off agent-step --dry-run \
+		--context-window 20000 <big.jsonl >out 2>err &&
+	test_must_fail 2 env AGENT_CONTEXT_WINDOW=lots agent-step <big.jsonl 2>err &&
+	test_grep "^agent-step: AGENT_CONTEXT_WINDOW: .lots. is not a whole number from 256 to 1000000000, auto or off" err &&
+	test_must_fail 2 agent-step --context-window 255 <big.jsonl 2>err &&
+	test_grep "^agent-step: --context-window: .255. is not" err &&
+	for w in off auto 40000; do
+		test_expect_code 1 env AGENT_CONTEXT_WINDOW=$w agent-compact -n \
+			<big.jsonl >out 2>err &&
+		test_grep "nothing to compact" err &&
+		test_expect_code 1 agent-compact -n --context-window $w \
+			<big.jsonl >out 2>err || return 1
+	done &&
+	test_must_fail 2 env AGENT_CONTEXT_WINDOW=lots agent-compact -n <big.jsonl 2>err &&
+	test_grep "^agent-compact: AGENT_CONTEXT_WINDOW: .lots. is not" err &&
+	test_must_fail 2 agent-compact -n --context-window lots <big.jsonl 2>err &&
+	test_grep "^agent-compact: --context-window: .lots. is not" err
+'
+
 test_expect_success 'agent-compact: a summary entry with the todo list; the newest turns kept' '
 	echo "{\"content\": \"SUMMARY: read logs 0-7, all fine.\"}" >script &&
 	start_model script &&

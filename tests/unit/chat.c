@@ -264,6 +264,175 @@ test_no_budget(void)
 	cJSON_Delete(head);
 }
 
+/* Reads b out in pieces of step bytes (growing by grow each time) into
+ * a new buffer; NULL when a read fails or the length is not b->len. */
+static char *
+read_out(struct model_body *b, size_t from, size_t step, size_t grow)
+{
+	struct ah_error err;
+	char *out = malloc(b->len - from + 1);
+	size_t n = 0;
+	ssize_t k;
+
+	if (!out || model_body_seek(b, from) < 0)
+		goto fail;
+	while ((k = model_body_read(b, out + n, step, &err)) > 0) {
+		n += (size_t)k;
+		step += grow;
+		if (n > b->len - from)
+			goto fail;
+	}
+	if (k < 0 || n != b->len - from)
+		goto fail;
+	out[n] = '\0';
+	return out;
+fail:
+	free(out);
+	return NULL;
+}
+
+/* Each read of a body, from anywhere, in pieces of any size: the bytes
+ * of the whole. */
+static void
+same_bytes(struct model_body *b, const char *what)
+{
+	struct ah_error err;
+	const char *flat = model_body_flat(b, &err);
+	size_t steps[][2] = { { 1, 0 }, { 7, 3 }, { 4096, 0 }, { 65536, 1 },
+			      { 1 << 24, 0 } };
+	size_t i, from, bad = 0;
+	char *got;
+
+	for (i = 0; flat && i < sizeof steps / sizeof *steps; i++) {
+		for (from = 0; from <= b->len; from += b->len / 5 + 1) {
+			got = read_out(b, from, steps[i][0], steps[i][1]);
+			if (!got || memcmp(got, flat + from, b->len - from))
+				bad++;
+			free(got);
+		}
+		/* halfway, back to the start, then on (a rewind) */
+		got = read_out(b, b->len / 2, steps[i][0], 0);
+		free(got);
+		got = read_out(b, 0, steps[i][0], steps[i][1]);
+		if (!got || memcmp(got, flat, b->len))
+			bad++;
+		free(got);
+	}
+	ok(flat && !bad && strlen(flat) == b->len, "%s: %zu bytes in %zu "
+	   "parts, read from anywhere in any pieces: the same bytes (%zu "
+	   "bad)", what, b->len, b->nparts, bad);
+	ok(model_body_seek(b, b->len + 1) < 0, "%s: no seek past the end",
+	   what);
+}
+
+static int
+fickle(const void *ctx, size_t arg, struct buf *out)
+{
+	static int calls;
+
+	(void)ctx;
+	(void)arg;
+	return buf_append(out, "abcdef", ++calls == 1 ? 6 : 5);
+}
+
+/* The request in parts: the messages borrowed, not copied; the same
+ * bytes as chat_request; Anthropic's printed message by message. */
+static void
+test_parts(void)
+{
+	struct ah_error err;
+	struct chat c;
+	struct model_body b;
+	cJSON *head = message("{\"model\":\"m\",\"tools\":[{\"type\":"
+			      "\"function\",\"function\":{\"name\":\"bash\","
+			      "\"parameters\":{\"type\":\"object\"}}}]}");
+	const char *one;
+	char buf[16];
+	size_t len;
+	int k;
+
+	chat_init(&c);
+	for (k = 0; k < 40; k++)
+		chat_add(&c, msgs[k], (unsigned long)k + 1, &err);
+	model_body_init(&b, NULL, NULL);
+	ok(chat_request_parts(&c, head, &b) == 0, "chat_request_parts");
+	ok(b.held.len < 200 && b.len > c.msgs.len,
+	   "the messages are borrowed: %zu bytes held of %zu", b.held.len,
+	   b.len);
+	one = chat_request(&c, head, &len);
+	ok(one && len == b.len && !memcmp(one, model_body_flat(&b, &err), len),
+	   "chat_request: the same bytes in one buffer");
+	same_bytes(&b, "chat");
+	c.api = API_ANTHROPIC;
+	ok(anthropic_request_parts(&c, head, &b) == 0,
+	   "anthropic_request_parts");
+	ok(b.held.len < 2000 && b.len > c.msgs.len,
+	   "the messages are printed as they are read: %zu bytes held of %zu",
+	   b.held.len, b.len);
+	same_bytes(&b, "anthropic");
+	model_body_reset(&b, fickle, NULL);
+	len = 0;
+	ok(model_body_hold(&b, "{", 1) == 0 &&
+	   model_body_printed(&b, 0, &len) == 0 && len == 6 &&
+	   model_body_printed(&b, 1, &(size_t){ 0 }) == 0 && b.len == 12,
+	   "printed parts: their length learnt once");
+	ok(model_body_seek(&b, 0) == 0 &&
+	   model_body_read(&b, buf, sizeof buf, &err) < 0 &&
+	   strstr(err.msg, "changed"),
+	   "printed again another length: an error, not a short body (%s)",
+	   err.msg);
+	model_body_free(&b);
+	chat_free(&c);
+	cJSON_Delete(head);
+}
+
+/* The ring over the Messages API: each message's length learnt once and
+ * kept in the chat, also across the stubs of the budget; every request
+ * the bytes of a chat that reads the transcript so far afresh. */
+static void
+test_wire(void)
+{
+	struct ah_error err;
+	struct chat ring, fresh;
+	struct model_body a, b;
+	cJSON *head = message("{\"model\":\"m\"}");
+	const char *x, *y;
+	int k, i, failed = 0, differ = 0;
+
+	chat_init(&ring);
+	ring.api = API_ANTHROPIC;
+	budget(&ring, NULL);
+	model_body_init(&a, NULL, NULL);
+	model_body_init(&b, NULL, NULL);
+	chat_add(&ring, msgs[0], 1, &err);
+	chat_add(&ring, msgs[1], 2, &err);
+	for (k = 0; k < STEPS / 2; k++) {
+		chat_add(&ring, msgs[2 + 2 * k], 3, &err);
+		chat_add(&ring, msgs[3 + 2 * k], 4, &err);
+		chat_init(&fresh);
+		fresh.api = API_ANTHROPIC;
+		budget(&fresh, NULL);
+		for (i = 0; i < 4 + 2 * k; i++)
+			chat_add(&fresh, msgs[i], (unsigned long)i + 1, &err);
+		if (chat_prepare(&ring) < 0 || chat_prepare(&fresh) < 0 ||
+		    anthropic_request_parts(&ring, head, &a) < 0 ||
+		    anthropic_request_parts(&fresh, head, &b) < 0 ||
+		    !(x = model_body_flat(&a, &err)) ||
+		    !(y = model_body_flat(&b, &err)))
+			failed++;
+		else if (a.len != b.len || memcmp(x, y, a.len))
+			differ++;
+		chat_free(&fresh);
+	}
+	ok(!failed && !differ && ring.stubs > 0, "the Messages ring: %d "
+	   "requests, %d stubs, lengths kept: %d failed, %d not the bytes "
+	   "of a fresh chat", STEPS / 2, ring.stubs, failed, differ);
+	model_body_free(&a);
+	model_body_free(&b);
+	chat_free(&ring);
+	cJSON_Delete(head);
+}
+
 int
 main(void)
 {
@@ -278,6 +447,8 @@ main(void)
 	test_keep();
 	test_stubs(dir);
 	test_no_budget();
+	test_parts();
+	test_wire();
 	for (i = 0; i < nmsgs; i++)
 		cJSON_Delete(msgs[i]);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
