@@ -718,7 +718,7 @@ serve(const struct opts *o, struct state *s)
 	struct jsonl_reader in;
 	struct calls calls;
 	cJSON *msg;
-	int c, rc = ES_OK;
+	int c, rc = ES_OK, answered = 0;
 
 	calls_init(&calls);
 	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
@@ -754,6 +754,12 @@ serve(const struct opts *o, struct state *s)
 		/* Act once the input has caught up: a whole transcript is
 		 * read to its end first, a live stream is answered now. */
 		if (!o->batch && calls_pending(&calls) && !jsonl_ready(&in)) {
+			/* A second message: a session, which the watches of
+			 * the .git walk pay off in (one message, as in
+			 * agent-run --step, would only wait at exit for the
+			 * kernel to free them). */
+			if (answered++ == 1)
+				s->sandbox.watching = 1;
 			rc = answer_pending(&s->ctx, &calls, o->yes);
 			if (rc)
 				break;

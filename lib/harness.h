@@ -846,7 +846,8 @@ struct sandbox {
 	size_t ngit;
 	struct timespec scanned; /* when */
 	int abi;          /* the kernel's Landlock ABI version, 0 if none */
-	int watching;     /* nonzero: watch the directories walked */
+	int watching;     /* nonzero: watch the directories walked (0 after
+			     sandbox_init) */
 	int watch_fd;     /* their inotify, or -1 */
 	struct sandbox_watch *watch; /* by wd, ascending */
 	size_t nwatch;

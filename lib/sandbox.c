@@ -196,7 +196,6 @@ sandbox_init(struct sandbox *sb, enum sandbox_mode mode,
 	memset(sb, 0, sizeof *sb);
 	sb->mode = mode;
 	sb->watch_fd = -1;
-	sb->watching = 1;
 	if (mode == SANDBOX_OFF)
 		return 0;
 	sb->abi = landlock_abi();
@@ -371,7 +370,11 @@ struct walk {
  * (the queue overflowed) or anything not understood is a whole walk
  * again.  The events of a command are all queued once its processes are
  * gone.  Where watching fails (no inotify, the limit of watches reached),
- * every check is a whole walk. */
+ * every check is a whole walk.  Watching is the caller's choice
+ * (sb->watching, off by default): the kernel frees the watches only after
+ * a grace period, and the close of the inotify, or the exit of the
+ * process that holds it, waits for that (10-15 ms), which a process that
+ * walks twice in its life pays for nothing. */
 
 #define WATCH_DIR (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | \
 		   IN_CLOSE_WRITE | IN_MOVE_SELF | IN_ONLYDIR)

@@ -225,4 +225,27 @@ test_expect_success 'with a shell other than bash, none is started ahead (no sup
 	test "$(result c2)" = /bin/sh
 '
 
+
+# inotify PID: the inotify fds PID holds, one a line.
+inotify() {
+	for f_ in /proc/"$1"/fd/*; do readlink "$f_"; done |
+		grep -x "anon_inode:inotify" || :
+}
+
+test_expect_success 'the .git walks are watched from the second message on: a tool-exec of one message holds no inotify, whose freeing at exit waits' '
+	mkdir ws &&
+	bash_call c1 "echo one" >m1 && bash_call c2 "echo two" >m2 &&
+	bash_call c3 "mkdir -p d/e/.git" >m3 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 && inotify "$(cat pid)" >n1 &&
+	    cat m2 && wait_until 20 lines out 2 && inotify "$(cat pid)" >n2 &&
+	    cat m3 && wait_until 20 lines out 3 && touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
+	test -e fed &&
+	test_line_count = 0 n1 &&
+	test_line_count = 1 n2 &&
+	result c3 >r3 && test_grep "d/e/.git. was made" r3 &&
+	ls -d ws/d/e/.git.refused-*
+'
+
 test_done
