@@ -26,6 +26,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -586,13 +587,20 @@ move_fd(int fd, int to)
 
 /* What a shell started ahead runs (see proc_prestart): the command is
  * read from fd 3 to its end, which comes when tool-exec has written it
- * (bash reads $(<FILE) without a process), and run by eval, with fd 3
- * closed, as -c would run it.  As in bash -c, $_ is the shell's path and
- * SECONDS counts from the command (the arithmetic, after the read,
- * expands to nothing).  No variable holds the command; bash keeps a copy
- * of fd 3, close-on-exec and at its end, while eval runs. */
+ * (bash reads $(<FILE) without a process), fd 3 is closed for good, and
+ * the command runs by eval, as -c would run it.  tool-exec writes a '.'
+ * after the command: what $(<) strips is that dot's trailing newlines,
+ * never the command's (a last line continued by a backslash, the blank
+ * lines ending a here-document), and a command cut short (tool-exec died
+ * while it wrote) does not end with the dot and does not run.  The
+ * command is kept where bash -c keeps it, in BASH_EXECUTION_STRING, no
+ * other variable.  As in bash -c, $_ is the shell's path and SECONDS
+ * counts from the command (the arithmetic expands to nothing). */
 static const char warm_boot[] =
-	": \"$0\"; eval \"$(</dev/fd/3)${0:0:$((SECONDS=0))}\"$'\\n' 3<&-";
+	"BASH_EXECUTION_STRING=$(</dev/fd/3); exec 3<&-; "
+	"case $BASH_EXECUTION_STRING in *.) "
+	"BASH_EXECUTION_STRING=${BASH_EXECUTION_STRING%.}; : \"$0\"; "
+	"eval \"$BASH_EXECUTION_STRING${0:0:$((SECONDS=0))}\"; esac";
 
 /* The shell, in the child of the supervisor: confined, 0 from /dev/null,
  * 1 and 2 the output pipe, nothing else open, the allowed environment.
@@ -1073,15 +1081,24 @@ proc_helper_stop(struct proc_helper *h)
 {
 	int i;
 
-	/* a shell started ahead dies with the helper */
-	for (i = 0; h->warm > 0 && i < 4; i++)
-		close(h->warm_fd[i]);
 	if (h->sock >= 0)
 		close(h->sock);
 	if (h->pid > 0) {
 		kill(h->pid, SIGKILL);
 		while (waitpid(h->pid, NULL, 0) < 0 && errno == EINTR)
 			;
+	}
+	/* A shell started ahead dies with the helper, before its pipe
+	 * closes.  Its supervisor, an orphan now, is ours (the subreaper's)
+	 * to reap: a zombie would count against --max-procs in the cgroup. */
+	if (h->warm > 0) {
+		if (waitpid(h->warm, NULL, WNOHANG) == 0) {
+			kill(h->warm, SIGKILL);
+			while (waitpid(h->warm, NULL, 0) < 0 && errno == EINTR)
+				;
+		}
+		for (i = 0; i < 4; i++)
+			close(h->warm_fd[i]);
 	}
 	buf_free(&h->snap);
 	memset(h, 0, sizeof *h);
@@ -1271,11 +1288,32 @@ proc_prestart(const struct proc_opts *o, struct ah_error *err)
 	return 0;
 }
 
+/* Writes the command and the dot after it (see warm_boot) into the pipe
+ * of a shell started ahead, all at once or not at all: the pipe is made
+ * big enough first, and the write does not wait, so that a shell that
+ * does not read (stopped) cannot hold the call, or tool-exec, before its
+ * time limit. */
+static int
+warm_write(int go, const char *cmd)
+{
+	size_t len = strlen(cmd);
+	int size = fcntl(go, F_GETPIPE_SZ);
+
+	if (size < 0 || len >= (size_t)INT_MAX ||
+	    ((size_t)size <= len &&
+	     fcntl(go, F_SETPIPE_SZ, (int)len + 1) <= (int)len) ||
+	    fcntl(go, F_SETFL, O_NONBLOCK) < 0)
+		return -1;
+	return write_all(go, cmd, len) < 0 || write_all(go, ".", 1) < 0 ? -1
+									: 0;
+}
+
 /* Gives the command to the shell started ahead, if there is one: its
  * supervisor's pid, the read ends of its output, error and status pipes
  * in out, errfd and stat.  0 when there is none, or when it died before
- * it took the command: the call then starts its shell now (and says why,
- * if that fails too). */
+ * it took the command, or the command is more than its pipe can hold:
+ * the call then starts its shell now (and says why, if that fails too).
+ * A shell that got part of a command is ended before its pipe closes. */
 static pid_t
 warm_take(const struct proc_opts *o, int *out, int *errfd, int *stat)
 {
@@ -1290,12 +1328,12 @@ warm_take(const struct proc_opts *o, int *out, int *errfd, int *stat)
 	*errfd = h->warm_fd[1];
 	*stat = h->warm_fd[2];
 	go = h->warm_fd[3];
-	if (write_all(go, o->command, strlen(o->command)) == 0) {
+	if (warm_write(go, o->command) == 0) {
 		close(go);
 		return pid;
 	}
-	close(go);
 	end_call(o, pid);
+	close(go);
 	close(*out);
 	close(*errfd);
 	close(*stat);
