@@ -822,6 +822,7 @@ struct proc_helper {
 			     for its command (proc_prestart); 0: none */
 	int warm_fd[4];   /* its output, error and status pipes (read ends)
 			     and its command pipe (write end) */
+	int pids_extra;   /* the cgroup's process limit has one more for it */
 };
 
 /* Ends the helper (and with it any command it runs) and frees *h. */

@@ -730,7 +730,8 @@ command_env(const struct proc_opts *o)
  * many processes besides the command's its user namespace counts (for
  * RLIMIT_NPROC, per call only in a user namespace of the session).  With
  * warm, the shell starts at once and reads its command from go itself
- * (proc_prestart). */
+ * (proc_prestart), and is not counted: it stays while its command runs,
+ * where bash -c would have become the command's last process. */
 static void
 supervisor(const struct proc_opts *o, int pidns, int nproc, int out,
 	   int errfd, int statfd, int go, int ruleset, int warm)
@@ -784,7 +785,7 @@ supervisor(const struct proc_opts *o, int pidns, int nproc, int out,
 	if (l) {
 		set_limit(RLIMIT_FSIZE, l->file_size);
 		if (nproc && l->procs)
-			set_limit(RLIMIT_NPROC, l->procs + nproc);
+			set_limit(RLIMIT_NPROC, l->procs + nproc + !!warm);
 		if (!(l->by_cgroup & PROC_LIMIT_MEMORY))
 			set_limit(RLIMIT_DATA, l->memory);
 	}
@@ -884,6 +885,19 @@ close_pair(int p[2])
 	if (p[1] >= 0)
 		close(p[1]);
 	p[0] = p[1] = -1;
+}
+
+/* Sets the limit of the cgroup counting processes: the call's, one for
+ * the helper, and one for a shell started ahead (extra), which stays
+ * while its command runs where bash -c would have become the command's
+ * last process. */
+static int
+pids_max(const struct proc_limits *l, int extra)
+{
+	char num[32];
+
+	snprintf(num, sizeof num, "%ld", l->procs + 1 + extra);
+	return write_file(l->cg_pids, "pids.max", num);
 }
 
 /* --- the helper */
@@ -1033,7 +1047,6 @@ proc_helper_start(struct proc_helper *h, const struct proc_opts *o,
 {
 	const struct proc_limits *l = o->limits;
 	pid_t parent = getpid();
-	char num[32];
 	int sv[2];
 
 	memset(h, 0, sizeof *h);
@@ -1065,8 +1078,7 @@ proc_helper_start(struct proc_helper *h, const struct proc_opts *o,
 		return -1;
 	}
 	if (l && (l->by_cgroup & PROC_LIMIT_PROCS)) {
-		snprintf(num, sizeof num, "%ld", l->procs + 1);
-		if (write_file(l->cg_pids, "pids.max", num) < 0) {
+		if (pids_max(l, 0) < 0) {
 			ah_fail_errno(err, errno, "cannot set the process "
 				      "limit in '%s'", l->cg_pids);
 			proc_helper_stop(h);
@@ -1280,6 +1292,9 @@ proc_prestart(const struct proc_opts *o, struct ah_error *err)
 		close(gop[1]);
 		return -1;
 	}
+	if (o->limits && (o->limits->by_cgroup & PROC_LIMIT_PROCS) &&
+	    !h->pids_extra && pids_max(o->limits, 1) == 0)
+		h->pids_extra = 1;
 	h->warm = pid;
 	h->warm_fd[0] = outp[0];
 	h->warm_fd[1] = errp[0];
@@ -1292,14 +1307,17 @@ proc_prestart(const struct proc_opts *o, struct ah_error *err)
  * of a shell started ahead, all at once or not at all: the pipe is made
  * big enough first, and the write does not wait, so that a shell that
  * does not read (stopped) cannot hold the call, or tool-exec, before its
- * time limit. */
+ * time limit.  -1: the call starts its own shell. */
 static int
 warm_write(int go, const char *cmd)
 {
 	size_t len = strlen(cmd);
+	long page = sysconf(_SC_PAGESIZE);
 	int size = fcntl(go, F_GETPIPE_SZ);
 
-	if (size < 0 || len >= (size_t)INT_MAX ||
+	/* Not what bash -c could not be given (one argument is at most 32
+	 * pages): the call's shell says so, as without a shell ahead. */
+	if (size < 0 || page <= 0 || len >= 32 * (size_t)page ||
 	    ((size_t)size <= len &&
 	     fcntl(go, F_SETPIPE_SZ, (int)len + 1) <= (int)len) ||
 	    fcntl(go, F_SETFL, O_NONBLOCK) < 0)
@@ -1351,7 +1369,7 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 	char chunk[65536];
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, statp[2] = { -1, -1 };
 	int gop[2] = { -1, -1 };
-	int status = 0, exited = 0, nfds, pidns, rc = -1, termed = 0;
+	int status = 0, exited = 0, nfds, pidns, rc = -1, termed = 0, warm = 0;
 	size_t got = 0;
 	long long pids0, oom0;
 	struct capture cap;
@@ -1369,8 +1387,18 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 	pids0 = pids_hits(l);
 	oom0 = oom_kills(l);
 	pid = warm_take(o, &outp[0], &errp[0], &statp[0]);
-	if (pid > 0)
+	if (pid > 0) {
+		warm = 1;
 		goto started;
+	}
+	if (o->helper && o->helper->pids_extra) {
+		if (pids_max(l, 0) < 0) {
+			ah_fail_errno(err, errno, "cannot set the process "
+				      "limit in '%s'", l->cg_pids);
+			goto fail;
+		}
+		o->helper->pids_extra = 0;
+	}
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
 	    pipe2(statp, O_CLOEXEC) < 0 || pipe2(gop, O_CLOEXEC) < 0) {
 		ah_fail_errno(err, errno, "cannot create a pipe");
@@ -1433,7 +1461,7 @@ started:
 			check_at = t + 0.1;
 			if (l->by_cgroup & PROC_LIMIT_PROCS ?
 			    pids_hits(l) > pids0 :
-			    count_tree(pid, l->procs) >= l->procs) {
+			    count_tree(pid, l->procs + warm) >= l->procs + warm) {
 				r->limit |= PROC_LIMIT_PROCS;
 				break;
 			}

@@ -225,4 +225,82 @@ test_expect_success 'with a shell other than bash, none is started ahead (no sup
 	test "$(result c2)" = /bin/sh
 '
 
+test_expect_success 'what is protected changes, six times: each shell started ahead is discarded and reaped (no zombie counts against --max-procs 4), every call runs' '
+	mkdir ws &&
+	for i in 1 2 3 4 5 6; do bash_call c$i "echo $i" >m$i || return 1; done &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { for i in 1 2 3 4 5 6; do
+		cat m$i && wait_until 20 lines out $i &&
+		wait_until 20 has_warm "$(cat pid)" &&
+		if test -e ws/prot; then rm ws/prot; else touch ws/prot; fi ||
+		exit 1
+	    done &&
+	    for k in $(kids "$(cat pid)"); do
+		gone "$k" && echo "$k"
+	    done >zombies
+	    touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws --max-procs 4 --protect \"\$PWD/ws/prot\" >out"; } &&
+	test -e fed &&
+	test_line_count = 0 zombies &&
+	for i in 1 2 3 4 5 6; do test "$(result c$i)" = $i || return 1; done
+'
+
+test_expect_success 'a shell started ahead runs the command as bash -c: its trailing backslash, the blank lines ending a here-document, BASH_EXECUTION_STRING, no fd of the shell but 0-2' '
+	mkdir ws &&
+	printf "echo a\\\\" >cmd1 &&
+	printf "cat <<EOF\nx\n\n\n" >cmd2 &&
+	printf "%s\n%s" "printf \"%s|\" \"\$BASH_EXECUTION_STRING\"" \
+		"ls /proc/\$\$/fd | tr \"\\\\n\" \" \"" >cmd3 &&
+	for i in 1 2 3; do
+		c=$(cat cmd$i; echo .) && bash_call c$i "${c%.}" >m$i || return 1
+	done &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { wait_until 20 test -s pid && for i in 1 2 3; do
+		wait_until 20 has_warm "$(cat pid)" && cat m$i &&
+		wait_until 20 lines out $i || exit 1
+	    done
+	    touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
+	test -e fed &&
+	for i in 1 2; do
+		jq -j "select(.tool_call_id == \"c$i\") | .content" out >got$i &&
+		c=$(cat cmd$i; echo .) &&
+		/bin/bash -c "${c%.}" >want$i 2>&1 </dev/null &&
+		test_cmp want$i got$i || return 1
+	done &&
+	printf "%s|0 1 2 " "$(cat cmd3)" >want3 &&
+	jq -j "select(.tool_call_id == \"c3\") | .content" out >got3 &&
+	test_cmp want3 got3
+'
+
+test_expect_success 'a shell started ahead stopped (SIGSTOP), and a command of 100 KB: the call ends at its --timeout, tool-exec goes on' '
+	mkdir ws &&
+	bash_call c1 "echo one" >m1 &&
+	bash_call c2 "echo big; : $(printf "%0100000d" 0)" >m2 &&
+	bash_call c3 "echo three" >m3 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 &&
+	    wait_until 20 has_warm "$(cat pid)" && kill -STOP "$(warm "$(cat pid)")" &&
+	    cat m2 && { wait_until 20 lines out 2 || kill -9 "$(cat pid)"; } &&
+	    cat m3 && wait_until 20 lines out 3 && touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws --timeout 1 >out"; } &&
+	test -e fed &&
+	result c2 >r2 && test_grep "^\[timed out after 1 s: killed\]" r2 &&
+	test "$(result c3)" = three
+'
+
+test_expect_success 'a shell started ahead is not counted against --max-procs: a command that bash -c runs within the limit runs' '
+	mkdir ws &&
+	bash_call c1 "sleep 0.1" >m1 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { wait_until 20 test -s pid && wait_until 20 has_warm "$(cat pid)" &&
+	    cat m1 && wait_until 20 lines out 1 && touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws --max-procs 2 >out"; } &&
+	test -e fed &&
+	test "$(result c1)" = "(no output)" &&
+	ln -s /bin/bash coldbash &&
+	bash_call c2 "sleep 0.1" | tool-exec -C ws --shell "$PWD/coldbash" --max-procs 2 >out &&
+	test "$(result c2)" = "(no output)"
+'
+
 test_done
