@@ -916,6 +916,8 @@ struct task_opts {
 				 given to the children as fd 8; or -1 */
 	char tty[64];         /* our terminal's path, for the children's
 				 asks (AGENT_TTY); "" for none */
+	const struct proc_helper *helper; /* the sandbox helper, our child:
+				 not a process a child left; or NULL */
 };
 
 /* One task call: the caller sets id and args (the JSON text the model

@@ -303,4 +303,24 @@ test_expect_success 'a shell started ahead is not counted against --max-procs: a
 	test "$(result c2)" = "(no output)"
 '
 
+test_expect_success 'a task call leaves the sandbox helper and the shell started ahead alone (the sweep after it spares the helper): the next call runs in that shell' '
+	mkdir ws &&
+	bash_call c1 "echo one" >m1 &&
+	msg t1 task "{\"prompt\": \"p\"}" >m2 &&
+	bash_call c2 "echo two" >m3 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 &&
+	    wait_until 20 has_warm "$(cat pid)" &&
+	    kids "$(cat pid)" >h1 && warm "$(cat pid)" >w1 &&
+	    cat m2 && wait_until 20 lines out 2 &&
+	    kids "$(cat pid)" >h2 && warm "$(cat pid)" >w2 &&
+	    cat m3 && wait_until 20 lines out 3 && touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
+	test -e fed &&
+	result t1 >r1 && test_grep "^Error: task" r1 &&
+	test_line_count = 1 h1 && test_cmp h1 h2 &&
+	test_line_count = 1 w1 && test_cmp w1 w2 &&
+	test "$(result c2)" = two
+'
+
 test_done
