@@ -323,4 +323,39 @@ test_expect_success 'a task call leaves the sandbox helper and the shell started
 	test "$(result c2)" = two
 '
 
+test_expect_success 'a protected path made by a call of the same message: the bash call after it does not run in the shell started before' '
+	mkdir ws ws/.agent &&
+	todo="{\"todos\":[{\"id\":\"1\",\"content\":\"a\",\"status\":\"pending\"}]}" &&
+	bash_call c1 "echo one" >m1 &&
+	{ msg t1 run_todo_write "$todo" && bash_call c2 "echo x >todo.json"; } >two &&
+	jq -c ".tool_calls[]" two | jq -sc "{role: \"assistant\", content: null, tool_calls: .}" >m2 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 &&
+	    wait_until 20 has_warm "$(cat pid)" && warm "$(cat pid)" >w1 &&
+	    cat m2 && wait_until 20 lines out 3 && touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
+	test -e fed &&
+	result c2 >r2 && test_grep "Read-only file system" r2 &&
+	jq -e ".todos[0].content == \"a\"" ws/todo.json &&
+	wait_until 5 gone "$(cat w1)"
+'
+
+test_expect_success 'kill -9 of the helper while a shell started ahead waits: the next call runs, and no zombie is left' '
+	mkdir ws &&
+	bash_call c1 "echo one" >m1 && bash_call c2 "echo two" >m2 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 &&
+	    wait_until 20 has_warm "$(cat pid)" &&
+	    kill -9 "$(kids "$(cat pid)")" &&
+	    cat m2 && wait_until 20 lines out 2 &&
+	    for k in $(kids "$(cat pid)"); do
+		gone "$k" && echo "$k"
+	    done >zombies
+	    touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
+	test -e fed &&
+	test_line_count = 0 zombies &&
+	test "$(result c2)" = two
+'
+
 test_done
