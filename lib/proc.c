@@ -587,20 +587,23 @@ move_fd(int fd, int to)
 
 /* What a shell started ahead runs (see proc_prestart): the command is
  * read from fd 3 to its end, which comes when tool-exec has written it
- * (bash reads $(<FILE) without a process), fd 3 is closed for good, and
- * the command runs by eval, as -c would run it.  tool-exec writes a '.'
- * after the command: what $(<) strips is that dot's trailing newlines,
- * never the command's (a last line continued by a backslash, the blank
- * lines ending a here-document), and a command cut short (tool-exec died
- * while it wrote) does not end with the dot and does not run.  The
- * command is kept where bash -c keeps it, in BASH_EXECUTION_STRING, no
- * other variable.  As in bash -c, $_ is the shell's path and SECONDS
- * counts from the command (the arithmetic expands to nothing). */
+ * (bash reads $(<FILE) without a process; /proc is the supervisor's, /dev
+ * may have no fd directory), fd 3 is closed for good, and the command
+ * runs by eval, as -c would run it.  tool-exec writes a '.' after the
+ * command: what $(<) strips is that dot's trailing newlines, never the
+ * command's (a last line continued by a backslash, the blank lines ending
+ * a here-document), and a command cut short (tool-exec died while it
+ * wrote) does not end with the dot and does not run (125, the
+ * supervisor's exit when its pipe ends without a command).  The command
+ * is kept where bash -c keeps it, in BASH_EXECUTION_STRING, no other
+ * variable.  As in bash -c, $_ is the shell's path and SECONDS counts
+ * from the command (the arithmetic expands to nothing). */
 static const char warm_boot[] =
-	"BASH_EXECUTION_STRING=$(</dev/fd/3); exec 3<&-; "
+	"BASH_EXECUTION_STRING=$(</proc/self/fd/3); exec 3<&-; "
 	"case $BASH_EXECUTION_STRING in *.) "
 	"BASH_EXECUTION_STRING=${BASH_EXECUTION_STRING%.}; : \"$0\"; "
-	"eval \"$BASH_EXECUTION_STRING${0:0:$((SECONDS=0))}\"; esac";
+	"eval \"$BASH_EXECUTION_STRING${0:0:$((SECONDS=0))}\";; "
+	"*) exit 125; esac";
 
 /* The shell, in the child of the supervisor: confined, 0 from /dev/null,
  * 1 and 2 the output pipe, nothing else open, the allowed environment.

@@ -37,7 +37,7 @@ warm() {
 		for s_ in $(kids "$h_"); do
 			for b_ in $(kids "$s_"); do
 				tr '\0' ' ' <"/proc/$b_/cmdline" |
-					grep -q 'BASH_EXECUTION_STRING=\$(</dev/fd/3)' && echo "$b_"
+					grep -q 'BASH_EXECUTION_STRING=\$(</proc/self/fd/3)' && echo "$b_"
 			done
 		done
 	done 2>/dev/null
