@@ -26,7 +26,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -974,8 +973,8 @@ struct spawned {
 /* The helper process: sets itself up in the sandbox once, says so ('R';
  * 'S' when what it protects changed meanwhile, 'E' and why when it
  * failed), then serves: 'r' with the four pipe ends of a call starts its
- * supervisor ('w': its shell at once, started ahead); 'k' with a pid kills and reaps that supervisor.  Never
- * returns. */
+ * supervisor ('w': and its shell at once, started ahead); 'k' with a pid
+ * kills and reaps that supervisor.  Never returns. */
 static void
 helper_main(const struct proc_opts *o, pid_t parent, int sock,
 	    const struct buf *snap)
@@ -1464,7 +1463,8 @@ started:
 			check_at = t + 0.1;
 			if (l->by_cgroup & PROC_LIMIT_PROCS ?
 			    pids_hits(l) > pids0 :
-			    count_tree(pid, l->procs + warm) >= l->procs + warm) {
+			    count_tree(pid, l->procs + warm) >=
+			    l->procs + warm) {
 				r->limit |= PROC_LIMIT_PROCS;
 				break;
 			}
