@@ -358,4 +358,19 @@ test_expect_success 'kill -9 of the helper while a shell started ahead waits: th
 	test "$(result c2)" = two
 '
 
+test_expect_success 'the line a shell started ahead runs: a command that did not come whole (tool-exec died while it wrote: no dot after it) is not run' '
+	mkdir ws &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { wait_until 20 test -s pid && wait_until 20 has_warm "$(cat pid)" &&
+	    tr "\0" "\n" <"/proc/$(warm "$(cat pid)")/cmdline" >argv &&
+	    touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
+	test -e fed &&
+	sed -n 3p argv >boot &&
+	{ printf "touch cut" | bash -c "$(cat boot)" 3<&0 </dev/null; echo $? >rc; } &&
+	echo 125 >expect && test_cmp expect rc && ! test -e cut &&
+	printf "touch whole." | bash -c "$(cat boot)" 3<&0 </dev/null &&
+	test -e whole
+'
+
 test_done
