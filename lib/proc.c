@@ -1262,6 +1262,24 @@ shell_is_bash(const char *shell)
 	return shell && !strcmp(slash ? slash + 1 : shell, "bash");
 }
 
+/* Does the commands' environment set bash's options, or have it run a
+ * file as it starts (--pass-env)?  bash would apply them to warm_boot
+ * too (trace it, say), and read the file before the command came. */
+static int
+env_sets_bash(char *const *env)
+{
+	static const char *const names[] = {
+		"SHELLOPTS=", "BASHOPTS=", "BASH_ENV=",
+	};
+	size_t i;
+
+	for (; env && *env; env++)
+		for (i = 0; i < sizeof names / sizeof *names; i++)
+			if (!strncmp(*env, names[i], strlen(names[i])))
+				return 1;
+	return 0;
+}
+
 int
 proc_prestart(const struct proc_opts *o, struct ah_error *err)
 {
@@ -1270,7 +1288,8 @@ proc_prestart(const struct proc_opts *o, struct ah_error *err)
 	int gop[2] = { -1, -1 };
 	pid_t pid;
 
-	if (!h || h->warm > 0 || !o->sandbox || !shell_is_bash(o->shell))
+	if (!h || h->warm > 0 || !o->sandbox || !shell_is_bash(o->shell) ||
+	    env_sets_bash(o->env))
 		return 0;
 	if (helper_current(h, o, err) < 0)
 		return -1;

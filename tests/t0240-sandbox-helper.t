@@ -373,4 +373,18 @@ test_expect_success 'the line a shell started ahead runs: a command that did not
 	test -e whole
 '
 
+test_expect_success 'no shell is started ahead when the commands get SHELLOPTS, BASHOPTS or BASH_ENV (--pass-env): bash would trace the line that waits' '
+	mkdir ws &&
+	bash_call c1 "echo one" >m1 && bash_call c2 "echo two" >m2 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 && sleep 1 &&
+	    warm "$(cat pid)" >w &&
+	    cat m2 && wait_until 20 lines out 2 && touch fed; } |
+	  SHELLOPTS=xtrace sh -c "echo \$\$ >pid && exec tool-exec -C ws --pass-env SHELLOPTS >out"; } &&
+	test -e fed &&
+	test_line_count = 0 w &&
+	printf "+ echo two\ntwo\n" >expect &&
+	result c2 | sed "/^\$/d" >actual && test_cmp expect actual
+'
+
 test_done
