@@ -189,7 +189,8 @@ test_expect_success 'a shell started ahead: one killed is replaced and the call 
 	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
 	{ { cat m1 && wait_until 20 lines out 1 &&
 	    wait_until 20 has_warm "$(cat pid)" && warm "$(cat pid)" >w1 &&
-	    kill -9 "$(cat w1)" && cat m2 && wait_until 20 lines out 2 &&
+	    kill -9 "$(cat w1)" && wait_until 5 gone "$(cat w1)" &&
+	    cat m2 && wait_until 20 lines out 2 &&
 	    wait_until 20 has_warm "$(cat pid)" && warm "$(cat pid)" >w2 &&
 	    touch fed; } |
 	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
@@ -250,7 +251,7 @@ test_expect_success 'a shell started ahead runs the command as bash -c: its trai
 	printf "echo a\\\\" >cmd1 &&
 	printf "cat <<EOF\nx\n\n\n" >cmd2 &&
 	printf "%s\n%s" "printf \"%s|\" \"\$BASH_EXECUTION_STRING\"" \
-		"ls /proc/\$\$/fd | tr \"\\\\n\" \" \"" >cmd3 &&
+		"ls /proc/\$\$/fd >\"\$TMPDIR/fds\"; tr \"\\\\n\" \" \" <\"\$TMPDIR/fds\"" >cmd3 &&
 	for i in 1 2 3; do
 		c=$(cat cmd$i; echo .) && bash_call c$i "${c%.}" >m$i || return 1
 	done &&
@@ -345,8 +346,9 @@ test_expect_success 'kill -9 of the helper while a shell started ahead waits: th
 	bash_call c1 "echo one" >m1 && bash_call c2 "echo two" >m2 &&
 	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
 	{ { cat m1 && wait_until 20 lines out 1 &&
-	    wait_until 20 has_warm "$(cat pid)" &&
-	    kill -9 "$(kids "$(cat pid)")" &&
+	    wait_until 20 has_warm "$(cat pid)" && warm "$(cat pid)" >w &&
+	    kids "$(cat pid)" >h && kill -9 "$(cat h)" &&
+	    wait_until 5 gone "$(cat h)" && wait_until 5 gone "$(cat w)" &&
 	    cat m2 && wait_until 20 lines out 2 &&
 	    for k in $(kids "$(cat pid)"); do
 		gone "$k" && echo "$k"
