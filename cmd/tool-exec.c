@@ -359,6 +359,7 @@ task_setup(struct task_opts *t, struct tool_ctx *ctx)
 	t->sandbox = ctx->sandbox;
 	t->workdir = ctx->root.path;
 	t->interrupted = ctx->interrupted;
+	t->helper = ctx->helper;
 	ctx->task = t;
 }
 
@@ -691,6 +692,7 @@ setup(struct opts *o, struct state *s)
 	s->sandbox.network = o->network;
 	s->sandbox.git_writable = o->git;
 	ctx->sandbox = &s->sandbox;
+	ctx->helper = &s->helper;
 	task_setup(&s->task, ctx);
 
 	memset(&sa, 0, sizeof sa);
@@ -703,7 +705,6 @@ setup(struct opts *o, struct state *s)
 	/* The sandbox sets itself up while the first call is on its way; a
 	 * failure here is the first bash call's error, where it tries
 	 * again. */
-	ctx->helper = &s->helper;
 	if (!interrupted_mode && tool_warm(ctx, &err) < 0)
 		memset(&err, 0, sizeof err);
 	return ES_OK;

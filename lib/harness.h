@@ -902,6 +902,7 @@ struct proc_helper {
 			     for its command (proc_prestart); 0: none */
 	int warm_fd[4];   /* its output, error and status pipes (read ends)
 			     and its command pipe (write end) */
+	int pids_extra;   /* the cgroup's process limit has one more for it */
 };
 
 /* Ends the helper (and with it any command it runs) and frees *h. */
@@ -995,6 +996,8 @@ struct task_opts {
 				 given to the children as fd 8; or -1 */
 	char tty[64];         /* our terminal's path, for the children's
 				 asks (AGENT_TTY); "" for none */
+	const struct proc_helper *helper; /* the sandbox helper, our child:
+				 not a process a child left; or NULL */
 };
 
 /* One task call: the caller sets id and args (the JSON text the model

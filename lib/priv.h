@@ -279,9 +279,10 @@ int proc_helper_start(struct proc_helper *h, const struct proc_opts *o,
 /* Starts the next call's supervisor and shell now, while nothing waits
  * for them, so that the call does not wait for bash to start: the shell,
  * set up like a call's (sandbox, limits, environment, session), waits
- * for its command, which proc_run gives it.  Only with o->helper and a
- * shell named bash (it runs the command with eval: see tool-exec(1));
- * else, or when one waits already, it does nothing.  The shell dies with
+ * for its command, which proc_run gives it.  Only with o->helper, a
+ * shell named bash (it runs the command with eval: see tool-exec(1)) and
+ * an environment without SHELLOPTS, BASHOPTS or BASH_ENV; else, or when
+ * one waits already, it does nothing.  The shell dies with
  * the helper, and so with the caller.  -1 (err set) when it could not be
  * started: proc_run then starts the call's shell itself. */
 int proc_prestart(const struct proc_opts *o, struct ah_error *err);

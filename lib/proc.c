@@ -586,13 +586,23 @@ move_fd(int fd, int to)
 
 /* What a shell started ahead runs (see proc_prestart): the command is
  * read from fd 3 to its end, which comes when tool-exec has written it
- * (bash reads $(<FILE) without a process), and run by eval, with fd 3
- * closed, as -c would run it.  As in bash -c, $_ is the shell's path and
- * SECONDS counts from the command (the arithmetic, after the read,
- * expands to nothing).  No variable holds the command; bash keeps a copy
- * of fd 3, close-on-exec and at its end, while eval runs. */
+ * (bash reads $(<FILE) without a process; /proc is the supervisor's, /dev
+ * may have no fd directory), fd 3 is closed for good, and the command
+ * runs by eval, as -c would run it.  tool-exec writes a '.' after the
+ * command: what $(<) strips is that dot's trailing newlines, never the
+ * command's (a last line continued by a backslash, the blank lines ending
+ * a here-document), and a command cut short (tool-exec died while it
+ * wrote) does not end with the dot and does not run (125, the
+ * supervisor's exit when its pipe ends without a command).  The command
+ * is kept where bash -c keeps it, in BASH_EXECUTION_STRING, no other
+ * variable.  As in bash -c, $_ is the shell's path and SECONDS counts
+ * from the command (the arithmetic expands to nothing). */
 static const char warm_boot[] =
-	": \"$0\"; eval \"$(</dev/fd/3)${0:0:$((SECONDS=0))}\"$'\\n' 3<&-";
+	"BASH_EXECUTION_STRING=$(</proc/self/fd/3); exec 3<&-; "
+	"case $BASH_EXECUTION_STRING in *.) "
+	"BASH_EXECUTION_STRING=${BASH_EXECUTION_STRING%.}; : \"$0\"; "
+	"eval \"$BASH_EXECUTION_STRING${0:0:$((SECONDS=0))}\";; "
+	"*) exit 125; esac";
 
 /* The shell, in the child of the supervisor: confined, 0 from /dev/null,
  * 1 and 2 the output pipe, nothing else open, the allowed environment.
@@ -722,7 +732,8 @@ command_env(const struct proc_opts *o)
  * many processes besides the command's its user namespace counts (for
  * RLIMIT_NPROC, per call only in a user namespace of the session).  With
  * warm, the shell starts at once and reads its command from go itself
- * (proc_prestart). */
+ * (proc_prestart), and is not counted: it stays while its command runs,
+ * where bash -c would have become the command's last process. */
 static void
 supervisor(const struct proc_opts *o, int pidns, int nproc, int out,
 	   int errfd, int statfd, int go, int ruleset, int warm)
@@ -776,7 +787,7 @@ supervisor(const struct proc_opts *o, int pidns, int nproc, int out,
 	if (l) {
 		set_limit(RLIMIT_FSIZE, l->file_size);
 		if (nproc && l->procs)
-			set_limit(RLIMIT_NPROC, l->procs + nproc);
+			set_limit(RLIMIT_NPROC, l->procs + nproc + !!warm);
 		if (!(l->by_cgroup & PROC_LIMIT_MEMORY))
 			set_limit(RLIMIT_DATA, l->memory);
 	}
@@ -878,6 +889,19 @@ close_pair(int p[2])
 	p[0] = p[1] = -1;
 }
 
+/* Sets the limit of the cgroup counting processes: the call's, one for
+ * the helper, and one for a shell started ahead (extra), which stays
+ * while its command runs where bash -c would have become the command's
+ * last process. */
+static int
+pids_max(const struct proc_limits *l, int extra)
+{
+	char num[32];
+
+	snprintf(num, sizeof num, "%ld", l->procs + 1 + extra);
+	return write_file(l->cg_pids, "pids.max", num);
+}
+
 /* --- the helper */
 
 /* Sends len bytes of data and nfds descriptors as one message. */
@@ -949,8 +973,8 @@ struct spawned {
 /* The helper process: sets itself up in the sandbox once, says so ('R';
  * 'S' when what it protects changed meanwhile, 'E' and why when it
  * failed), then serves: 'r' with the four pipe ends of a call starts its
- * supervisor ('w': its shell at once, started ahead); 'k' with a pid kills and reaps that supervisor.  Never
- * returns. */
+ * supervisor ('w': and its shell at once, started ahead); 'k' with a pid
+ * kills and reaps that supervisor.  Never returns. */
 static void
 helper_main(const struct proc_opts *o, pid_t parent, int sock,
 	    const struct buf *snap)
@@ -1025,7 +1049,6 @@ proc_helper_start(struct proc_helper *h, const struct proc_opts *o,
 {
 	const struct proc_limits *l = o->limits;
 	pid_t parent = getpid();
-	char num[32];
 	int sv[2];
 
 	memset(h, 0, sizeof *h);
@@ -1057,8 +1080,7 @@ proc_helper_start(struct proc_helper *h, const struct proc_opts *o,
 		return -1;
 	}
 	if (l && (l->by_cgroup & PROC_LIMIT_PROCS)) {
-		snprintf(num, sizeof num, "%ld", l->procs + 1);
-		if (write_file(l->cg_pids, "pids.max", num) < 0) {
+		if (pids_max(l, 0) < 0) {
 			ah_fail_errno(err, errno, "cannot set the process "
 				      "limit in '%s'", l->cg_pids);
 			proc_helper_stop(h);
@@ -1073,15 +1095,24 @@ proc_helper_stop(struct proc_helper *h)
 {
 	int i;
 
-	/* a shell started ahead dies with the helper */
-	for (i = 0; h->warm > 0 && i < 4; i++)
-		close(h->warm_fd[i]);
 	if (h->sock >= 0)
 		close(h->sock);
 	if (h->pid > 0) {
 		kill(h->pid, SIGKILL);
 		while (waitpid(h->pid, NULL, 0) < 0 && errno == EINTR)
 			;
+	}
+	/* A shell started ahead dies with the helper, before its pipe
+	 * closes.  Its supervisor, an orphan now, is ours (the subreaper's)
+	 * to reap: a zombie would count against --max-procs in the cgroup. */
+	if (h->warm > 0) {
+		if (waitpid(h->warm, NULL, WNOHANG) == 0) {
+			kill(h->warm, SIGKILL);
+			while (waitpid(h->warm, NULL, 0) < 0 && errno == EINTR)
+				;
+		}
+		for (i = 0; i < 4; i++)
+			close(h->warm_fd[i]);
 	}
 	buf_free(&h->snap);
 	memset(h, 0, sizeof *h);
@@ -1231,6 +1262,24 @@ shell_is_bash(const char *shell)
 	return shell && !strcmp(slash ? slash + 1 : shell, "bash");
 }
 
+/* Does the commands' environment set bash's options, or have it run a
+ * file as it starts (--pass-env)?  bash would apply them to warm_boot
+ * too (trace it, say), and read the file before the command came. */
+static int
+env_sets_bash(char *const *env)
+{
+	static const char *const names[] = {
+		"SHELLOPTS=", "BASHOPTS=", "BASH_ENV=",
+	};
+	size_t i;
+
+	for (; env && *env; env++)
+		for (i = 0; i < sizeof names / sizeof *names; i++)
+			if (!strncmp(*env, names[i], strlen(names[i])))
+				return 1;
+	return 0;
+}
+
 int
 proc_prestart(const struct proc_opts *o, struct ah_error *err)
 {
@@ -1239,7 +1288,8 @@ proc_prestart(const struct proc_opts *o, struct ah_error *err)
 	int gop[2] = { -1, -1 };
 	pid_t pid;
 
-	if (!h || h->warm > 0 || !o->sandbox || !shell_is_bash(o->shell))
+	if (!h || h->warm > 0 || !o->sandbox || !shell_is_bash(o->shell) ||
+	    env_sets_bash(o->env))
 		return 0;
 	if (helper_current(h, o, err) < 0)
 		return -1;
@@ -1263,6 +1313,9 @@ proc_prestart(const struct proc_opts *o, struct ah_error *err)
 		close(gop[1]);
 		return -1;
 	}
+	if (o->limits && (o->limits->by_cgroup & PROC_LIMIT_PROCS) &&
+	    !h->pids_extra && pids_max(o->limits, 1) == 0)
+		h->pids_extra = 1;
 	h->warm = pid;
 	h->warm_fd[0] = outp[0];
 	h->warm_fd[1] = errp[0];
@@ -1271,11 +1324,35 @@ proc_prestart(const struct proc_opts *o, struct ah_error *err)
 	return 0;
 }
 
+/* Writes the command and the dot after it (see warm_boot) into the pipe
+ * of a shell started ahead, all at once or not at all: the pipe is made
+ * big enough first, and the write does not wait, so that a shell that
+ * does not read (stopped) cannot hold the call, or tool-exec, before its
+ * time limit.  -1: the call starts its own shell. */
+static int
+warm_write(int go, const char *cmd)
+{
+	size_t len = strlen(cmd);
+	long page = sysconf(_SC_PAGESIZE);
+	int size = fcntl(go, F_GETPIPE_SZ);
+
+	/* Not what bash -c could not be given (one argument is at most 32
+	 * pages): the call's shell says so, as without a shell ahead. */
+	if (size < 0 || page <= 0 || len >= 32 * (size_t)page ||
+	    ((size_t)size <= len &&
+	     fcntl(go, F_SETPIPE_SZ, (int)len + 1) <= (int)len) ||
+	    fcntl(go, F_SETFL, O_NONBLOCK) < 0)
+		return -1;
+	return write_all(go, cmd, len) < 0 || write_all(go, ".", 1) < 0 ? -1
+									: 0;
+}
+
 /* Gives the command to the shell started ahead, if there is one: its
  * supervisor's pid, the read ends of its output, error and status pipes
  * in out, errfd and stat.  0 when there is none, or when it died before
- * it took the command: the call then starts its shell now (and says why,
- * if that fails too). */
+ * it took the command, or the command is more than its pipe can hold:
+ * the call then starts its shell now (and says why, if that fails too).
+ * A shell that got part of a command is ended before its pipe closes. */
 static pid_t
 warm_take(const struct proc_opts *o, int *out, int *errfd, int *stat)
 {
@@ -1290,12 +1367,12 @@ warm_take(const struct proc_opts *o, int *out, int *errfd, int *stat)
 	*errfd = h->warm_fd[1];
 	*stat = h->warm_fd[2];
 	go = h->warm_fd[3];
-	if (write_all(go, o->command, strlen(o->command)) == 0) {
+	if (warm_write(go, o->command) == 0) {
 		close(go);
 		return pid;
 	}
-	close(go);
 	end_call(o, pid);
+	close(go);
 	close(*out);
 	close(*errfd);
 	close(*stat);
@@ -1313,7 +1390,7 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 	char chunk[65536];
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, statp[2] = { -1, -1 };
 	int gop[2] = { -1, -1 };
-	int status = 0, exited = 0, nfds, pidns, rc = -1, termed = 0;
+	int status = 0, exited = 0, nfds, pidns, rc = -1, termed = 0, warm = 0;
 	size_t got = 0;
 	long long pids0, oom0;
 	struct capture cap;
@@ -1331,8 +1408,18 @@ proc_run(const struct proc_opts *o, struct proc_result *r,
 	pids0 = pids_hits(l);
 	oom0 = oom_kills(l);
 	pid = warm_take(o, &outp[0], &errp[0], &statp[0]);
-	if (pid > 0)
+	if (pid > 0) {
+		warm = 1;
 		goto started;
+	}
+	if (o->helper && o->helper->pids_extra) {
+		if (pids_max(l, 0) < 0) {
+			ah_fail_errno(err, errno, "cannot set the process "
+				      "limit in '%s'", l->cg_pids);
+			goto fail;
+		}
+		o->helper->pids_extra = 0;
+	}
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
 	    pipe2(statp, O_CLOEXEC) < 0 || pipe2(gop, O_CLOEXEC) < 0) {
 		ah_fail_errno(err, errno, "cannot create a pipe");
@@ -1395,7 +1482,8 @@ started:
 			check_at = t + 0.1;
 			if (l->by_cgroup & PROC_LIMIT_PROCS ?
 			    pids_hits(l) > pids0 :
-			    count_tree(pid, l->procs) >= l->procs) {
+			    count_tree(pid, l->procs + warm) >=
+			    l->procs + warm) {
 				r->limit |= PROC_LIMIT_PROCS;
 				break;
 			}

@@ -649,10 +649,11 @@ reap(struct child *c, int n)
 
 /* Kills the processes the children left behind that were reparented to
  * us (tool-exec is a subreaper): a process that left a child's session
- * (setsid) and outlived it.  Called when no child runs, and no other
- * child of ours is there to spare. */
+ * (setsid) and outlived it.  Called when no child runs: every child of
+ * ours but the sandbox helper (spare; with it would go the shell it
+ * started ahead) is such a process. */
 static void
-sweep(void)
+sweep(pid_t spare)
 {
 	char path[64], buf[4096], *p, *end;
 	int fd, round, killed;
@@ -674,6 +675,8 @@ sweep(void)
 		buf[n] = '\0';
 		killed = 0;
 		for (p = buf; (v = strtol(p, &end, 10)), end != p; p = end) {
+			if ((pid_t)v == spare)
+				continue;
 			kill((pid_t)-v, SIGKILL);
 			kill((pid_t)v, SIGKILL);
 			killed++;
@@ -681,7 +684,8 @@ sweep(void)
 		if (!killed)
 			return;
 		for (p = buf; (v = strtol(p, &end, 10)), end != p; p = end)
-			waitpid((pid_t)v, NULL, 0);
+			if ((pid_t)v != spare)
+				waitpid((pid_t)v, NULL, 0);
 	}
 }
 
@@ -847,7 +851,7 @@ out:
 		for (i = 0; i < n; i++)
 			child_free(&c[i]);
 	if (c && env)
-		sweep();
+		sweep(o->helper && o->helper->pid > 0 ? o->helper->pid : 0);
 	for (i = 0; i < nown; i++)
 		free(own[i]);
 	free(env);

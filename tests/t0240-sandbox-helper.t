@@ -37,7 +37,7 @@ warm() {
 		for s_ in $(kids "$h_"); do
 			for b_ in $(kids "$s_"); do
 				tr '\0' ' ' <"/proc/$b_/cmdline" |
-					grep -q 'eval "\$(</dev/fd/3)' && echo "$b_"
+					grep -q 'BASH_EXECUTION_STRING=\$(</proc/self/fd/3)' && echo "$b_"
 			done
 		done
 	done 2>/dev/null
@@ -189,7 +189,8 @@ test_expect_success 'a shell started ahead: one killed is replaced and the call 
 	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
 	{ { cat m1 && wait_until 20 lines out 1 &&
 	    wait_until 20 has_warm "$(cat pid)" && warm "$(cat pid)" >w1 &&
-	    kill -9 "$(cat w1)" && cat m2 && wait_until 20 lines out 2 &&
+	    kill -9 "$(cat w1)" && wait_until 5 gone "$(cat w1)" &&
+	    cat m2 && wait_until 20 lines out 2 &&
 	    wait_until 20 has_warm "$(cat pid)" && warm "$(cat pid)" >w2 &&
 	    touch fed; } |
 	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
@@ -225,6 +226,168 @@ test_expect_success 'with a shell other than bash, none is started ahead (no sup
 	test "$(result c2)" = /bin/sh
 '
 
+test_expect_success 'what is protected changes, six times: each shell started ahead is discarded and reaped (no zombie counts against --max-procs 4), every call runs' '
+	mkdir ws &&
+	for i in 1 2 3 4 5 6; do bash_call c$i "echo $i" >m$i || return 1; done &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { for i in 1 2 3 4 5 6; do
+		cat m$i && wait_until 20 lines out $i &&
+		wait_until 20 has_warm "$(cat pid)" &&
+		if test -e ws/prot; then rm ws/prot; else touch ws/prot; fi ||
+		exit 1
+	    done &&
+	    for k in $(kids "$(cat pid)"); do
+		gone "$k" && echo "$k"
+	    done >zombies
+	    touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws --max-procs 4 --protect \"\$PWD/ws/prot\" >out"; } &&
+	test -e fed &&
+	test_line_count = 0 zombies &&
+	for i in 1 2 3 4 5 6; do test "$(result c$i)" = $i || return 1; done
+'
+
+test_expect_success 'a shell started ahead runs the command as bash -c: its trailing backslash, the blank lines ending a here-document, BASH_EXECUTION_STRING, no fd of the shell but 0-2' '
+	mkdir ws &&
+	printf "echo a\\\\" >cmd1 &&
+	printf "cat <<EOF\nx\n\n\n" >cmd2 &&
+	printf "%s\n%s" "printf \"%s|\" \"\$BASH_EXECUTION_STRING\"" \
+		"ls /proc/\$\$/fd >\"\$TMPDIR/fds\"; tr \"\\\\n\" \" \" <\"\$TMPDIR/fds\"" >cmd3 &&
+	for i in 1 2 3; do
+		c=$(cat cmd$i; echo .) && bash_call c$i "${c%.}" >m$i || return 1
+	done &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { wait_until 20 test -s pid && for i in 1 2 3; do
+		wait_until 20 has_warm "$(cat pid)" && cat m$i &&
+		wait_until 20 lines out $i || exit 1
+	    done
+	    touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
+	test -e fed &&
+	for i in 1 2; do
+		jq -j "select(.tool_call_id == \"c$i\") | .content" out >got$i &&
+		c=$(cat cmd$i; echo .) &&
+		/bin/bash -c "${c%.}" >want$i 2>&1 </dev/null &&
+		test_cmp want$i got$i || return 1
+	done &&
+	printf "%s|0 1 2 " "$(cat cmd3)" >want3 &&
+	jq -j "select(.tool_call_id == \"c3\") | .content" out >got3 &&
+	test_cmp want3 got3
+'
+
+test_expect_success 'a shell started ahead stopped (SIGSTOP), and a command of 100 KB: the call ends at its --timeout, tool-exec goes on' '
+	mkdir ws &&
+	bash_call c1 "echo one" >m1 &&
+	bash_call c2 "echo big; : $(printf "%0100000d" 0)" >m2 &&
+	bash_call c3 "echo three" >m3 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 &&
+	    wait_until 20 has_warm "$(cat pid)" && kill -STOP "$(warm "$(cat pid)")" &&
+	    cat m2 && { wait_until 20 lines out 2 || kill -9 "$(cat pid)"; } &&
+	    cat m3 && wait_until 20 lines out 3 && touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws --timeout 1 >out"; } &&
+	test -e fed &&
+	result c2 >r2 && test_grep "^\[timed out after 1 s: killed\]" r2 &&
+	test "$(result c3)" = three
+'
+
+test_expect_success 'a shell started ahead is not counted against --max-procs: a command that bash -c runs within the limit runs' '
+	mkdir ws &&
+	bash_call c1 "sleep 0.1" >m1 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { wait_until 20 test -s pid && wait_until 20 has_warm "$(cat pid)" &&
+	    cat m1 && wait_until 20 lines out 1 && touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws --max-procs 2 >out"; } &&
+	test -e fed &&
+	test "$(result c1)" = "(no output)" &&
+	ln -s /bin/bash coldbash &&
+	bash_call c2 "sleep 0.1" | tool-exec -C ws --shell "$PWD/coldbash" --max-procs 2 >out &&
+	test "$(result c2)" = "(no output)"
+'
+
+test_expect_success 'a task call leaves the sandbox helper and the shell started ahead alone (the sweep after it spares the helper): the next call runs in that shell' '
+	mkdir ws &&
+	bash_call c1 "echo one" >m1 &&
+	msg t1 task "{\"prompt\": \"p\"}" >m2 &&
+	bash_call c2 "echo two" >m3 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 &&
+	    wait_until 20 has_warm "$(cat pid)" &&
+	    kids "$(cat pid)" >h1 && warm "$(cat pid)" >w1 &&
+	    cat m2 && wait_until 20 lines out 2 &&
+	    kids "$(cat pid)" >h2 && warm "$(cat pid)" >w2 &&
+	    cat m3 && wait_until 20 lines out 3 && touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
+	test -e fed &&
+	result t1 >r1 && test_grep "^Error: task" r1 &&
+	test_line_count = 1 h1 && test_cmp h1 h2 &&
+	test_line_count = 1 w1 && test_cmp w1 w2 &&
+	test "$(result c2)" = two
+'
+
+test_expect_success 'a protected path made by a call of the same message: the bash call after it does not run in the shell started before' '
+	mkdir ws ws/.agent &&
+	todo="{\"todos\":[{\"id\":\"1\",\"content\":\"a\",\"status\":\"pending\"}]}" &&
+	bash_call c1 "echo one" >m1 &&
+	{ msg t1 run_todo_write "$todo" && bash_call c2 "echo x >todo.json"; } >two &&
+	jq -c ".tool_calls[]" two | jq -sc "{role: \"assistant\", content: null, tool_calls: .}" >m2 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 &&
+	    wait_until 20 has_warm "$(cat pid)" && warm "$(cat pid)" >w1 &&
+	    cat m2 && wait_until 20 lines out 3 && touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
+	test -e fed &&
+	result c2 >r2 && test_grep "Read-only file system" r2 &&
+	jq -e ".todos[0].content == \"a\"" ws/todo.json &&
+	wait_until 5 gone "$(cat w1)"
+'
+
+test_expect_success 'kill -9 of the helper while a shell started ahead waits: the next call runs, and no zombie is left' '
+	mkdir ws &&
+	bash_call c1 "echo one" >m1 && bash_call c2 "echo two" >m2 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 &&
+	    wait_until 20 has_warm "$(cat pid)" && warm "$(cat pid)" >w &&
+	    kids "$(cat pid)" >h && kill -9 "$(cat h)" &&
+	    wait_until 5 gone "$(cat h)" && wait_until 5 gone "$(cat w)" &&
+	    cat m2 && wait_until 20 lines out 2 &&
+	    for k in $(kids "$(cat pid)"); do
+		gone "$k" && echo "$k"
+	    done >zombies
+	    touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
+	test -e fed &&
+	test_line_count = 0 zombies &&
+	test "$(result c2)" = two
+'
+
+test_expect_success 'the line a shell started ahead runs: a command that did not come whole (tool-exec died while it wrote: no dot after it) is not run' '
+	mkdir ws &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { wait_until 20 test -s pid && wait_until 20 has_warm "$(cat pid)" &&
+	    tr "\0" "\n" <"/proc/$(warm "$(cat pid)")/cmdline" >argv &&
+	    touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
+	test -e fed &&
+	sed -n 3p argv >boot &&
+	{ printf "touch cut" | bash -c "$(cat boot)" 3<&0 </dev/null; echo $? >rc; } &&
+	echo 125 >expect && test_cmp expect rc && ! test -e cut &&
+	printf "touch whole." | bash -c "$(cat boot)" 3<&0 </dev/null &&
+	test -e whole
+'
+
+test_expect_success 'no shell is started ahead when the commands get SHELLOPTS, BASHOPTS or BASH_ENV (--pass-env): bash would trace the line that waits' '
+	mkdir ws &&
+	bash_call c1 "echo one" >m1 && bash_call c2 "echo two" >m2 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 && sleep 1 &&
+	    warm "$(cat pid)" >w &&
+	    cat m2 && wait_until 20 lines out 2 && touch fed; } |
+	  SHELLOPTS=xtrace sh -c "echo \$\$ >pid && exec tool-exec -C ws --pass-env SHELLOPTS >out"; } &&
+	test -e fed &&
+	test_line_count = 0 w &&
+	printf "+ echo two\ntwo\n" >expect &&
+	result c2 | sed "/^\$/d" >actual && test_cmp expect actual
+'
 
 # inotify PID: the inotify fds PID holds, one a line.
 inotify() {
