@@ -124,11 +124,13 @@ hex4(const char *p, size_t n, size_t j)
 	return v;
 }
 
-/* The \u escapes in strings of p that are lone UTF-16 surrogates, which
- * cJSON refuses and the JSON grammar allows; with fix, each becomes
- * \ufffd, of the same length.  Returns how many there are. */
+/* The \u escapes in strings of p that cJSON cannot keep: lone UTF-16
+ * surrogates, which it refuses and the JSON grammar allows, and \u0000,
+ * at which it would end the string, the rest of it lost (a command run
+ * cut short of what the policy saw).  With fix, each becomes \ufffd, of
+ * the same length.  Returns how many there are. */
 static size_t
-lone_surrogates(char *p, size_t n, int fix)
+bad_escapes(char *p, size_t n, int fix)
 {
 	size_t i, count = 0;
 	int in = 0;
@@ -156,7 +158,7 @@ lone_surrogates(char *p, size_t n, int fix)
 				i += 11;
 				continue;
 			}
-		} else if (c < 0xDC00 || c > 0xDFFF) {
+		} else if (c && (c < 0xDC00 || c > 0xDFFF)) {
 			i += 5;
 			continue;
 		}
@@ -183,8 +185,11 @@ json_parse(const char *s, size_t n, size_t *erroff)
 			return NULL;
 		p = fixed;
 	}
-	v = cJSON_ParseWithLengthOpts(p, n, &end, 0);
-	if (!v && lone_surrogates((char *)p, n, 0)) {
+	/* \u0000 parses, cut short: looked for first (the text alone is
+	 * rare, and cheap to find). */
+	v = memmem(p, n, "\\u0000", 6) && bad_escapes((char *)p, n, 0) ? NULL
+		: cJSON_ParseWithLengthOpts(p, n, &end, 0);
+	if (!v && bad_escapes((char *)p, n, 0)) {
 		/* Repaired as invalid UTF-8 bytes are: U+FFFD. */
 		if (!fixed) {
 			fixed = malloc(n ? n : 1);
@@ -193,7 +198,7 @@ json_parse(const char *s, size_t n, size_t *erroff)
 			memcpy(fixed, s, n);
 			p = fixed;
 		}
-		lone_surrogates(fixed, n, 1);
+		bad_escapes(fixed, n, 1);
 		v = cJSON_ParseWithLengthOpts(p, n, &end, 0);
 	}
 	if (!v) {

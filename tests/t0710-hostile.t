@@ -37,6 +37,15 @@ test_expect_success 'duplicate keys in the arguments: denied, never run' '
 	result 0 >r && test_contains r "Error: permission denied" && test_contains r "more than once"
 '
 
+test_expect_success 'a NUL (\\u0000) in the arguments: the command runs whole, as the policy saw it, not cut short there' '
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "bash", "arguments": "{\"command\": \"echo safe\\u0000; touch whole\"}"}]}
+	{"content": "Done."}
+	EOF
+	session script && valid w/.agent/transcript.jsonl && test -e w/whole &&
+	result 0 >r && printf "safe\357\277\275\n\n" >expect && test_cmp expect r
+'
+
 test_expect_success 'tool names with odd characters: unknown tool, named safely' '
 	cat >script <<-\EOF &&
 	{"tool_calls": [{"name": "../../bin/sh", "arguments": {}}, {"name": "bash\n", "arguments": {"command": "touch pwned"}}, {"name": "", "arguments": {}}, {"name": "b\u0000sh", "arguments": {}}, {"name": "\u202ebash", "arguments": {}}]}

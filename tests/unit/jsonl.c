@@ -159,6 +159,10 @@ test_json(void)
 			{ "\"\\ud83d\\ude00\"", "\xf0\x9f\x98\x80" },
 			{ "\"\\ud800\\ud800\"", "\xef\xbf\xbd\xef\xbf\xbd" },
 			{ "\"\\\\ud800\"", "\\ud800" }, /* an escaped backslash */
+			/* U+0000, where cJSON would end the string */
+			{ "\"a\\u0000b\"", "a\xef\xbf\xbd" "b" },
+			{ "\"\\u0000\\u0000\"", "\xef\xbf\xbd\xef\xbf\xbd" },
+			{ "\"\\\\u0000\"", "\\u0000" },
 		};
 		size_t i;
 
@@ -166,11 +170,21 @@ test_json(void)
 			v = json_parse(sur[i].in, strlen(sur[i].in), NULL);
 			ok(cJSON_IsString(v) &&
 			   !strcmp(v->valuestring, sur[i].want),
-			   "lone surrogates become U+FFFD: %s", sur[i].in);
+			   "lone surrogates and U+0000 become U+FFFD: %s",
+			   sur[i].in);
 			cJSON_Delete(v);
 		}
 		v = json_parse("{\"\\ud800\": 1, x}", 17, &off);
 		ok(!v, "a lone surrogate does not make bad JSON good");
+		v = json_parse("{\"\\u0000\": 1, x}", 17, &off);
+		ok(!v, "a \\u0000 does not make bad JSON good");
+		v = json_parse("{\"a\":\"x\\u0000y\",\"b\":\"\\\\u0000\"}", 30,
+			       NULL);
+		ok(v && !strcmp(cJSON_GetObjectItem(v, "a")->valuestring,
+				"x\xef\xbf\xbdy") &&
+		   !strcmp(cJSON_GetObjectItem(v, "b")->valuestring, "\\u0000"),
+		   "\\u0000 in an object, an escaped backslash beside it");
+		cJSON_Delete(v);
 	}
 }
 
