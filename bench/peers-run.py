@@ -44,6 +44,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # a run leaves nothing in the tree
 import bench  # noqa: E402  (bench/bench.py: the workload, floors, memory)
 
 PROMPT = "run the steps"
