@@ -49,14 +49,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
 
 
-def script(steps, payload=0):
+def script(steps, payload=0, latency=0):
+    """The scripted answers; latency (seconds) is how long the server
+    waits before each, as a model would think (the intervals measured
+    start when the answer leaves, so they do not hold it)."""
+    wait = {"delay": latency} if latency else {}
     lines = []
     for k in range(1, steps):
         cmd = "echo step-%d" % k
         if payload:
             cmd = "head -c %d /dev/zero | tr '\\0' x; echo" % payload
-        lines.append(json.dumps({"tool_calls": [{"name": "bash", "arguments": {"command": cmd}}]}))
-    lines.append(json.dumps({"content": "done after %d steps" % steps}))
+        lines.append(json.dumps(dict(wait, tool_calls=[
+            {"name": "bash", "arguments": {"command": cmd}}])))
+    lines.append(json.dumps(dict(wait, content="done after %d steps" % steps)))
     return "\n".join(lines) + "\n"
 
 
@@ -92,11 +97,11 @@ def memory_of(pid):
     return rss, pss
 
 
-def one_run(steps, mode, bindir, payload=0, max_output=30000):
+def one_run(steps, mode, bindir, payload=0, max_output=30000, latency=0):
     work = tempfile.mkdtemp(prefix="ah-bench.")
     try:
         with open(os.path.join(work, "script"), "w") as f:
-            f.write(script(steps, payload))
+            f.write(script(steps, payload, latency))
         port = os.path.join(work, "port")
         srv = subprocess.Popen([sys.executable, os.path.join(SRC, "tests", "model-server.py"),
                                 "--script", os.path.join(work, "script"), "--port-file", port,
@@ -329,6 +334,8 @@ def main():
                     help="instead: a long session of N steps under each window")
     ap.add_argument("--windows", default="32000,200000")
     ap.add_argument("--output", type=int, default=8192)
+    ap.add_argument("--latency", type=float, default=0,
+                    help="ms the server waits before each answer (0)")
     a = ap.parse_args()
     if a.context:
         a.bin = a.bin.split("=", 1)[-1]
@@ -354,12 +361,15 @@ def main():
         for c in cases:
             name, d, mode, steps, payload = c
             results[c].append(one_run(steps, mode, d or bins[0][1], payload,
-                                      max_output=max(30000, payload + 1024)))
+                                      max_output=max(30000, payload + 1024),
+                                      latency=a.latency / 1000))
     spawn = statistics.median(p[0] for p in phys)
     rtt = statistics.median(p[1] for p in phys)
     floor_phys = spawn + rtt
     print("physical floor: %.2f ms (bash -c true %.2f ms + loopback round trip %.3f ms), "
           "medians of %d rounds" % (floor_phys, spawn, rtt, a.runs))
+    if a.latency:
+        print("the server waits %g ms before each answer (not counted)" % a.latency)
     print("%-5s %5s %4s | %-22s %6s %6s %8s | %8s %8s | %7s %7s | %8s %8s %8s" % (
         "mode", "steps", "runs", "per step ms (p10-p90)", "xfloor", "xphys", "1st byte",
         "first ms", "step1 ms", "wall s", "cpu s", "rss1 MB", "rssAll MB", "pssAll MB"))

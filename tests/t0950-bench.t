@@ -18,4 +18,15 @@ test_expect_success 'bench/bench.py: two builds side by side, each row named' '
 	test_grep "^ring      2    1 |.*   b$" out
 '
 
+test_expect_success 'bench/bench.py --latency: the server waits before each answer, and the wait is not counted' '
+	python3 "$SRC_DIR/bench/bench.py" --bin "$AH_BIN" --steps 3 --runs 1 \
+		--modes ring --latency 300 >out &&
+	test_grep "^the server waits 300 ms before each answer (not counted)$" out &&
+	grep "^ring " out >row &&
+	test_line_count = 1 row &&
+	# the session took the waits (3 answers), the steps did not
+	awk -F"|" "{ split(\$4, w, \" \"); split(\$2, s, \" \");
+		exit !(w[1] >= 0.9 && s[1] < 300) }" row
+'
+
 test_done
