@@ -144,20 +144,29 @@ cli_number(const char *what, const char *s, double min, double max,
 	return 0;
 }
 
-int
-cli_whole(const char *what, const char *s, long min, long max, long *out)
+/* s as a whole number from min to max into *out: 0, or -1. */
+static int
+whole(const char *s, long min, long max, long *out)
 {
 	char *end;
 	long v;
 
 	errno = 0;
 	v = strtol(s, &end, 10);
-	if (!*s || *end || errno || v < min || v > max) {
+	if (!*s || *end || errno || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int
+cli_whole(const char *what, const char *s, long min, long max, long *out)
+{
+	if (whole(s, min, max, out) < 0) {
 		cli_warn("%s: '%s' is not a whole number from %ld to %ld", what,
 			 s, min, max);
 		return -1;
 	}
-	*out = v;
 	return 0;
 }
 
@@ -174,9 +183,6 @@ cli_env(const char *name, const char *fallback)
 int
 cli_window(const char *what, const char *s, const char *model, long *out)
 {
-	char *end;
-	long v;
-
 	if (!strcmp(s, "off")) {
 		*out = 0;
 		return 0;
@@ -186,14 +192,11 @@ cli_window(const char *what, const char *s, const char *model, long *out)
 						: 32768;
 		return 0;
 	}
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (!*s || *end || errno || v < 256 || v > 1000000000) {
+	if (whole(s, 256, 1000000000, out) < 0) {
 		cli_warn("%s: '%s' is not a whole number from 256 to "
 			 "1000000000, auto or off", what, s);
 		return -1;
 	}
-	*out = v;
 	return 0;
 }
 

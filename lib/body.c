@@ -17,18 +17,6 @@ struct body_part {
 #define NONE ((size_t)-1)
 
 void
-model_body_init(struct model_body *b, body_print_fn print, const void *ctx)
-{
-	struct buf empty = BUF_INIT(0);
-
-	memset(b, 0, sizeof *b);
-	b->held = b->piece = b->flat = empty;
-	b->piece_of = NONE;
-	b->print = print;
-	b->ctx = ctx;
-}
-
-void
 model_body_reset(struct model_body *b, body_print_fn print, const void *ctx)
 {
 	b->nparts = b->len = b->at = b->off = 0;
@@ -41,14 +29,23 @@ model_body_reset(struct model_body *b, body_print_fn print, const void *ctx)
 }
 
 void
+model_body_init(struct model_body *b, body_print_fn print, const void *ctx)
+{
+	struct buf empty = BUF_INIT(0);
+
+	memset(b, 0, sizeof *b);
+	b->held = b->piece = b->flat = empty;
+	model_body_reset(b, print, ctx);
+}
+
+void
 model_body_free(struct model_body *b)
 {
 	free(b->parts);
 	buf_free(&b->held);
 	buf_free(&b->piece);
 	buf_free(&b->flat);
-	memset(b, 0, sizeof *b);
-	b->piece_of = NONE;
+	model_body_init(b, NULL, NULL);
 }
 
 static struct body_part *
