@@ -411,6 +411,23 @@ step_peak_kb() {
 	wait "$spk_pid_" && return "$spk_rc_"
 }
 
+# peak_grows_once: with the model server started (answering
+# "ok"), agent-step's peak memory (step_peak_kb) grows from a session of
+# one call to one of 40 calls of 100 KB each by less than 1.5 times that
+# session's size: the transcript is held once, the request body not
+# besides.
+peak_grows_once() {
+	long_session 1 100 >small.jsonl &&
+	long_session 40 100000 >t.jsonl &&
+	step_peak_kb small.jsonl small.kb &&
+	step_peak_kb t.jsonl big.kb &&
+	jq -e ".content == \"ok\"" step.out &&
+	pgo_size_=$(wc -c <t.jsonl) &&
+	pgo_grew_=$(($(cat big.kb) - $(cat small.kb))) &&
+	echo "transcript $pgo_size_ bytes: peak $(cat small.kb) kB, then $(cat big.kb) kB" &&
+	test $((pgo_grew_ * 1024)) -lt $((pgo_size_ * 3 / 2))
+}
+
 # memory_measurable: the programs' memory is their own (not valgrind's,
 # not a sanitizer's, which keeps what is freed in quarantine).
 memory_measurable() {

@@ -323,6 +323,20 @@ def messages_events(entry, n, model):
     return ev
 
 
+def send_events(conn, events, extra):
+    """The (name, data) events as one answer of server-sent events, in
+    chunks (as Anthropic's and OpenAI's servers send them)."""
+    body = b""
+    for name, e in events:
+        piece = ("event: %s\ndata: %s\n\n" % (name, json.dumps(e))).encode()
+        body += b"%x\r\n%s\r\n" % (len(piece), piece)
+    body += b"0\r\n\r\n"
+    head = ("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            "Transfer-Encoding: chunked\r\n" +
+            "".join("%s: %s\r\n" % kv for kv in extra.items()) + "\r\n")
+    conn.sendall(head.encode() + body)
+
+
 def serve_messages(conn, entry, n, model, req, extra, args, side=False):
     status = int(entry.get("status", 200))
     if status != 200:
@@ -333,15 +347,7 @@ def serve_messages(conn, entry, n, model, req, extra, args, side=False):
                               extra=extra))
         return
     if isinstance(req, dict) and req.get("stream"):
-        body = b""
-        for name, e in messages_events(entry, n, model):
-            piece = ("event: %s\ndata: %s\n\n" % (name, json.dumps(e))).encode()
-            body += b"%x\r\n%s\r\n" % (len(piece), piece)
-        body += b"0\r\n\r\n"
-        head = ("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                "Transfer-Encoding: chunked\r\n" +
-                "".join("%s: %s\r\n" % kv for kv in extra.items()) + "\r\n")
-        conn.sendall(head.encode() + body)
+        send_events(conn, messages_events(entry, n, model), extra)
     else:
         conn.sendall(response(200, json.dumps(messages_answer(entry, n, model)),
                               extra=extra))
@@ -420,16 +426,9 @@ def serve_responses(conn, entry, n, model, req, extra, args, side=False):
             extra=extra))
         return
     if isinstance(req, dict) and req.get("stream"):
-        body = b""
-        for k, e in enumerate(responses_events(entry, n, model)):
-            e["sequence_number"] = k
-            piece = ("event: %s\ndata: %s\n\n" % (e["type"], json.dumps(e))).encode()
-            body += b"%x\r\n%s\r\n" % (len(piece), piece)
-        body += b"0\r\n\r\n"
-        head = ("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                "Transfer-Encoding: chunked\r\n" +
-                "".join("%s: %s\r\n" % kv for kv in extra.items()) + "\r\n")
-        conn.sendall(head.encode() + body)
+        send_events(conn, [(e["type"], dict(e, sequence_number=k))
+                           for k, e in enumerate(responses_events(entry, n, model))],
+                    extra)
     else:
         conn.sendall(response(200, json.dumps(responses_answer(entry, n, model)),
                               extra=extra))

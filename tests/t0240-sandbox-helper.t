@@ -30,6 +30,12 @@ gone() {
 		test "$1" = Z
 	}
 }
+# zombie_kids PID: the children of PID that are zombies, one a line.
+zombie_kids() {
+	for z_ in $(kids "$1"); do
+		! gone "$z_" || echo "$z_"
+	done
+}
 # warm PID: the shell started ahead under tool-exec PID (a grandchild of
 # its helper, running the line that waits for the command), if one waits.
 warm() {
@@ -236,9 +242,7 @@ test_expect_success 'what is protected changes, six times: each shell started ah
 		if test -e ws/prot; then rm ws/prot; else touch ws/prot; fi ||
 		exit 1
 	    done &&
-	    for k in $(kids "$(cat pid)"); do
-		gone "$k" && echo "$k"
-	    done >zombies
+	    zombie_kids "$(cat pid)" >zombies &&
 	    touch fed; } |
 	  sh -c "echo \$\$ >pid && exec tool-exec -C ws --max-procs 4 --protect \"\$PWD/ws/prot\" >out"; } &&
 	test -e fed &&
@@ -350,9 +354,7 @@ test_expect_success 'kill -9 of the helper while a shell started ahead waits: th
 	    kids "$(cat pid)" >h && kill -9 "$(cat h)" &&
 	    wait_until 5 gone "$(cat h)" && wait_until 5 gone "$(cat w)" &&
 	    cat m2 && wait_until 20 lines out 2 &&
-	    for k in $(kids "$(cat pid)"); do
-		gone "$k" && echo "$k"
-	    done >zombies
+	    zombie_kids "$(cat pid)" >zombies &&
 	    touch fed; } |
 	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
 	test -e fed &&
@@ -392,7 +394,7 @@ test_expect_success 'no shell is started ahead when the commands get SHELLOPTS, 
 # inotify PID: the inotify fds PID holds, one a line.
 inotify() {
 	for f_ in /proc/"$1"/fd/*; do readlink "$f_"; done |
-		grep -x "anon_inode:inotify" || :
+		awk "\$0 == \"anon_inode:inotify\""
 }
 
 test_expect_success 'the .git walks are watched from the second message on: a tool-exec of one message holds no inotify, whose freeing at exit waits' '
