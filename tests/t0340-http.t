@@ -23,7 +23,9 @@ if len(sys.argv) > 3:
 print(json.dumps(e))' "${body:-$answer}" "$@"
 }
 # an answer with a tool call, which --until-done goes on after
-call='{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"bash","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}'
+call() {
+	echo '{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"bash","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}'
+}
 
 test_expect_success 'a plain http:// URL: libcurl is not loaded' '
 	echo "{\"delay\": 1, \"content\": \"late\"}" >script &&
@@ -82,7 +84,7 @@ test_expect_success 'an answer to the end of the connection (HTTP/1.0, no length
 '
 
 test_expect_success 'a kept connection the server closed: the next request goes on a new one' '
-	body=$call wire "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: LEN\r\n\r\nBODY" close >script &&
+	body=$(call) wire "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: LEN\r\n\r\nBODY" close >script &&
 	echo "{\"content\": \"second\"}" >>script &&
 	start_model script &&
 	mkfifo in &&
