@@ -89,6 +89,28 @@ http_url_plain(const char *url)
 	return end > a && !memchr(a, '@', (size_t)(end - a));
 }
 
+/* The path and query to send: to the fragment, which is not sent, bytes
+ * past ASCII percent-encoded (as libcurl sends them). */
+static char *
+target(const char *path)
+{
+	size_t n = strcspn(path, "#"), i, k = 0;
+	char *t = malloc(3 * n + 1);
+
+	if (!t)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)path[i] >= 0x80) {
+			t[k++] = '%';
+			t[k++] = "0123456789ABCDEF"[(unsigned char)path[i] >> 4];
+			t[k++] = "0123456789ABCDEF"[path[i] & 15];
+		} else {
+			t[k++] = path[i];
+		}
+	t[k] = '\0';
+	return t;
+}
+
 struct http *
 http_new(const char *url, double connect_timeout, struct ah_error *err)
 {
@@ -102,6 +124,14 @@ http_new(const char *url, double connect_timeout, struct ah_error *err)
 		ah_fail(err, AH_EFORMAT, "'%s' is not a plain http:// URL", url);
 		return NULL;
 	}
+	/* a space or a line end would end the request line, or start a
+	 * header of its own: refused, as libcurl refuses them */
+	for (end = url; *end; end++)
+		if ((unsigned char)*end <= ' ' || *end == 0x7f) {
+			ah_fail(err, AH_EFORMAT, "the URL holds a space or a "
+				"control character");
+			return NULL;
+		}
 	end = a + strcspn(a, "/?#");
 	if (*a == '[') {
 		colon = memchr(a, ']', (size_t)(end - a));
@@ -129,13 +159,11 @@ http_new(const char *url, double connect_timeout, struct ah_error *err)
 	    (size_t)(end - a) >= sizeof h->host)
 		goto bad;
 	h = calloc(1, sizeof *h);
-	if (!h || !(h->target = strdup(*end == '/' ? end : "/"))) {
+	if (!h || !(h->target = target(*end == '/' ? end : "/"))) {
 		free(h);
 		ah_fail(err, AH_ENOMEM, "out of memory");
 		return NULL;
 	}
-	/* a fragment is not sent */
-	h->target[strcspn(h->target, "#")] = '\0';
 	memcpy(h->host, a, (size_t)(end - a));
 	memcpy(h->name, name, namelen);
 	snprintf(h->port, sizeof h->port, "%ld", port);

@@ -177,4 +177,19 @@ test_expect_success 'URLs: an IPv6 address, an empty port, a port out of range' 
 	test "$(jq -r .headers.host requests.jsonl)" = example.invalid
 '
 
+test_expect_success 'hostile configuration: a space or line end in the URL is refused, not sent' '
+	echo "{\"content\": \"ok\"}" >script &&
+	start_model script &&
+	user hi >in.json &&
+	AGENT_BASE_URL="http://127.0.0.1:$(cat port)/v1 HTTP/1.1
+X-Injected: 1
+Y: /v1" test_expect_code 3 agent-step --retries 0 <in.json 2>err &&
+	test_contains err "the URL holds a space or a control character" &&
+	AGENT_BASE_URL="http://127.0.0.1:$(cat port)/v1$(printf "\r")" \
+		test_expect_code 3 agent-step --retries 0 <in.json 2>err &&
+	! test -s requests.jsonl &&
+	AGENT_BASE_URL="http://127.0.0.1:$(cat port)/v1/é" agent-step <in.json >out &&
+	test "$(jq -r .path requests.jsonl)" = /v1/%C3%A9/chat/completions
+'
+
 test_done
