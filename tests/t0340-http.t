@@ -192,4 +192,15 @@ Y: /v1" test_expect_code 3 agent-step --retries 0 <in.json 2>err &&
 	test "$(jq -r .path requests.jsonl)" = /v1/%C3%A9/chat/completions
 '
 
+test_expect_success 'hostile configuration: a line end in the API key is refused, not sent' '
+	echo "{\"content\": \"ok\"}" >script &&
+	start_model script &&
+	user hi >in.json &&
+	AGENT_API_KEY="sk-secret-key-1234$(printf "\r\nX-Injected: 1")" \
+		test_expect_code 3 agent-step --retries 0 <in.json 2>err &&
+	test_contains err "the API key holds a control character" &&
+	! grep -q secret-key err &&
+	! test -s requests.jsonl
+'
+
 test_done
