@@ -376,7 +376,10 @@ fill(struct xfer *x)
 		n = recv(x->h->fd, x->in + x->len, sizeof x->in - x->len, 0);
 		if (n > 0) {
 			x->len += (size_t)n;
-			x->io->tick(x->io->ctx, x->sent);
+			/* heeded: a server that never pauses is never waited
+			 * for, so wait_fd would never tick */
+			if (x->io->tick(x->io->ctx, x->sent))
+				return HTTP_STOPPED;
 			return 1;
 		}
 		if (n == 0) {
