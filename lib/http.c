@@ -51,6 +51,7 @@ struct xfer {
 	char in[16384];
 	size_t pos, len; /* what of in is still to be parsed */
 	int eof;
+	int reset;       /* the end was a reset, not the server's close */
 };
 
 static int
@@ -388,6 +389,7 @@ fill(struct xfer *x)
 		}
 		if (errno == ECONNRESET) {
 			x->eof = 1;
+			x->reset = 1;
 			return 0;
 		}
 		if (errno != EAGAIN && errno != EINTR)
@@ -554,6 +556,11 @@ read_body(struct xfer *x, long long n)
 			r = fill(x);
 			if (r < 0)
 				return r;
+			/* an answer to the end of the connection ends at
+			 * the server's close only */
+			if (!r && x->reset)
+				return fail(x, "the connection was reset before "
+					    "the end of the answer");
 			if (!r)
 				return n < 0 ? 0 : fail(x, "the connection "
 							"closed %lld bytes "
@@ -664,7 +671,7 @@ http_post(struct http *h, const char *const *headers, const char *flat,
 			return fail(&x, "cannot send the request again on a "
 				    "new connection");
 		x.pos = x.len = 0;
-		x.eof = 0;
+		x.eof = x.reset = 0;
 		r = send_request(&x, headers, flat, len);
 		if (r == 0) {
 			/* the answer's first bytes */

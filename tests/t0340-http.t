@@ -19,7 +19,7 @@ raw = sys.argv[2].encode().decode("unicode_escape")
 raw = raw.replace("LEN", str(len(body))).replace("BODY", body)
 e = {"wire": raw}
 if len(sys.argv) > 3:
-    e["close"] = True
+    e[sys.argv[3]] = True
 print(json.dumps(e))' "${body:-$answer}" "$@"
 }
 # an answer with a tool call, which --until-done goes on after
@@ -201,6 +201,16 @@ test_expect_success 'hostile configuration: a line end in the API key is refused
 	test_contains err "the API key holds a control character" &&
 	! grep -q secret-key err &&
 	! test -s requests.jsonl
+'
+
+test_expect_success 'hostile: an answer to the end of the connection cut by a reset is not taken whole' '
+	half=$(printf %s "$answer" | head -c 60) &&
+	body=$half wire "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\nBODY" reset >script &&
+	start_model script &&
+	user hi >in.json &&
+	test_expect_code 7 agent-step --retries 0 <in.json >out 2>err &&
+	test_contains err "the connection was reset before the end of the answer" &&
+	! test -s out
 '
 
 test_done
