@@ -517,6 +517,11 @@ read_head(struct xfer *x, struct framing *f, long *status)
 		}
 		minor = line.data[7] - '0';
 		f->status = strtol(line.data + 9, NULL, 10);
+		if (f->status < 100) {
+			r = fail(x, "the answer's status (%03ld) is not one "
+				 "HTTP has", f->status);
+			goto out;
+		}
 		f->close = minor == 0;
 		x->io->header(x->io->ctx, line.data, line.len);
 		for (;;) {

@@ -213,4 +213,9 @@ test_expect_success 'hostile: an answer to the end of the connection cut by a re
 	! test -s out
 '
 
+test_expect_success 'hostile: a status below 100 is not taken for a 1xx' '
+	hostile zero "HTTP/1.1 099 X\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: LEN\r\n\r\nBODY" \
+		"the answer'\''s status (099) is not one HTTP has"
+'
+
 test_done
