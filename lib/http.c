@@ -433,6 +433,9 @@ read_line(struct xfer *x, struct buf *line, size_t *used, size_t max)
 	while (line->len && (line->data[line->len - 1] == '\n' ||
 			     line->data[line->len - 1] == '\r'))
 		line->data[--line->len] = '\0';
+	/* the lines are read as C strings: a NUL would hide the rest */
+	if (memchr(line->data, '\0', line->len))
+		return fail(x, "the answer's head holds a NUL byte");
 	return (int)line->len;
 }
 

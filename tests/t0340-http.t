@@ -218,4 +218,9 @@ test_expect_success 'hostile: a status below 100 is not taken for a 1xx' '
 		"the answer'\''s status (099) is not one HTTP has"
 '
 
+test_expect_success 'hostile: a NUL byte in the head is refused' '
+	hostile nul "HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: LEN\r\n\r\nBODY" \
+		"the answer'\''s head holds a NUL byte"
+'
+
 test_done
