@@ -710,6 +710,9 @@ http_post(struct http *h, const char *const *headers, const char *flat,
 	/* kept only when the answer ended where its framing said, with
 	 * nothing after it */
 	if (r < 0 || f.close || x.eof || x.pos != x.len ||
+	    /* both: which framing the server meant is not known
+	     * (RFC 9112, 6.3) */
+	    (f.chunked && f.length >= 0) ||
 	    (!f.chunked && f.length < 0 && f.status != 204 && f.status != 304))
 		drop(h);
 	return r < 0 ? r : 0;

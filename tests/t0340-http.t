@@ -223,4 +223,23 @@ test_expect_success 'hostile: a NUL byte in the head is refused' '
 		"the answer'\''s head holds a NUL byte"
 '
 
+test_expect_success 'hostile: an answer with a length and chunks is not kept alive after' '
+	c=$(printf %x ${#call}) &&
+	body=$call wire "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n$c\r\nBODY\r\n0\r\n\r\n" >script &&
+	echo "{\"content\": \"second\"}" >>script &&
+	start_model script &&
+	mkfifo in &&
+	{ agent-step --until-done --retries 0 <in >out & } &&
+	pid=$! &&
+	test_when_finished "kill $pid 2>/dev/null || :" &&
+	exec 3>in &&
+	user "one" >&3 &&
+	wait_for out 1 &&
+	echo "{\"role\":\"tool\",\"tool_call_id\":\"t1\",\"content\":\"1\"}" >&3 &&
+	exec 3>&- &&
+	wait $pid &&
+	jq -s -e "length == 2 and .[1].content == \"second\"" out &&
+	test "$(jq -s "map(.conn) | unique | length" requests.jsonl)" = 2
+'
+
 test_done
