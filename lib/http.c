@@ -594,7 +594,7 @@ read_chunks(struct xfer *x)
 {
 	struct buf line = BUF_INIT(0);
 	char what[48];
-	const char *p;
+	const char *p, *start;
 	size_t used;
 	long long n;
 	int r, digits;
@@ -606,14 +606,15 @@ read_chunks(struct xfer *x)
 			goto out;
 		n = 0;
 		digits = 0;
-		for (p = line.len ? line.data : ""; isxdigit((unsigned char)*p);
-		     p++) {
-			if (++digits > 12)
+		start = line.len ? line.data : "";
+		for (p = start; isxdigit((unsigned char)*p); p++) {
+			/* leading zeros are no digits of the size */
+			if ((n || *p != '0') && ++digits > 12)
 				break;
 			n = n * 16 + (isdigit((unsigned char)*p) ? *p - '0' :
 				      tolower((unsigned char)*p) - 'a' + 10);
 		}
-		if (!digits || digits > 12 ||
+		if (p == start || digits > 12 ||
 		    (*p && *p != ';' && *p != ' ' && *p != '\t')) {
 			shown(what, sizeof what, line.len ? line.data : "",
 			      line.len);

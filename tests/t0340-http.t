@@ -242,4 +242,12 @@ test_expect_success 'hostile: an answer with a length and chunks is not kept ali
 	test "$(jq -s "map(.conn) | unique | length" requests.jsonl)" = 2
 '
 
+test_expect_success 'a chunk size with leading zeros past 12 digits' '
+	c=$(printf %016x ${#answer}) &&
+	wire "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n$c\r\nBODY\r\n0000000000000000\r\n\r\n" >script &&
+	start_model script &&
+	user hi | agent-step >out &&
+	jq -e ".content == \"wire ok\"" out
+'
+
 test_done
