@@ -66,15 +66,26 @@ fail(struct xfer *x, const char *fmt, ...)
 }
 
 /* The server's bytes, as a message may show them: printable ASCII only
- * (no escape reaches the terminal), at most n - 1 of them. */
+ * (no escape reaches the terminal), at most n - 1 of them; the secrets
+ * redacted first, whole, as the message would cut one short and its
+ * redaction then miss it. */
 static void
-shown(char *dst, size_t n, const char *src, size_t len)
+shown(struct xfer *x, char *dst, size_t n, const char *src, size_t len)
 {
+	char *copy = strndup(src, len);
 	size_t i;
 
+	if (copy) {
+		redact(copy, x->io->secrets);
+		src = copy;
+		len = strlen(copy);
+	} else {
+		len = 0; /* nothing rather than a key */
+	}
 	for (i = 0; i < len && i + 1 < n; i++)
 		dst[i] = src[i] >= 0x20 && src[i] < 0x7f ? src[i] : '?';
 	dst[i] = '\0';
+	free(copy);
 }
 
 int
@@ -471,14 +482,14 @@ frame_header(struct xfer *x, struct framing *f, const char *line)
 	} else if (k == 17 && !strncasecmp(line, "transfer-encoding", k)) {
 		/* chunked must come last; anything else was not asked for */
 		if (strcasecmp(v, "chunked")) {
-			shown(what, sizeof what, v, strlen(v));
+			shown(x, what, sizeof what, v, strlen(v));
 			return fail(x, "the answer's Transfer-Encoding is '%s', "
 				    "which this client does not decode", what);
 		}
 		f->chunked = 1;
 	} else if (k == 16 && !strncasecmp(line, "content-encoding", k)) {
 		if (*v && strcasecmp(v, "identity")) {
-			shown(what, sizeof what, v, strlen(v));
+			shown(x, what, sizeof what, v, strlen(v));
 			return fail(x, "the answer is encoded ('%s'), which was "
 				    "not asked for", what);
 		}
@@ -513,7 +524,7 @@ read_head(struct xfer *x, struct framing *f, long *status)
 		    !isdigit((unsigned char)line.data[10]) ||
 		    !isdigit((unsigned char)line.data[11]) ||
 		    (line.len > 12 && line.data[12] != ' ')) {
-			shown(what, sizeof what, line.data, line.len);
+			shown(x, what, sizeof what, line.data, line.len);
 			r = fail(x, "the answer does not begin as HTTP/1.x "
 				 "does: '%s'", what);
 			goto out;
@@ -616,7 +627,7 @@ read_chunks(struct xfer *x)
 		}
 		if (p == start || digits > 12 ||
 		    (*p && *p != ';' && *p != ' ' && *p != '\t')) {
-			shown(what, sizeof what, line.len ? line.data : "",
+			shown(x, what, sizeof what, line.len ? line.data : "",
 			      line.len);
 			r = fail(x, "a chunk of the answer has no size: '%s'",
 				 what);

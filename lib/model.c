@@ -632,7 +632,7 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 	}
 	if (m->http) {
 		struct http_io io = { got_header, got_body, read_out,
-				      rewind_body, tick, &a };
+				      rewind_body, tick, &a, secrets };
 
 		ok = http_post(m->http, (const char *const *)m->headers, flat,
 			       body->len, &io, &a.status, m->errbuf,

@@ -250,4 +250,17 @@ test_expect_success 'a chunk size with leading zeros past 12 digits' '
 	jq -e ".content == \"wire ok\"" out
 '
 
+test_expect_success 'hostile: the key echoed where a message cuts the server'\''s bytes short is still not shown' '
+	key=mysecretkeyvalue0123456789abcdef &&
+	x=xxxxxxxxxxxxxxxxxxxxxxxxxxxxx &&
+	wire "$x$key\r\n\r\n" close >script &&
+	wire "HTTP/1.1 200 OK\r\nTransfer-Encoding: $x$x$key\r\n\r\n" close >>script &&
+	start_model script &&
+	user hi >in.json &&
+	AGENT_API_KEY=$key test_expect_code 7 agent-step --retries 1 <in.json 2>err &&
+	test_contains err "does not begin as HTTP/1.x does" &&
+	test_contains err "Transfer-Encoding is" &&
+	! grep -q mysecret err
+'
+
 test_done
