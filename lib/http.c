@@ -672,7 +672,7 @@ http_post(struct http *h, const char *const *headers, const char *flat,
 {
 	struct xfer x;
 	struct framing f;
-	int r, tries, reused;
+	int r, tries, reused, cut = 0;
 
 	memset(&x, 0, sizeof x);
 	x.h = h;
@@ -693,7 +693,10 @@ http_post(struct http *h, const char *const *headers, const char *flat,
 		x.pos = x.len = 0;
 		x.eof = x.reset = 0;
 		r = send_request(&x, headers, flat, len);
-		if (r == 0) {
+		/* a server may answer (413, say) and close before it reads
+		 * all of the request: its answer is read all the same */
+		cut = r == -ECONNRESET || r == -EPIPE;
+		if (r == 0 || cut) {
 			/* the answer's first bytes */
 			r = fill(&x);
 			if (r > 0)
@@ -721,7 +724,7 @@ http_post(struct http *h, const char *const *headers, const char *flat,
 	}
 	/* kept only when the answer ended where its framing said, with
 	 * nothing after it */
-	if (r < 0 || f.close || x.eof || x.pos != x.len ||
+	if (r < 0 || cut || f.close || x.eof || x.pos != x.len ||
 	    /* both: which framing the server meant is not known
 	     * (RFC 9112, 6.3) */
 	    (f.chunked && f.length >= 0) ||

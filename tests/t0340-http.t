@@ -263,4 +263,35 @@ test_expect_success 'hostile: the key echoed where a message cuts the server'\''
 	! grep -q mysecret err
 '
 
+# a server that answers 413 to the head of the request and closes, not
+# reading its body
+early='
+import socket, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1)
+open("port", "w").write(str(s.getsockname()[1]))
+b = b"{\"error\":{\"message\":\"request too large\",\"type\":\"invalid_request_error\"}}"
+c = s.accept()[0]
+h = b""
+while b"\r\n\r\n" not in h:
+    h += c.recv(65536)
+c.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\n"
+          b"Content-Length: %d\r\n\r\n%s" % (len(b), b))
+time.sleep(0.2)
+c.close()
+time.sleep(60)
+'
+
+test_expect_success 'an answer sent before the request was read whole (413), then a close, is read' '
+	rm -f port &&
+	{ python3 -c "$early" & } &&
+	echo $! >>"$SCRATCH/.servers" &&
+	wait_until 20 test -s port &&
+	python3 -c "import json; print(json.dumps({\"role\": \"user\", \"content\": \"x\" * 8000000}))" >big.json &&
+	AGENT_BASE_URL=http://127.0.0.1:$(cat port)/v1 \
+		test_expect_code 6 agent-step --retries 0 <big.json 2>err &&
+	test_contains err "413: request too large"
+'
+
 test_done
