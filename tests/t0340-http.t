@@ -265,6 +265,7 @@ test_expect_success 'hostile: the key echoed where a message cuts the server'\''
 
 # a server that answers 413 to the head of the request and closes, not
 # reading its body
+# shellcheck disable=SC2034 # used in the test bodies
 early='
 import socket, time
 s = socket.socket()
