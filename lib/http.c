@@ -51,6 +51,7 @@ struct xfer {
 	char in[16384];
 	size_t pos, len; /* what of in is still to be parsed */
 	int eof;
+	int reset;       /* the end was a reset, not the server's close */
 };
 
 static int
@@ -65,15 +66,26 @@ fail(struct xfer *x, const char *fmt, ...)
 }
 
 /* The server's bytes, as a message may show them: printable ASCII only
- * (no escape reaches the terminal), at most n - 1 of them. */
+ * (no escape reaches the terminal), at most n - 1 of them; the secrets
+ * redacted first, whole, as the message would cut one short and its
+ * redaction then miss it. */
 static void
-shown(char *dst, size_t n, const char *src, size_t len)
+shown(struct xfer *x, char *dst, size_t n, const char *src, size_t len)
 {
+	char *copy = strndup(src, len);
 	size_t i;
 
+	if (copy) {
+		redact(copy, x->io->secrets);
+		src = copy;
+		len = strlen(copy);
+	} else {
+		len = 0; /* nothing rather than a key */
+	}
 	for (i = 0; i < len && i + 1 < n; i++)
 		dst[i] = src[i] >= 0x20 && src[i] < 0x7f ? src[i] : '?';
 	dst[i] = '\0';
+	free(copy);
 }
 
 int
@@ -89,6 +101,28 @@ http_url_plain(const char *url)
 	return end > a && !memchr(a, '@', (size_t)(end - a));
 }
 
+/* The path and query to send: to the fragment, which is not sent, bytes
+ * past ASCII percent-encoded (as libcurl sends them). */
+static char *
+target(const char *path)
+{
+	size_t n = strcspn(path, "#"), i, k = 0;
+	char *t = malloc(3 * n + 1);
+
+	if (!t)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)path[i] >= 0x80) {
+			t[k++] = '%';
+			t[k++] = "0123456789ABCDEF"[(unsigned char)path[i] >> 4];
+			t[k++] = "0123456789ABCDEF"[path[i] & 15];
+		} else {
+			t[k++] = path[i];
+		}
+	t[k] = '\0';
+	return t;
+}
+
 struct http *
 http_new(const char *url, double connect_timeout, struct ah_error *err)
 {
@@ -102,6 +136,14 @@ http_new(const char *url, double connect_timeout, struct ah_error *err)
 		ah_fail(err, AH_EFORMAT, "'%s' is not a plain http:// URL", url);
 		return NULL;
 	}
+	/* a space or a line end would end the request line, or start a
+	 * header of its own: refused, as libcurl refuses them */
+	for (end = url; *end; end++)
+		if ((unsigned char)*end <= ' ' || *end == 0x7f) {
+			ah_fail(err, AH_EFORMAT, "the URL holds a space or a "
+				"control character");
+			return NULL;
+		}
 	end = a + strcspn(a, "/?#");
 	if (*a == '[') {
 		colon = memchr(a, ']', (size_t)(end - a));
@@ -129,13 +171,11 @@ http_new(const char *url, double connect_timeout, struct ah_error *err)
 	    (size_t)(end - a) >= sizeof h->host)
 		goto bad;
 	h = calloc(1, sizeof *h);
-	if (!h || !(h->target = strdup(*end == '/' ? end : "/"))) {
+	if (!h || !(h->target = target(*end == '/' ? end : "/"))) {
 		free(h);
 		ah_fail(err, AH_ENOMEM, "out of memory");
 		return NULL;
 	}
-	/* a fragment is not sent */
-	h->target[strcspn(h->target, "#")] = '\0';
 	memcpy(h->host, a, (size_t)(end - a));
 	memcpy(h->name, name, namelen);
 	snprintf(h->port, sizeof h->port, "%ld", port);
@@ -348,7 +388,10 @@ fill(struct xfer *x)
 		n = recv(x->h->fd, x->in + x->len, sizeof x->in - x->len, 0);
 		if (n > 0) {
 			x->len += (size_t)n;
-			x->io->tick(x->io->ctx, x->sent);
+			/* heeded: a server that never pauses is never waited
+			 * for, so wait_fd would never tick */
+			if (x->io->tick(x->io->ctx, x->sent))
+				return HTTP_STOPPED;
 			return 1;
 		}
 		if (n == 0) {
@@ -357,6 +400,7 @@ fill(struct xfer *x)
 		}
 		if (errno == ECONNRESET) {
 			x->eof = 1;
+			x->reset = 1;
 			return 0;
 		}
 		if (errno != EAGAIN && errno != EINTR)
@@ -400,6 +444,9 @@ read_line(struct xfer *x, struct buf *line, size_t *used, size_t max)
 	while (line->len && (line->data[line->len - 1] == '\n' ||
 			     line->data[line->len - 1] == '\r'))
 		line->data[--line->len] = '\0';
+	/* the lines are read as C strings: a NUL would hide the rest */
+	if (memchr(line->data, '\0', line->len))
+		return fail(x, "the answer's head holds a NUL byte");
 	return (int)line->len;
 }
 
@@ -435,14 +482,14 @@ frame_header(struct xfer *x, struct framing *f, const char *line)
 	} else if (k == 17 && !strncasecmp(line, "transfer-encoding", k)) {
 		/* chunked must come last; anything else was not asked for */
 		if (strcasecmp(v, "chunked")) {
-			shown(what, sizeof what, v, strlen(v));
+			shown(x, what, sizeof what, v, strlen(v));
 			return fail(x, "the answer's Transfer-Encoding is '%s', "
 				    "which this client does not decode", what);
 		}
 		f->chunked = 1;
 	} else if (k == 16 && !strncasecmp(line, "content-encoding", k)) {
 		if (*v && strcasecmp(v, "identity")) {
-			shown(what, sizeof what, v, strlen(v));
+			shown(x, what, sizeof what, v, strlen(v));
 			return fail(x, "the answer is encoded ('%s'), which was "
 				    "not asked for", what);
 		}
@@ -477,13 +524,18 @@ read_head(struct xfer *x, struct framing *f, long *status)
 		    !isdigit((unsigned char)line.data[10]) ||
 		    !isdigit((unsigned char)line.data[11]) ||
 		    (line.len > 12 && line.data[12] != ' ')) {
-			shown(what, sizeof what, line.data, line.len);
+			shown(x, what, sizeof what, line.data, line.len);
 			r = fail(x, "the answer does not begin as HTTP/1.x "
 				 "does: '%s'", what);
 			goto out;
 		}
 		minor = line.data[7] - '0';
 		f->status = strtol(line.data + 9, NULL, 10);
+		if (f->status < 100) {
+			r = fail(x, "the answer's status (%03ld) is not one "
+				 "HTTP has", f->status);
+			goto out;
+		}
 		f->close = minor == 0;
 		x->io->header(x->io->ctx, line.data, line.len);
 		for (;;) {
@@ -523,6 +575,11 @@ read_body(struct xfer *x, long long n)
 			r = fill(x);
 			if (r < 0)
 				return r;
+			/* an answer to the end of the connection ends at
+			 * the server's close only */
+			if (!r && x->reset)
+				return fail(x, "the connection was reset before "
+					    "the end of the answer");
 			if (!r)
 				return n < 0 ? 0 : fail(x, "the connection "
 							"closed %lld bytes "
@@ -548,7 +605,7 @@ read_chunks(struct xfer *x)
 {
 	struct buf line = BUF_INIT(0);
 	char what[48];
-	const char *p;
+	const char *p, *start;
 	size_t used;
 	long long n;
 	int r, digits;
@@ -560,16 +617,17 @@ read_chunks(struct xfer *x)
 			goto out;
 		n = 0;
 		digits = 0;
-		for (p = line.len ? line.data : ""; isxdigit((unsigned char)*p);
-		     p++) {
-			if (++digits > 12)
+		start = line.len ? line.data : "";
+		for (p = start; isxdigit((unsigned char)*p); p++) {
+			/* leading zeros are no digits of the size */
+			if ((n || *p != '0') && ++digits > 12)
 				break;
 			n = n * 16 + (isdigit((unsigned char)*p) ? *p - '0' :
 				      tolower((unsigned char)*p) - 'a' + 10);
 		}
-		if (!digits || digits > 12 ||
+		if (p == start || digits > 12 ||
 		    (*p && *p != ';' && *p != ' ' && *p != '\t')) {
-			shown(what, sizeof what, line.len ? line.data : "",
+			shown(x, what, sizeof what, line.len ? line.data : "",
 			      line.len);
 			r = fail(x, "a chunk of the answer has no size: '%s'",
 				 what);
@@ -614,7 +672,7 @@ http_post(struct http *h, const char *const *headers, const char *flat,
 {
 	struct xfer x;
 	struct framing f;
-	int r, tries, reused;
+	int r, tries, reused, cut = 0;
 
 	memset(&x, 0, sizeof x);
 	x.h = h;
@@ -633,9 +691,12 @@ http_post(struct http *h, const char *const *headers, const char *flat,
 			return fail(&x, "cannot send the request again on a "
 				    "new connection");
 		x.pos = x.len = 0;
-		x.eof = 0;
+		x.eof = x.reset = 0;
 		r = send_request(&x, headers, flat, len);
-		if (r == 0) {
+		/* a server may answer (413, say) and close before it reads
+		 * all of the request: its answer is read all the same */
+		cut = r == -ECONNRESET || r == -EPIPE;
+		if (r == 0 || cut) {
 			/* the answer's first bytes */
 			r = fill(&x);
 			if (r > 0)
@@ -663,7 +724,10 @@ http_post(struct http *h, const char *const *headers, const char *flat,
 	}
 	/* kept only when the answer ended where its framing said, with
 	 * nothing after it */
-	if (r < 0 || f.close || x.eof || x.pos != x.len ||
+	if (r < 0 || cut || f.close || x.eof || x.pos != x.len ||
+	    /* both: which framing the server meant is not known
+	     * (RFC 9112, 6.3) */
+	    (f.chunked && f.length >= 0) ||
 	    (!f.chunked && f.length < 0 && f.status != 204 && f.status != 304))
 		drop(h);
 	return r < 0 ? r : 0;

@@ -188,6 +188,15 @@ model_new(const struct model_opts *o, struct ah_error *err)
 		ah_fail(err, AH_EFORMAT, "the API key is too long");
 		goto fail;
 	}
+	/* a line end would start a header of its own */
+	for (k = 0; o->api_key && o->api_key[k]; k++)
+		if ((unsigned char)o->api_key[k] < ' ' ||
+		    o->api_key[k] == 0x7f) {
+			ah_fail(err, AH_EFORMAT, "the API key holds a control "
+				"character");
+			goto fail;
+		}
+	k = 0;
 	bad = !(m->headers[k++] = strdup("Content-Type: application/json"));
 	bad |= !(m->headers[k++] = strdup("Accept: */*"));
 	bad |= !(m->headers[k++] = strdup("User-Agent: agent-harness/"
@@ -623,7 +632,7 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 	}
 	if (m->http) {
 		struct http_io io = { got_header, got_body, read_out,
-				      rewind_body, tick, &a };
+				      rewind_body, tick, &a, secrets };
 
 		ok = http_post(m->http, (const char *const *)m->headers, flat,
 			       body->len, &io, &a.status, m->errbuf,

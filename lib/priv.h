@@ -97,6 +97,8 @@ struct http_io {
 	 * request went out; nonzero stops */
 	int (*tick)(void *ctx, long long sent);
 	void *ctx;
+	/* redacted from the server's bytes a message shows */
+	const char *const *secrets;
 };
 
 /* Is url one for http_new: http://, no user name or password? */

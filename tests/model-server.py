@@ -18,6 +18,7 @@ POST .../chat/completions with the next entry of a script (JSON Lines):
                                               is (each character a byte)
   {"wire": "...", "close": true}              and the connection closed
                                               after it, whatever it said
+  {"wire": "...", "reset": true}              and the connection reset
   {"delay": 0.5, ...}                         wait first (seconds)
   {"usage": {...}, ...}                       this usage object instead of
                                               the made-up one (a hostile
@@ -574,6 +575,12 @@ def serve(conn, cid, args):
         if "wire" in entry:
             conn.sendall(entry["wire"].encode("latin-1"))
             log_sent(args, n, side is not None)
+            if entry.get("reset"):
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                b"\1\0\0\0\0\0\0\0")
+                f.close()
+                conn.close()
+                return
             if entry.get("close"):
                 conn.shutdown(socket.SHUT_RDWR)
                 return

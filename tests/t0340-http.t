@@ -19,7 +19,7 @@ raw = sys.argv[2].encode().decode("unicode_escape")
 raw = raw.replace("LEN", str(len(body))).replace("BODY", body)
 e = {"wire": raw}
 if len(sys.argv) > 3:
-    e["close"] = True
+    e[sys.argv[3]] = True
 print(json.dumps(e))' "${body:-$answer}" "$@"
 }
 # an answer with a tool call, which --until-done goes on after
@@ -177,6 +177,124 @@ test_expect_success 'URLs: an IPv6 address, an empty port, a port out of range' 
 		agent-step <in.json >out &&
 	jq -e ".content == \"empty port\"" out &&
 	test "$(jq -r .headers.host requests.jsonl)" = example.invalid
+'
+
+test_expect_success 'hostile configuration: a space or line end in the URL is refused, not sent' '
+	echo "{\"content\": \"ok\"}" >script &&
+	start_model script &&
+	user hi >in.json &&
+	AGENT_BASE_URL="http://127.0.0.1:$(cat port)/v1 HTTP/1.1
+X-Injected: 1
+Y: /v1" test_expect_code 3 agent-step --retries 0 <in.json 2>err &&
+	test_contains err "the URL holds a space or a control character" &&
+	AGENT_BASE_URL="http://127.0.0.1:$(cat port)/v1$(printf "\r")" \
+		test_expect_code 3 agent-step --retries 0 <in.json 2>err &&
+	! test -s requests.jsonl &&
+	AGENT_BASE_URL="http://127.0.0.1:$(cat port)/v1/é" agent-step <in.json >out &&
+	test "$(jq -r .path requests.jsonl)" = /v1/%C3%A9/chat/completions
+'
+
+test_expect_success 'hostile configuration: a line end in the API key is refused, not sent' '
+	echo "{\"content\": \"ok\"}" >script &&
+	start_model script &&
+	user hi >in.json &&
+	AGENT_API_KEY="sk-secret-key-1234$(printf "\r\nX-Injected: 1")" \
+		test_expect_code 3 agent-step --retries 0 <in.json 2>err &&
+	test_contains err "the API key holds a control character" &&
+	! grep -q secret-key err &&
+	! test -s requests.jsonl
+'
+
+test_expect_success 'hostile: an answer to the end of the connection cut by a reset is not taken whole' '
+	half=$(printf %s "$answer" | head -c 60) &&
+	body=$half wire "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\nBODY" reset >script &&
+	start_model script &&
+	user hi >in.json &&
+	test_expect_code 7 agent-step --retries 0 <in.json >out 2>err &&
+	test_contains err "the connection was reset before the end of the answer" &&
+	! test -s out
+'
+
+test_expect_success 'hostile: a status below 100 is not taken for a 1xx' '
+	hostile zero "HTTP/1.1 099 X\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: LEN\r\n\r\nBODY" \
+		"the answer'\''s status (099) is not one HTTP has"
+'
+
+test_expect_success 'hostile: a NUL byte in the head is refused' '
+	hostile nul "HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: LEN\r\n\r\nBODY" \
+		"the answer'\''s head holds a NUL byte"
+'
+
+test_expect_success 'hostile: an answer with a length and chunks is not kept alive after' '
+	c=$(printf %x ${#call}) &&
+	body=$call wire "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n$c\r\nBODY\r\n0\r\n\r\n" >script &&
+	echo "{\"content\": \"second\"}" >>script &&
+	start_model script &&
+	mkfifo in &&
+	{ agent-step --until-done --retries 0 <in >out & } &&
+	pid=$! &&
+	test_when_finished "kill $pid 2>/dev/null || :" &&
+	exec 3>in &&
+	user "one" >&3 &&
+	wait_for out 1 &&
+	echo "{\"role\":\"tool\",\"tool_call_id\":\"t1\",\"content\":\"1\"}" >&3 &&
+	exec 3>&- &&
+	wait $pid &&
+	jq -s -e "length == 2 and .[1].content == \"second\"" out &&
+	test "$(jq -s "map(.conn) | unique | length" requests.jsonl)" = 2
+'
+
+test_expect_success 'a chunk size with leading zeros past 12 digits' '
+	c=$(printf %016x ${#answer}) &&
+	wire "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n$c\r\nBODY\r\n0000000000000000\r\n\r\n" >script &&
+	start_model script &&
+	user hi | agent-step >out &&
+	jq -e ".content == \"wire ok\"" out
+'
+
+test_expect_success 'hostile: the key echoed where a message cuts the server'\''s bytes short is still not shown' '
+	key=mysecretkeyvalue0123456789abcdef &&
+	x=xxxxxxxxxxxxxxxxxxxxxxxxxxxxx &&
+	wire "$x$key\r\n\r\n" close >script &&
+	wire "HTTP/1.1 200 OK\r\nTransfer-Encoding: $x$x$key\r\n\r\n" close >>script &&
+	start_model script &&
+	user hi >in.json &&
+	AGENT_API_KEY=$key test_expect_code 7 agent-step --retries 1 <in.json 2>err &&
+	test_contains err "does not begin as HTTP/1.x does" &&
+	test_contains err "Transfer-Encoding is" &&
+	! grep -q mysecret err
+'
+
+# a server that answers 413 to the head of the request and closes, not
+# reading its body
+# shellcheck disable=SC2034 # used in the test bodies
+early='
+import socket, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1)
+open("port", "w").write(str(s.getsockname()[1]))
+b = b"{\"error\":{\"message\":\"request too large\",\"type\":\"invalid_request_error\"}}"
+c = s.accept()[0]
+h = b""
+while b"\r\n\r\n" not in h:
+    h += c.recv(65536)
+c.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\n"
+          b"Content-Length: %d\r\n\r\n%s" % (len(b), b))
+time.sleep(0.2)
+c.close()
+time.sleep(60)
+'
+
+test_expect_success 'an answer sent before the request was read whole (413), then a close, is read' '
+	rm -f port &&
+	{ python3 -c "$early" & } &&
+	echo $! >>"$SCRATCH/.servers" &&
+	wait_until 20 test -s port &&
+	python3 -c "import json; print(json.dumps({\"role\": \"user\", \"content\": \"x\" * 8000000}))" >big.json &&
+	AGENT_BASE_URL=http://127.0.0.1:$(cat port)/v1 \
+		test_expect_code 6 agent-step --retries 0 <big.json 2>err &&
+	test_contains err "413: request too large"
 '
 
 test_done
