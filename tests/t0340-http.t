@@ -226,8 +226,9 @@ test_expect_success 'hostile: a NUL byte in the head is refused' '
 '
 
 test_expect_success 'hostile: an answer with a length and chunks is not kept alive after' '
-	c=$(printf %x ${#call}) &&
-	body=$call wire "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n$c\r\nBODY\r\n0\r\n\r\n" >script &&
+	cb=$(call) &&
+	c=$(printf %x ${#cb}) &&
+	body=$cb wire "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n$c\r\nBODY\r\n0\r\n\r\n" >script &&
 	echo "{\"content\": \"second\"}" >>script &&
 	start_model script &&
 	mkfifo in &&
