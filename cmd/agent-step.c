@@ -850,10 +850,7 @@ main(int argc, char **argv)
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
 		rc = ES_OK;
-		if (!r.dry_run && model_global_init() < 0) {
-			cli_warn("cannot start libcurl");
-			rc = ES_IO;
-		} else if (!r.dry_run && !(r.model = model_new(&r.mo, &err))) {
+		if (!r.dry_run && !(r.model = model_new(&r.mo, &err))) {
 			cli_report(&err);
 			rc = ES_IO;
 		}

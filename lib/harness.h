@@ -485,9 +485,10 @@ struct model;
 
 #define MODEL_FLAT_MAX (64 * 1024)
 
-int model_global_init(void);
+/* Ends libcurl, if a model_new loaded it; once, at the end. */
 void model_global_cleanup(void);
-/* One connection, kept alive from one call to the next. */
+/* One connection, kept alive from one call to the next: over http.c for
+ * a plain http:// URL, else over libcurl, loaded then. */
 struct model *model_new(const struct model_opts *o, struct ah_error *err);
 void model_free(struct model *m);
 /* Sends body and reads the answer into reply (initialised here).  A

@@ -1,6 +1,11 @@
-/* model.c: calling a Chat Completions endpoint over libcurl, with the
- * retries of the official SDKs. */
+/* model.c: calling a Chat Completions (or Messages) endpoint, with the
+ * retries of the official SDKs.  A plain http:// URL is spoken to by
+ * http.c; anything else (https://, a proxy, a user name in the URL) by
+ * libcurl, loaded only then: its thirty-odd libraries take longer to
+ * load than a step of the harness takes, and more memory than the rest
+ * of it. */
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <math.h>
@@ -16,11 +21,29 @@
 #define RETRY_CAP 60.0 /* seconds: the longest wait we honour */
 
 struct model {
-	CURL *curl;
-	struct curl_slist *headers;
+	struct http *http;         /* the plain http:// client, or NULL */
+	CURL *curl;                /* else libcurl's handle */
+	struct curl_slist *curl_headers;
+	char *headers[6];          /* the request's, "Name: value", NULL-ended;
+				      one holds the API key */
 	char url[2048];
 	char errbuf[CURL_ERROR_SIZE];
 };
+
+/* libcurl's functions, once it is loaded (curl_load). */
+static struct {
+	void *lib;
+	CURLcode (*global_init)(long);
+	void (*global_cleanup)(void);
+	CURL *(*easy_init)(void);
+	CURLcode (*setopt)(CURL *, CURLoption, ...);
+	CURLcode (*perform)(CURL *);
+	CURLcode (*getinfo)(CURL *, CURLINFO, ...);
+	void (*cleanup)(CURL *);
+	const char *(*strerror)(CURLcode);
+	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+	void (*slist_free_all)(struct curl_slist *);
+} cu;
 
 /* What one attempt brings back. */
 struct attempt {
@@ -47,20 +70,107 @@ struct attempt {
 	volatile sig_atomic_t *stop;
 };
 
-int
-model_global_init(void)
+/* Does url go through libcurl: not plain http://, or a proxy set for it
+ * (libcurl's variables for http://: http_proxy, lowercase only, and
+ * all_proxy in either case)? */
+static int
+needs_curl(const char *url)
 {
-	return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
+	static const char *const proxies[] = {
+		"http_proxy", "all_proxy", "ALL_PROXY",
+	};
+	const char *v;
+	size_t i;
+
+	if (!http_url_plain(url))
+		return 1;
+	for (i = 0; i < sizeof proxies / sizeof *proxies; i++)
+		if ((v = getenv(proxies[i])) && *v)
+			return 1;
+	return 0;
+}
+
+#define CURL_FN(field, name) \
+	(*(void **)&cu.field = dlsym(cu.lib, name)) == NULL
+
+/* Loads libcurl and starts it, once. */
+static int
+curl_load(struct ah_error *err)
+{
+	const char *why;
+
+	if (cu.lib)
+		return 0;
+	cu.lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+	if (!cu.lib) {
+		why = dlerror();
+		return ah_fail(err, AH_EIO, "cannot load libcurl, which a URL "
+			       "other than plain http:// needs: %s",
+			       why ? why : "unknown error");
+	}
+	if (CURL_FN(global_init, "curl_global_init") ||
+	    CURL_FN(global_cleanup, "curl_global_cleanup") ||
+	    CURL_FN(easy_init, "curl_easy_init") ||
+	    CURL_FN(setopt, "curl_easy_setopt") ||
+	    CURL_FN(perform, "curl_easy_perform") ||
+	    CURL_FN(getinfo, "curl_easy_getinfo") ||
+	    CURL_FN(cleanup, "curl_easy_cleanup") ||
+	    CURL_FN(strerror, "curl_easy_strerror") ||
+	    CURL_FN(slist_append, "curl_slist_append") ||
+	    CURL_FN(slist_free_all, "curl_slist_free_all") ||
+	    cu.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		dlclose(cu.lib);
+		memset(&cu, 0, sizeof cu);
+		return ah_fail(err, AH_EIO, "cannot start libcurl");
+	}
+	return 0;
+}
+
+/* libcurl's handle for m, set up. */
+static int
+curl_open(struct model *m, const struct model_opts *o, struct ah_error *err)
+{
+	struct curl_slist *h = NULL;
+	size_t i;
+
+	if (curl_load(err) < 0)
+		return -1;
+	m->curl = cu.easy_init();
+	if (!m->curl)
+		return ah_fail(err, AH_ENOMEM, "cannot start libcurl");
+	/* Bodies over 1 MB would otherwise wait up to a second for a
+	 * "100 Continue" that most servers never send. */
+	h = cu.slist_append(NULL, "Expect:");
+	for (i = 0; h && m->headers[i]; i++) {
+		struct curl_slist *more = cu.slist_append(h, m->headers[i]);
+
+		if (!more)
+			cu.slist_free_all(h);
+		h = more;
+	}
+	if (!h)
+		return ah_fail(err, AH_ENOMEM, "out of memory");
+	m->curl_headers = h;
+	cu.setopt(m->curl, CURLOPT_URL, m->url);
+	cu.setopt(m->curl, CURLOPT_HTTPHEADER, m->curl_headers);
+	cu.setopt(m->curl, CURLOPT_ERRORBUFFER, m->errbuf);
+	cu.setopt(m->curl, CURLOPT_NOSIGNAL, 1L);
+	cu.setopt(m->curl, CURLOPT_TCP_NODELAY, 1L);
+	cu.setopt(m->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+	cu.setopt(m->curl, CURLOPT_ACCEPT_ENCODING, "");
+	cu.setopt(m->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)(o->timeout * 1000));
+	/* An idle answer is judged by on_progress, by data events rather
+	 * than bytes: a keep-alive every second is still no answer. */
+	return 0;
 }
 
 struct model *
 model_new(const struct model_opts *o, struct ah_error *err)
 {
 	struct model *m = calloc(1, sizeof *m);
-	char auth[4096];
 	const char *base = o->base_url;
-	size_t n = strlen(base);
-	struct curl_slist *h;
+	size_t n = strlen(base), k = 0;
+	int bad;
 
 	if (!m) {
 		ah_fail(err, AH_ENOMEM, "out of memory");
@@ -74,48 +184,41 @@ model_new(const struct model_opts *o, struct ah_error *err)
 	}
 	snprintf(m->url, sizeof m->url, "%.*s/%s", (int)n, base,
 		 o->api == API_ANTHROPIC ? "messages" : "chat/completions");
-	m->curl = curl_easy_init();
-	if (!m->curl) {
-		ah_fail(err, AH_ENOMEM, "cannot start libcurl");
+	if (o->api_key && strlen(o->api_key) > 4000) {
+		ah_fail(err, AH_EFORMAT, "the API key is too long");
 		goto fail;
 	}
-	h = curl_slist_append(NULL, "Content-Type: application/json");
-	/* Bodies over 1 MB would otherwise wait up to a second for a
-	 * "100 Continue" that most servers never send. */
-	if (h)
-		h = curl_slist_append(h, "Expect:");
-	if (h && o->api_key && *o->api_key) {
-		if (strlen(o->api_key) > sizeof auth - 32) {
-			ah_fail(err, AH_EFORMAT, "the API key is too long");
-			curl_slist_free_all(h);
+	/* a line end would start a header of its own */
+	for (k = 0; o->api_key && o->api_key[k]; k++)
+		if ((unsigned char)o->api_key[k] < ' ' ||
+		    o->api_key[k] == 0x7f) {
+			ah_fail(err, AH_EFORMAT, "the API key holds a control "
+				"character");
 			goto fail;
 		}
-		snprintf(auth, sizeof auth, o->api == API_ANTHROPIC ?
-			 "x-api-key: %s" : "Authorization: Bearer %s",
-			 o->api_key);
-		h = curl_slist_append(h, auth);
-		memset(auth, 0, sizeof auth);
-	}
-	if (h && o->api == API_ANTHROPIC)
-		h = curl_slist_append(h, "anthropic-version: 2023-06-01");
-	if (!h) {
+	k = 0;
+	bad = !(m->headers[k++] = strdup("Content-Type: application/json"));
+	bad |= !(m->headers[k++] = strdup("Accept: */*"));
+	bad |= !(m->headers[k++] = strdup("User-Agent: agent-harness/"
+					  AH_VERSION));
+	if (o->api_key && *o->api_key)
+		bad |= asprintf(&m->headers[k++], o->api == API_ANTHROPIC ?
+				"x-api-key: %s" : "Authorization: Bearer %s",
+				o->api_key) < 0;
+	if (o->api == API_ANTHROPIC)
+		bad |= !(m->headers[k++] = strdup("anthropic-version: "
+						  "2023-06-01"));
+	if (bad) {
 		ah_fail(err, AH_ENOMEM, "out of memory");
 		goto fail;
 	}
-	m->headers = h;
-	curl_easy_setopt(m->curl, CURLOPT_URL, m->url);
-	curl_easy_setopt(m->curl, CURLOPT_HTTPHEADER, m->headers);
-	curl_easy_setopt(m->curl, CURLOPT_ERRORBUFFER, m->errbuf);
-	curl_easy_setopt(m->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(m->curl, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(m->curl, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(m->curl, CURLOPT_ACCEPT_ENCODING, "");
-	curl_easy_setopt(m->curl, CURLOPT_USERAGENT, "agent-harness/"
-			 AH_VERSION);
-	curl_easy_setopt(m->curl, CURLOPT_CONNECTTIMEOUT_MS,
-			 (long)(o->timeout * 1000));
-	/* An idle answer is judged by on_progress, by data events rather
-	 * than bytes: a keep-alive every second is still no answer. */
+	if (!needs_curl(m->url)) {
+		m->http = http_new(m->url, o->timeout, err);
+		if (!m->http)
+			goto fail;
+	} else if (curl_open(m, o, err) < 0) {
+		goto fail;
+	}
 	return m;
 fail:
 	model_free(m);
@@ -125,11 +228,21 @@ fail:
 void
 model_free(struct model *m)
 {
+	size_t i;
+
 	if (!m)
 		return;
+	http_free(m->http);
 	if (m->curl)
-		curl_easy_cleanup(m->curl);
-	curl_slist_free_all(m->headers);
+		cu.cleanup(m->curl);
+	if (m->curl_headers)
+		cu.slist_free_all(m->curl_headers);
+	/* one holds the API key */
+	for (i = 0; i < sizeof m->headers / sizeof *m->headers; i++)
+		if (m->headers[i]) {
+			memset(m->headers[i], 0, strlen(m->headers[i]));
+			free(m->headers[i]);
+		}
 	free(m);
 }
 
@@ -167,6 +280,29 @@ model_too_long(long status, const char *code, const char *msg)
 	return 0;
 }
 
+/* An HTTP date (RFC 9110: IMF-fixdate, or the obsolete RFC 850 and
+ * asctime forms): seconds since the epoch, or -1. */
+static time_t
+http_date(const char *v)
+{
+	static const char *const forms[] = {
+		"%a, %d %b %Y %H:%M:%S GMT",
+		"%A, %d-%b-%y %H:%M:%S GMT",
+		"%a %b %d %H:%M:%S %Y",
+	};
+	const char *end;
+	struct tm tm;
+	size_t i;
+
+	for (i = 0; i < sizeof forms / sizeof *forms; i++) {
+		memset(&tm, 0, sizeof tm);
+		end = strptime(v, forms[i], &tm);
+		if (end && !*end)
+			return timegm(&tm);
+	}
+	return -1;
+}
+
 /* "Retry-After: 3" or an HTTP date; "retry-after-ms: 1500". */
 static double
 parse_retry_after(const char *name, const char *v)
@@ -178,17 +314,18 @@ parse_retry_after(const char *name, const char *v)
 	s = strtod(v, &end);
 	if (end != v && (*end == '\0' || isspace((unsigned char)*end)))
 		return !strcasecmp(name, "retry-after-ms") ? s / 1000 : s;
-	t = curl_getdate(v, NULL);
+	t = http_date(v);
 	if (t > 0)
 		return difftime(t, time(NULL));
 	return -1;
 }
 
-static size_t
-on_header(char *p, size_t size, size_t n, void *ctx)
+/* A line of the answer's head: the status line, or a header. */
+static void
+got_header(void *ctx, const char *p, size_t len)
 {
 	struct attempt *a = ctx;
-	size_t len = size * n, k, vlen;
+	size_t k, vlen;
 	char name[64], value[256];
 	const char *colon = memchr(p, ':', len), *v;
 	double ra;
@@ -199,10 +336,10 @@ on_header(char *p, size_t size, size_t n, void *ctx)
 		a->retry_after = -1;
 		a->event_stream = 0;
 		a->should_retry = -1;
-		return len;
+		return;
 	}
 	if (!colon || (size_t)(colon - p) >= sizeof name)
-		return len;
+		return;
 	k = (size_t)(colon - p);
 	memcpy(name, p, k);
 	name[k] = '\0';
@@ -243,17 +380,20 @@ on_header(char *p, size_t size, size_t n, void *ctx)
 		 * the official SDKs */
 		a->should_retry = !strcasecmp(value, "true") ? 1 :
 				  !strcasecmp(value, "false") ? 0 : -1;
-	return len;
 }
 
 static size_t
-on_body(char *p, size_t size, size_t n, void *ctx)
+on_header(char *p, size_t size, size_t n, void *ctx)
+{
+	got_header(ctx, p, size * n);
+	return size * n;
+}
+
+/* Bytes of the answer's body: nonzero stops the answer. */
+static int
+got_body(void *ctx, const char *p, size_t len)
 {
 	struct attempt *a = ctx;
-	size_t len = size * n;
-
-	if (!a->status)
-		curl_easy_getinfo(a->m->curl, CURLINFO_RESPONSE_CODE, &a->status);
 	/* A stream asked for comes as events whatever its Content-Type
 	 * says (the SDKs parse it so), unless it is a whole JSON answer. */
 	if (!a->seen_body && len && a->status == 200 && a->stream &&
@@ -273,12 +413,12 @@ on_body(char *p, size_t size, size_t n, void *ctx)
 
 		if (reply_feed(a->reply, p, len, &a->err) < 0) {
 			a->failed = 1;
-			return 0; /* stops the transfer */
+			return 1;
 		}
 		/* only a data event is progress, not a comment */
 		if (a->reply->events != events)
 			a->last_data = mono_now();
-		return len;
+		return 0;
 	}
 	if (len)
 		a->last_data = mono_now();
@@ -286,9 +426,19 @@ on_body(char *p, size_t size, size_t n, void *ctx)
 		ah_fail(&a->err, AH_ETOOBIG, "the answer is larger than %zu "
 			"bytes", a->body.max);
 		a->failed = 1;
-		return 0;
+		return 1;
 	}
-	return len;
+	return 0;
+}
+
+static size_t
+on_body(char *p, size_t size, size_t n, void *ctx)
+{
+	struct attempt *a = ctx;
+
+	if (!a->status)
+		cu.getinfo(a->m->curl, CURLINFO_RESPONSE_CODE, &a->status);
+	return got_body(ctx, p, size * n) ? 0 : size * n;
 }
 
 /* The API's error.message and error.code of a body, when it has them. */
@@ -329,16 +479,14 @@ sleep_for(double s, volatile sig_atomic_t *stop)
 		;
 }
 
-/* Called by libcurl at least once a second, also while nothing comes:
- * nonzero aborts the transfer. */
+/* Called at least once a second, also while nothing comes, with how
+ * much of the request went out: nonzero stops the answer. */
 static int
-on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow,
-	    curl_off_t ultotal, curl_off_t ulnow)
+tick(void *ctx, long long ulnow)
 {
 	struct attempt *a = ctx;
 	double now = mono_now();
 
-	(void)dltotal, (void)dlnow, (void)ultotal;
 	if (a->stop && *a->stop)
 		return 1;
 	if (ulnow != a->sent) { /* a large request still going out */
@@ -356,20 +504,43 @@ on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow,
 	return 0;
 }
 
-/* The request, read out as libcurl sends it. */
+static int
+on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow,
+	    curl_off_t ultotal, curl_off_t ulnow)
+{
+	(void)dltotal, (void)dlnow, (void)ultotal;
+	return tick(ctx, (long long)ulnow);
+}
+
+/* The request, read out as it is sent: bytes, or -1 (a->err). */
+static ssize_t
+read_out(void *ctx, char *dst, size_t max)
+{
+	struct attempt *a = ctx;
+	ssize_t k = a->req ? model_body_read(a->req, dst, max, &a->err)
+			   : ah_fail(&a->err, AH_EIO, "cannot send the request: "
+				     "the body given whole was read out");
+
+	if (k < 0)
+		a->failed = 1;
+	return k;
+}
+
 static size_t
 on_read(char *dst, size_t size, size_t n, void *ctx)
 {
-	struct attempt *a = ctx;
-	ssize_t k = a->req ? model_body_read(a->req, dst, size * n, &a->err)
-			   : ah_fail(&a->err, AH_EIO, "cannot send the request: "
-				     "libcurl read a body it was given whole");
+	ssize_t k = read_out(ctx, dst, size * n);
 
-	if (k < 0) {
-		a->failed = 1;
-		return CURL_READFUNC_ABORT;
-	}
-	return (size_t)k;
+	return k < 0 ? CURL_READFUNC_ABORT : (size_t)k;
+}
+
+/* The request once more from its start, on a new connection. */
+static int
+rewind_body(void *ctx)
+{
+	struct attempt *a = ctx;
+
+	return !a->req || model_body_seek(a->req, 0) < 0;
 }
 
 /* libcurl sends it again from the start (or from offset): on a fresh
@@ -385,6 +556,34 @@ on_seek(void *ctx, curl_off_t offset, int origin)
 	return CURL_SEEKFUNC_OK;
 }
 
+/* One exchange over libcurl: 1 when the answer came whole. */
+static int
+curl_exchange(struct model *m, struct attempt *a, const char *flat,
+	      size_t len)
+{
+	CURLcode cc;
+
+	cu.setopt(m->curl, CURLOPT_POSTFIELDS, flat);
+	/* (set for every attempt: never one of an attempt gone) */
+	cu.setopt(m->curl, CURLOPT_READFUNCTION, on_read);
+	cu.setopt(m->curl, CURLOPT_READDATA, a);
+	cu.setopt(m->curl, CURLOPT_SEEKFUNCTION, on_seek);
+	cu.setopt(m->curl, CURLOPT_SEEKDATA, a);
+	cu.setopt(m->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	cu.setopt(m->curl, CURLOPT_HEADERFUNCTION, on_header);
+	cu.setopt(m->curl, CURLOPT_HEADERDATA, a);
+	cu.setopt(m->curl, CURLOPT_WRITEFUNCTION, on_body);
+	cu.setopt(m->curl, CURLOPT_WRITEDATA, a);
+	cu.setopt(m->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	cu.setopt(m->curl, CURLOPT_XFERINFODATA, a);
+	cu.setopt(m->curl, CURLOPT_NOPROGRESS, 0L);
+	cc = cu.perform(m->curl);
+	cu.getinfo(m->curl, CURLINFO_RESPONSE_CODE, &a->status);
+	if (cc != CURLE_OK && !m->errbuf[0])
+		snprintf(m->errbuf, sizeof m->errbuf, "%s", cu.strerror(cc));
+	return cc == CURLE_OK;
+}
+
 /* One attempt: the request sent, the answer read into reply.  0 for an
  * answer; 1 when the attempt failed in a way worth trying again (why
  * says how, err->code is set, *retry_after is what the server asked
@@ -397,9 +596,9 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 {
 	const char *secrets[] = { o->api_key, NULL };
 	char msg[1024], code[128];
+	const char *flat = NULL;
 	struct attempt a;
-	CURLcode cc;
-	int transient, retryable = 0, rc = -1;
+	int transient, retryable = 0, rc = -1, ok;
 
 	memset(&a, 0, sizeof a);
 	a.m = m;
@@ -421,39 +620,30 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 	reply->ctx = o->ctx;
 	m->errbuf[0] = '\0';
 	if (body->len <= MODEL_FLAT_MAX) {
-		const char *flat = model_body_flat(body, err);
-
+		flat = model_body_flat(body, err);
 		if (!flat)
 			goto out;
-		curl_easy_setopt(m->curl, CURLOPT_POSTFIELDS, flat);
 	} else {
 		/* read out as it goes, the whole body from the start on
 		 * each attempt; its length known, so no chunked encoding,
 		 * which some servers refuse */
 		a.req = body;
 		model_body_seek(body, 0);
-		curl_easy_setopt(m->curl, CURLOPT_POSTFIELDS, NULL);
 	}
-	/* (set for every attempt: never one of an attempt gone) */
-	curl_easy_setopt(m->curl, CURLOPT_READFUNCTION, on_read);
-	curl_easy_setopt(m->curl, CURLOPT_READDATA, &a);
-	curl_easy_setopt(m->curl, CURLOPT_SEEKFUNCTION, on_seek);
-	curl_easy_setopt(m->curl, CURLOPT_SEEKDATA, &a);
-	curl_easy_setopt(m->curl, CURLOPT_POSTFIELDSIZE_LARGE,
-			 (curl_off_t)body->len);
-	curl_easy_setopt(m->curl, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(m->curl, CURLOPT_HEADERDATA, &a);
-	curl_easy_setopt(m->curl, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(m->curl, CURLOPT_WRITEDATA, &a);
-	curl_easy_setopt(m->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(m->curl, CURLOPT_XFERINFODATA, &a);
-	curl_easy_setopt(m->curl, CURLOPT_NOPROGRESS, 0L);
-	cc = curl_easy_perform(m->curl);
+	if (m->http) {
+		struct http_io io = { got_header, got_body, read_out,
+				      rewind_body, tick, &a, secrets };
+
+		ok = http_post(m->http, (const char *const *)m->headers, flat,
+			       body->len, &io, &a.status, m->errbuf,
+			       sizeof m->errbuf) == 0;
+	} else {
+		ok = curl_exchange(m, &a, flat, body->len);
+	}
 	if (o->interrupted && *o->interrupted) {
 		ah_fail(err, AH_EINTR, "interrupted");
 		goto out;
 	}
-	curl_easy_getinfo(m->curl, CURLINFO_RESPONSE_CODE, &a.status);
 	/* the server's text: it may echo the key */
 	redact(a.request_id, secrets);
 	snprintf(request_id, idsize, "%s", a.request_id);
@@ -469,7 +659,7 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 		ah_fail(err, a.err.code, "%s", a.err.msg);
 		goto out;
 	}
-	if (cc != CURLE_OK && a.status == 200 && a.event_stream) {
+	if (!ok && a.status == 200 && a.event_stream) {
 		/* The request was taken and half answered: sending it again
 		 * could do the work twice.  It failed. */
 		if (a.stalled)
@@ -478,18 +668,17 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 				"count)", o->timeout);
 		else
 			ah_fail(err, AH_ENET, "the stream broke off before the "
-				"answer was complete: %.400s", m->errbuf[0] ?
-				m->errbuf : curl_easy_strerror(cc));
+				"answer was complete: %.400s", m->errbuf);
 		goto out;
 	}
-	if (cc != CURLE_OK && a.stalled) {
+	if (!ok && a.stalled) {
 		snprintf(why, whysize, "no answer from %.300s for %g s "
 			 "(--timeout)", m->url, o->timeout);
 		retryable = 1;
 		err->code = AH_ENET;
-	} else if (cc != CURLE_OK) {
+	} else if (!ok) {
 		snprintf(why, whysize, "cannot reach %.300s: %.400s", m->url,
-			 m->errbuf[0] ? m->errbuf : curl_easy_strerror(cc));
+			 m->errbuf[0] ? m->errbuf : "no answer");
 		retryable = 1;
 		err->code = AH_ENET;
 	} else if (a.status == 200) {
@@ -622,5 +811,6 @@ model_call(struct model *m, const struct model_opts *o,
 void
 model_global_cleanup(void)
 {
-	curl_global_cleanup();
+	if (cu.lib)
+		cu.global_cleanup();
 }

@@ -75,6 +75,49 @@ int anthropic_event(struct reply *r, const char *data, size_t n,
  * and checked it. */
 int anthropic_parse(struct reply *r, const cJSON *v, struct ah_error *err);
 
+/* --- http.c: HTTP/1.1 for a plain http:// URL ---------------------------- */
+
+enum { HTTP_FAILED = -1, HTTP_STOPPED = -2 };
+
+struct http;
+
+/* What the caller does with the answer as it comes, and gives of the
+ * request. */
+struct http_io {
+	/* the status line and each header line, without CR LF */
+	void (*header)(void *ctx, const char *line, size_t len);
+	/* bytes of the body (unchunked): nonzero stops the answer */
+	int (*body)(void *ctx, const char *p, size_t len);
+	/* the request's body read out into dst: bytes, 0 at its end, -1
+	 * stops; unused when the body is given whole */
+	ssize_t (*read)(void *ctx, char *dst, size_t max);
+	/* back to the body's start, for a new connection: nonzero cannot */
+	int (*rewind)(void *ctx);
+	/* at least once a second, and as data comes: how many bytes of the
+	 * request went out; nonzero stops */
+	int (*tick)(void *ctx, long long sent);
+	void *ctx;
+	/* redacted from the server's bytes a message shows */
+	const char *const *secrets;
+};
+
+/* Is url one for http_new: http://, no user name or password? */
+int http_url_plain(const char *url);
+/* A client for url (http_url_plain), connecting within connect_timeout
+ * seconds; NULL (err) when the host or port cannot be read. */
+struct http *http_new(const char *url, double connect_timeout,
+		      struct ah_error *err);
+/* Closes the connection kept, frees h. */
+void http_free(struct http *h);
+/* POSTs the body (flat, else read out by io->read; len bytes either way)
+ * with headers ("Name: value", NULL-ended) to h's URL; the answer goes to
+ * io, its status to *status.  0 when the answer came whole (whatever its
+ * status); HTTP_FAILED (errbuf says why) or HTTP_STOPPED (a callback
+ * stopped it). */
+int http_post(struct http *h, const char *const *headers, const char *flat,
+	      size_t len, const struct http_io *io, long *status,
+	      char *errbuf, size_t errsize);
+
 /* --- model.c ------------------------------------------------------------ */
 
 /* Whether an API error (status, error.code or .type, message) says the

@@ -13,6 +13,12 @@ POST .../chat/completions with the next entry of a script (JSON Lines):
   {"raw": "body text", "status": 200}         a body sent as it is
   {"raw": "...", "latin1": true}              its characters sent as bytes
   {"raw": "...", "ctype": "text/event-stream"} under that Content-Type
+  {"wire": "HTTP/1.1 200 OK\r\n..."}        the whole answer, status line
+                                              and headers too, sent as it
+                                              is (each character a byte)
+  {"wire": "...", "close": true}              and the connection closed
+                                              after it, whatever it said
+  {"wire": "...", "reset": true}              and the connection reset
   {"delay": 0.5, ...}                         wait first (seconds)
   {"usage": {...}, ...}                       this usage object instead of
                                               the made-up one (a hostile
@@ -566,6 +572,19 @@ def serve(conn, cid, args):
         status = int(entry.get("status", 200))
         model = (req or {}).get("model", "scripted") if isinstance(req, dict) \
             else "scripted"
+        if "wire" in entry:
+            conn.sendall(entry["wire"].encode("latin-1"))
+            log_sent(args, n, side is not None)
+            if entry.get("reset"):
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                b"\1\0\0\0\0\0\0\0")
+                f.close()
+                conn.close()
+                return
+            if entry.get("close"):
+                conn.shutdown(socket.SHUT_RDWR)
+                return
+            continue
         if path.endswith("/messages") and "raw" not in entry:
             serve_messages(conn, entry, n, model, req, extra, args,
                            side is not None)

@@ -1,0 +1,301 @@
+#!/bin/sh
+# agent-step's own HTTP/1.1 client (lib/http.c), which speaks to a plain
+# http:// URL, and libcurl, loaded for anything else: the server's bytes
+# as they come on the wire, the hostile ones included.
+. "$(dirname "$0")/lib.sh"
+
+AGENT_MODEL=test-model
+export AGENT_MODEL
+user() { jq -nc --arg c "$1" '{role: "user", content: $c}'; }
+# wire BODY-HEAD... : a script line answering with these bytes as they are
+# (python's escapes: \r, \n, \x1b), the JSON body of an answer appended
+# where the text BODY stands, its length where LEN stands.
+answer='{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"wire ok"},"finish_reason":"stop"}]}'
+wire() {
+	python3 -c '
+import json, sys
+body = sys.argv[1]
+raw = sys.argv[2].encode().decode("unicode_escape")
+raw = raw.replace("LEN", str(len(body))).replace("BODY", body)
+e = {"wire": raw}
+if len(sys.argv) > 3:
+    e[sys.argv[3]] = True
+print(json.dumps(e))' "${body:-$answer}" "$@"
+}
+# an answer with a tool call, which --until-done goes on after
+call() {
+	echo '{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"bash","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}'
+}
+
+test_expect_success 'a plain http:// URL: libcurl is not loaded' '
+	echo "{\"delay\": 1, \"content\": \"late\"}" >script &&
+	start_model script &&
+	{ user hi | agent-step >out & } &&
+	pid=$! &&
+	test_when_finished "kill $pid 2>/dev/null || :" &&
+	wait_until 20 test -s requests.jsonl &&
+	grep -c "" /proc/$pid/maps >/dev/null &&
+	test_grep ! libcurl /proc/$pid/maps &&
+	wait $pid &&
+	jq -e ".content == \"late\"" out
+'
+
+test_expect_success 'with http_proxy set, libcurl takes the request, through the proxy' '
+	echo "{\"content\": \"via the proxy\"}" >script &&
+	start_model script &&
+	user hi | http_proxy=http://127.0.0.1:$(cat port) \
+		AGENT_BASE_URL=http://example.invalid/v1 agent-step >out &&
+	jq -e ".content == \"via the proxy\"" out &&
+	test "$(jq -r .path requests.jsonl)" = http://example.invalid/v1/chat/completions
+'
+
+test_expect_success 'the request: Host, the headers, the length, the key' '
+	echo "{\"content\": \"ok\"}" >script &&
+	start_model script &&
+	user hi | AGENT_API_KEY=sk-test agent-step >out &&
+	jq -e --arg host "127.0.0.1:$(cat port)" ".headers | .host == \$host and
+		.authorization == \"Bearer sk-test\" and
+		.\"content-type\" == \"application/json\" and
+		(.\"user-agent\" | startswith(\"agent-harness/\")) and
+		(.\"content-length\" | tonumber) > 0" requests.jsonl
+'
+
+test_expect_success 'chunks with extensions and trailers, bare LF line ends, a 100 Continue first' '
+	python3 -c "
+import json, sys
+body = sys.argv[1]
+a, b = body[:10], body[10:]
+raw = (\"HTTP/1.1 100 Continue\r\n\r\n\"
+       \"HTTP/1.1 200 OK\nContent-Type: application/json\n\"
+       \"Transfer-Encoding: chunked\n\n\"
+       \"%x;name=value\n%s\n%X \r\n%s\r\n0\r\nX-Trailer: t\r\n\r\n\"
+       % (len(a), a, len(b), b))
+print(json.dumps({\"wire\": raw}))" "$answer" >script &&
+	start_model script &&
+	user hi | agent-step >out &&
+	jq -e ".content == \"wire ok\"" out
+'
+
+test_expect_success 'an answer to the end of the connection (HTTP/1.0, no length)' '
+	wire "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\nBODY" close >script &&
+	start_model script &&
+	user hi | agent-step >out &&
+	jq -e ".content == \"wire ok\"" out
+'
+
+test_expect_success 'a kept connection the server closed: the next request goes on a new one' '
+	body=$(call) wire "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: LEN\r\n\r\nBODY" close >script &&
+	echo "{\"content\": \"second\"}" >>script &&
+	start_model script &&
+	mkfifo in &&
+	{ agent-step --until-done --retries 0 <in >out & } &&
+	pid=$! &&
+	test_when_finished "kill $pid 2>/dev/null || :" &&
+	exec 3>in &&
+	user "one" >&3 &&
+	wait_for out 1 &&
+	sleep 0.2 &&
+	echo "{\"role\":\"tool\",\"tool_call_id\":\"t1\",\"content\":\"1\"}" >&3 &&
+	exec 3>&- &&
+	wait $pid &&
+	jq -s -e "length == 2 and .[0].tool_calls[0].id == \"t1\" and
+		.[1].content == \"second\"" out &&
+	test "$(jq -s "map(.conn) | unique | length" requests.jsonl)" = 2
+'
+
+test_expect_success 'Retry-After as an HTTP date is honoured' '
+	when=$(date -u -d "+3 seconds" "+%a, %d %b %Y %H:%M:%S GMT") &&
+	jq -nc --arg when "$when" "{status: 429, headers: {\"retry-after\": \$when},
+		error: {message: \"later\", type: \"requests\"}}" >script &&
+	echo "{\"content\": \"now\"}" >>script &&
+	start_model script &&
+	user hi | agent-step 2>err >out &&
+	test_grep "retrying in [123]\.[0-9] s" err &&
+	jq -e ".content == \"now\"" out
+'
+
+# hostile NAME WIRE MESSAGE: the answer is refused with MESSAGE, exit 7,
+# after no retry.
+hostile() {
+	wire "$2" close >script &&
+	start_model script &&
+	user hi >in.json &&
+	test_expect_code 7 agent-step --retries 0 <in.json >out 2>err &&
+	test_contains err "$3" &&
+	! test -s out
+}
+
+test_expect_success 'hostile: a head over 100 KB' '
+	pad=$(head -c 110000 /dev/zero | tr "\0" a) &&
+	hostile big "HTTP/1.1 200 OK\r\nX-Pad: $pad\r\n\r\n" \
+		"the answer'\''s head is longer than 102400 bytes"
+'
+
+test_expect_success 'hostile: escapes in the status line do not reach the terminal' '
+	hostile esc "\x1b]0;owned\x07\x1b[2J HTTP/1.1 200 OK\r\n\r\n" \
+		"the answer does not begin as HTTP/1.x does: '\''?]0;owned??[2J HTTP/1.1 200 OK'\''" &&
+	! grep -q "$(printf "\033")" err
+'
+
+test_expect_success 'hostile: an encoding not asked for' '
+	hostile gzip "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nBODY" \
+		"the answer is encoded ('\''gzip'\''), which was not asked for" &&
+	hostile te "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n" \
+		"the answer'\''s Transfer-Encoding is '\''gzip, chunked'\''"
+'
+
+test_expect_success 'hostile: two lengths, a body cut short' '
+	hostile twice "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nBODY" \
+		"the answer'\''s Content-Length is not one number" &&
+	hostile short "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nBODY" \
+		"the connection closed $((1000 - ${#answer})) bytes before the end of the answer"
+'
+
+test_expect_success 'hostile: a chunk size past 48 bits, a chunk longer than its size' '
+	hostile huge "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1000000000000\r\nx" \
+		"a chunk of the answer has no size: '\''1000000000000'\''" &&
+	hostile long "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n" \
+		"a chunk of the answer is longer than its size"
+'
+
+test_expect_success 'hostile: switching protocols, a head that never ends' '
+	hostile upgrade "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n" \
+		"the server switched protocols (101)" &&
+	hostile open "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n" \
+		"the connection closed in the middle of the answer'\''s head"
+'
+
+test_expect_success 'URLs: an IPv6 address, an empty port, a port out of range' '
+	echo "{\"content\": \"empty port\"}" >script &&
+	start_model script &&
+	user hi >in.json &&
+	AGENT_BASE_URL=http://[::1]:1/v1 test_expect_code 7 agent-step --retries 0 <in.json 2>err &&
+	test_contains err "cannot connect to ::1 port 1: " &&
+	AGENT_BASE_URL=http://127.0.0.1:99999/v1 test_expect_code 3 agent-step <in.json 2>err &&
+	test_contains err "cannot read the host and port of '\''http://127.0.0.1:99999/v1/chat/completions'\''" &&
+	http_proxy=http://127.0.0.1:$(cat port) AGENT_BASE_URL=http://example.invalid:/v1 \
+		agent-step <in.json >out &&
+	jq -e ".content == \"empty port\"" out &&
+	test "$(jq -r .headers.host requests.jsonl)" = example.invalid
+'
+
+test_expect_success 'hostile configuration: a space or line end in the URL is refused, not sent' '
+	echo "{\"content\": \"ok\"}" >script &&
+	start_model script &&
+	user hi >in.json &&
+	AGENT_BASE_URL="http://127.0.0.1:$(cat port)/v1 HTTP/1.1
+X-Injected: 1
+Y: /v1" test_expect_code 3 agent-step --retries 0 <in.json 2>err &&
+	test_contains err "the URL holds a space or a control character" &&
+	AGENT_BASE_URL="http://127.0.0.1:$(cat port)/v1$(printf "\r")" \
+		test_expect_code 3 agent-step --retries 0 <in.json 2>err &&
+	! test -s requests.jsonl &&
+	AGENT_BASE_URL="http://127.0.0.1:$(cat port)/v1/é" agent-step <in.json >out &&
+	test "$(jq -r .path requests.jsonl)" = /v1/%C3%A9/chat/completions
+'
+
+test_expect_success 'hostile configuration: a line end in the API key is refused, not sent' '
+	echo "{\"content\": \"ok\"}" >script &&
+	start_model script &&
+	user hi >in.json &&
+	AGENT_API_KEY="sk-secret-key-1234$(printf "\r\nX-Injected: 1")" \
+		test_expect_code 3 agent-step --retries 0 <in.json 2>err &&
+	test_contains err "the API key holds a control character" &&
+	! grep -q secret-key err &&
+	! test -s requests.jsonl
+'
+
+test_expect_success 'hostile: an answer to the end of the connection cut by a reset is not taken whole' '
+	half=$(printf %s "$answer" | head -c 60) &&
+	body=$half wire "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\nBODY" reset >script &&
+	start_model script &&
+	user hi >in.json &&
+	test_expect_code 7 agent-step --retries 0 <in.json >out 2>err &&
+	test_contains err "the connection was reset before the end of the answer" &&
+	! test -s out
+'
+
+test_expect_success 'hostile: a status below 100 is not taken for a 1xx' '
+	hostile zero "HTTP/1.1 099 X\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: LEN\r\n\r\nBODY" \
+		"the answer'\''s status (099) is not one HTTP has"
+'
+
+test_expect_success 'hostile: a NUL byte in the head is refused' '
+	hostile nul "HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: LEN\r\n\r\nBODY" \
+		"the answer'\''s head holds a NUL byte"
+'
+
+test_expect_success 'hostile: an answer with a length and chunks is not kept alive after' '
+	cb=$(call) &&
+	c=$(printf %x ${#cb}) &&
+	body=$cb wire "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n$c\r\nBODY\r\n0\r\n\r\n" >script &&
+	echo "{\"content\": \"second\"}" >>script &&
+	start_model script &&
+	mkfifo in &&
+	{ agent-step --until-done --retries 0 <in >out & } &&
+	pid=$! &&
+	test_when_finished "kill $pid 2>/dev/null || :" &&
+	exec 3>in &&
+	user "one" >&3 &&
+	wait_for out 1 &&
+	echo "{\"role\":\"tool\",\"tool_call_id\":\"t1\",\"content\":\"1\"}" >&3 &&
+	exec 3>&- &&
+	wait $pid &&
+	jq -s -e "length == 2 and .[1].content == \"second\"" out &&
+	test "$(jq -s "map(.conn) | unique | length" requests.jsonl)" = 2
+'
+
+test_expect_success 'a chunk size with leading zeros past 12 digits' '
+	c=$(printf %016x ${#answer}) &&
+	wire "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n$c\r\nBODY\r\n0000000000000000\r\n\r\n" >script &&
+	start_model script &&
+	user hi | agent-step >out &&
+	jq -e ".content == \"wire ok\"" out
+'
+
+test_expect_success 'hostile: the key echoed where a message cuts the server'\''s bytes short is still not shown' '
+	key=mysecretkeyvalue0123456789abcdef &&
+	x=xxxxxxxxxxxxxxxxxxxxxxxxxxxxx &&
+	wire "$x$key\r\n\r\n" close >script &&
+	wire "HTTP/1.1 200 OK\r\nTransfer-Encoding: $x$x$key\r\n\r\n" close >>script &&
+	start_model script &&
+	user hi >in.json &&
+	AGENT_API_KEY=$key test_expect_code 7 agent-step --retries 1 <in.json 2>err &&
+	test_contains err "does not begin as HTTP/1.x does" &&
+	test_contains err "Transfer-Encoding is" &&
+	! grep -q mysecret err
+'
+
+# a server that answers 413 to the head of the request and closes, not
+# reading its body
+# shellcheck disable=SC2034 # used in the test bodies
+early='
+import socket, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1)
+open("port", "w").write(str(s.getsockname()[1]))
+b = b"{\"error\":{\"message\":\"request too large\",\"type\":\"invalid_request_error\"}}"
+c = s.accept()[0]
+h = b""
+while b"\r\n\r\n" not in h:
+    h += c.recv(65536)
+c.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\n"
+          b"Content-Length: %d\r\n\r\n%s" % (len(b), b))
+time.sleep(0.2)
+c.close()
+time.sleep(60)
+'
+
+test_expect_success 'an answer sent before the request was read whole (413), then a close, is read' '
+	rm -f port &&
+	{ python3 -c "$early" & } &&
+	echo $! >>"$SCRATCH/.servers" &&
+	wait_until 20 test -s port &&
+	python3 -c "import json; print(json.dumps({\"role\": \"user\", \"content\": \"x\" * 8000000}))" >big.json &&
+	AGENT_BASE_URL=http://127.0.0.1:$(cat port)/v1 \
+		test_expect_code 6 agent-step --retries 0 <big.json 2>err &&
+	test_contains err "413: request too large"
+'
+
+test_done
