@@ -27,6 +27,24 @@ call() {
 	echo '{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"bash","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}'
 }
 
+# two_turns: agent-step --until-done over the script, whose first answer
+# is the tool call t1: it gets its result, and out holds both answers.
+two_turns() {
+	mkfifo in &&
+	{ agent-step --until-done --retries 0 <in >out & } &&
+	tt_pid_=$! &&
+	exec 3>in &&
+	if user "one" >&3 && wait_for out 1 && sleep 0.2 &&
+		echo '{"role":"tool","tool_call_id":"t1","content":"1"}' >&3
+	then
+		exec 3>&- && wait "$tt_pid_"
+	else
+		exec 3>&-
+		kill "$tt_pid_" 2>/dev/null
+		return 1
+	fi
+}
+
 test_expect_success 'a plain http:// URL: libcurl is not loaded' '
 	echo "{\"delay\": 1, \"content\": \"late\"}" >script &&
 	start_model script &&
@@ -87,17 +105,7 @@ test_expect_success 'a kept connection the server closed: the next request goes 
 	body=$(call) wire "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: LEN\r\n\r\nBODY" close >script &&
 	echo "{\"content\": \"second\"}" >>script &&
 	start_model script &&
-	mkfifo in &&
-	{ agent-step --until-done --retries 0 <in >out & } &&
-	pid=$! &&
-	test_when_finished "kill $pid 2>/dev/null || :" &&
-	exec 3>in &&
-	user "one" >&3 &&
-	wait_for out 1 &&
-	sleep 0.2 &&
-	echo "{\"role\":\"tool\",\"tool_call_id\":\"t1\",\"content\":\"1\"}" >&3 &&
-	exec 3>&- &&
-	wait $pid &&
+	two_turns &&
 	jq -s -e "length == 2 and .[0].tool_calls[0].id == \"t1\" and
 		.[1].content == \"second\"" out &&
 	test "$(jq -s "map(.conn) | unique | length" requests.jsonl)" = 2
@@ -231,16 +239,7 @@ test_expect_success 'hostile: an answer with a length and chunks is not kept ali
 	body=$cb wire "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n$c\r\nBODY\r\n0\r\n\r\n" >script &&
 	echo "{\"content\": \"second\"}" >>script &&
 	start_model script &&
-	mkfifo in &&
-	{ agent-step --until-done --retries 0 <in >out & } &&
-	pid=$! &&
-	test_when_finished "kill $pid 2>/dev/null || :" &&
-	exec 3>in &&
-	user "one" >&3 &&
-	wait_for out 1 &&
-	echo "{\"role\":\"tool\",\"tool_call_id\":\"t1\",\"content\":\"1\"}" >&3 &&
-	exec 3>&- &&
-	wait $pid &&
+	two_turns &&
 	jq -s -e "length == 2 and .[1].content == \"second\"" out &&
 	test "$(jq -s "map(.conn) | unique | length" requests.jsonl)" = 2
 '
