@@ -656,6 +656,35 @@ out:
 	return r < 0 ? r : 0;
 }
 
+/* The answer, its status line on: 0 when it came whole (*keep: the
+ * connection may serve the next request), or HTTP_FAILED / HTTP_STOPPED. */
+static int
+read_answer(struct xfer *x, long *status, int *keep)
+{
+	struct framing f;
+	int r;
+
+	*keep = 0;
+	r = read_head(x, &f, status);
+	if (r == 0 && f.status != 204 && f.status != 304) {
+		if (f.chunked)
+			r = read_chunks(x);
+		else
+			r = read_body(x, f.length);
+	}
+	if (r < 0)
+		return r;
+	/* kept only when the answer ended where its framing said, with
+	 * nothing after it */
+	*keep = !f.close && !x->eof && x->pos == x->len &&
+		/* both: which framing the server meant is not known
+		 * (RFC 9112, 6.3) */
+		!(f.chunked && f.length >= 0) &&
+		(f.chunked || f.length >= 0 || f.status == 204 ||
+		 f.status == 304);
+	return 0;
+}
+
 /* Is the kept connection still open, nothing unasked for waiting on it? */
 static int
 still_open(int fd)
@@ -671,8 +700,7 @@ http_post(struct http *h, const char *const *headers, const char *flat,
 	  size_t errsize)
 {
 	struct xfer x;
-	struct framing f;
-	int r, tries, reused, cut = 0;
+	int r, tries, reused, keep, cut = 0;
 
 	memset(&x, 0, sizeof x);
 	x.h = h;
@@ -715,20 +743,27 @@ http_post(struct http *h, const char *const *headers, const char *flat,
 		}
 		return r;
 	}
-	r = read_head(&x, &f, status);
-	if (r == 0 && f.status != 204 && f.status != 304) {
-		if (f.chunked)
-			r = read_chunks(&x);
-		else
-			r = read_body(&x, f.length);
-	}
-	/* kept only when the answer ended where its framing said, with
-	 * nothing after it */
-	if (r < 0 || cut || f.close || x.eof || x.pos != x.len ||
-	    /* both: which framing the server meant is not known
-	     * (RFC 9112, 6.3) */
-	    (f.chunked && f.length >= 0) ||
-	    (!f.chunked && f.length < 0 && f.status != 204 && f.status != 304))
+	r = read_answer(&x, status, &keep);
+	if (r < 0 || cut || !keep)
 		drop(h);
-	return r < 0 ? r : 0;
+	return r;
+}
+
+int
+http_read(int fd, const struct http_io *io, long *status, int *keep,
+	  char *errbuf, size_t errsize)
+{
+	struct http h;
+	struct xfer x;
+
+	memset(&h, 0, sizeof h);
+	h.fd = fd;
+	memset(&x, 0, sizeof x);
+	x.h = &h;
+	x.io = io;
+	x.errbuf = errbuf;
+	x.errsize = errsize;
+	errbuf[0] = '\0';
+	*status = 0;
+	return read_answer(&x, status, keep);
 }

@@ -117,6 +117,11 @@ void http_free(struct http *h);
 int http_post(struct http *h, const char *const *headers, const char *flat,
 	      size_t len, const struct http_io *io, long *status,
 	      char *errbuf, size_t errsize);
+/* Reads one answer from fd (a connected stream socket) as http_post reads
+ * it: the same returns; *keep, whether the connection could serve the
+ * next request.  For the fuzz target. */
+int http_read(int fd, const struct http_io *io, long *status, int *keep,
+	      char *errbuf, size_t errsize);
 
 /* --- model.c ------------------------------------------------------------ */
 
