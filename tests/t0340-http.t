@@ -7,9 +7,10 @@
 AGENT_MODEL=test-model
 export AGENT_MODEL
 user() { jq -nc --arg c "$1" '{role: "user", content: $c}'; }
-# wire BODY-HEAD... : a script line answering with these bytes as they are
-# (python's escapes: \r, \n, \x1b), the JSON body of an answer appended
-# where the text BODY stands, its length where LEN stands.
+# wire BYTES [close|reset]: a script line answering with these bytes as
+# they are (python's escapes: \r, \n, \x1b), the JSON body of an answer
+# ($body, else $answer) where the text BODY stands, its length where LEN
+# stands; then the connection closed, or reset, if asked.
 answer='{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"wire ok"},"finish_reason":"stop"}]}'
 wire() {
 	python3 -c '
@@ -122,10 +123,10 @@ test_expect_success 'Retry-After as an HTTP date is honoured' '
 	jq -e ".content == \"now\"" out
 '
 
-# hostile NAME WIRE MESSAGE: the answer is refused with MESSAGE, exit 7,
-# after no retry.
+# hostile NAME WIRE MESSAGE [reset]: the answer WIRE, then the connection
+# closed (or reset), is refused with MESSAGE, exit 7, after no retry.
 hostile() {
-	wire "$2" close >script &&
+	wire "$2" "${4:-close}" >script &&
 	start_model script &&
 	user hi >in.json &&
 	test_expect_code 7 agent-step --retries 0 <in.json >out 2>err &&
@@ -215,12 +216,8 @@ test_expect_success 'hostile configuration: a line end in the API key is refused
 
 test_expect_success 'hostile: an answer to the end of the connection cut by a reset is not taken whole' '
 	half=$(printf %s "$answer" | head -c 60) &&
-	body=$half wire "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\nBODY" reset >script &&
-	start_model script &&
-	user hi >in.json &&
-	test_expect_code 7 agent-step --retries 0 <in.json >out 2>err &&
-	test_contains err "the connection was reset before the end of the answer" &&
-	! test -s out
+	body=$half hostile cut "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\nBODY" \
+		"the connection was reset before the end of the answer" reset
 '
 
 test_expect_success 'hostile: a status below 100 is not taken for a 1xx' '
