@@ -13,7 +13,6 @@
  * size line to 1 KB; what the caller keeps of the body is its own bound. */
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -369,21 +368,16 @@ out:
 	return r;
 }
 
-/* More of the answer into x->in: 1, or 0 at its end (x->eof), or
- * HTTP_FAILED / HTTP_STOPPED. */
+/* More of the answer into x->in, once all of it was parsed (its callers
+ * take every byte before they ask for more): 1, or 0 at its end (x->eof),
+ * or HTTP_FAILED / HTTP_STOPPED. */
 static int
 fill(struct xfer *x)
 {
 	ssize_t n;
 	int r;
 
-	if (x->pos == x->len)
-		x->pos = x->len = 0;
-	if (x->pos && x->len == sizeof x->in) {
-		memmove(x->in, x->in + x->pos, x->len - x->pos);
-		x->len -= x->pos;
-		x->pos = 0;
-	}
+	x->pos = x->len = 0;
 	for (;;) {
 		n = recv(x->h->fd, x->in + x->len, sizeof x->in - x->len, 0);
 		if (n > 0) {
@@ -662,11 +656,12 @@ static int
 read_answer(struct xfer *x, long *status, int *keep)
 {
 	struct framing f;
-	int r;
+	int r, bodiless;
 
 	*keep = 0;
 	r = read_head(x, &f, status);
-	if (r == 0 && f.status != 204 && f.status != 304) {
+	bodiless = f.status == 204 || f.status == 304;
+	if (r == 0 && !bodiless) {
 		if (f.chunked)
 			r = read_chunks(x);
 		else
@@ -680,8 +675,7 @@ read_answer(struct xfer *x, long *status, int *keep)
 		/* both: which framing the server meant is not known
 		 * (RFC 9112, 6.3) */
 		!(f.chunked && f.length >= 0) &&
-		(f.chunked || f.length >= 0 || f.status == 204 ||
-		 f.status == 304);
+		(f.chunked || f.length >= 0 || bodiless);
 	return 0;
 }
 
