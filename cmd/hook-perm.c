@@ -76,39 +76,18 @@ struct perm {
 static int
 read_project(struct perm *pm, char **text, size_t *len, struct ah_error *err)
 {
-	char dir[PATH_MAX + 16], name[PATH_MAX + 64];
-	struct stat st;
-	int dfd, fd, rc;
+	char name[PATH_MAX + 64];
+	int fd, rc;
 
 	*text = NULL;
 	*len = 0;
-	snprintf(dir, sizeof dir, "%s/.agent", pm->workdir);
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0) {
-		if (errno == ENOENT)
-			return 0;
-		if (errno == ELOOP || errno == ENOTDIR)
-			return ah_fail(err, AH_EIO, "'%s' is a symbolic link or "
-				       "not a directory: no policy is read "
-				       "through it", dir);
-		return ah_fail_errno(err, errno, "cannot open '%s'", dir);
-	}
-	fd = openat(dfd, "policy.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-		    O_CLOEXEC);
-	close(dfd);
+	/* as every file under .agent: no link followed (agent_open) */
+	fd = agent_open(pm->project, "policy ", O_RDONLY, 0, err);
 	if (fd < 0) {
-		if (errno == ENOENT)
+		if (errno == ENOENT && err->code == AH_EIO)
 			return 0;
-		if (errno == ELOOP)
-			return ah_fail(err, AH_EIO, "policy '%s' is a symbolic "
-				       "link: refusing to follow it", pm->project);
-		return ah_fail_errno(err, errno, "cannot open policy '%s'",
-				     pm->project);
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return ah_fail(err, AH_EIO, "policy '%s' is not a regular file",
-			       pm->project);
+		err->code = AH_EIO; /* a policy that cannot be read (exit 3) */
+		return -1;
 	}
 	snprintf(name, sizeof name, "policy '%s'", pm->project);
 	rc = fd_read(fd, name, 4u << 20, text, len, err);

@@ -776,7 +776,8 @@ int write_all(int fd, const char *p, size_t len);
 
 /* Reads the whole file at path, at most max bytes (a larger file is an
  * AH_ETOOBIG error).  Returns 1 and sets *data and *len (NUL-terminated,
- * the caller frees), 0 when the file does not exist, -1 on error. */
+ * the caller frees), 0 when the file does not exist, -1 on error.  A
+ * path under .agent is opened with agent_open (no link followed). */
 int file_read(const char *path, size_t max, char **data, size_t *len,
 	      struct ah_error *err);
 
@@ -791,7 +792,8 @@ int fd_read(int fd, const char *name, size_t max, char **data, size_t *len,
  * random name, O_CREAT | O_EXCL | O_NOFOLLOW: nothing planted there is
  * ever opened), fsyncs it, renames it over path and fsyncs the directory;
  * on failure the temporary file is removed.  An existing file keeps its
- * permission bits but for set-user-ID and set-group-ID. */
+ * permission bits but for set-user-ID and set-group-ID.  The directory of
+ * a path under .agent is opened with agent_open_dir (no link followed). */
 int file_replace(const char *path, const void *data, size_t len,
 		 struct ah_error *err);
 
@@ -803,7 +805,10 @@ int file_replace(const char *path, const void *data, size_t len,
  * component after it are opened beneath the one before without
  * following symbolic links (O_DIRECTORY|O_NOFOLLOW, the file O_NOFOLLOW)
  * and ".." there is refused; what comes before .agent is resolved as
- * usual.  With O_CREAT a missing .agent is made (0777 less the umask).
+ * usual.  With O_CREAT the missing directories are made, beneath the one
+ * before (.agent 0777, those under it 0700, less the umask).  Every file
+ * the harness reads or writes under .agent is opened through it (or
+ * agent_open_dir), at any depth.
  * Any other path: its last component is not followed.  In both cases
  * the file must be a regular file: a symbolic link, a FIFO, a device, a
  * socket or a directory is an AH_EFORMAT error naming the path, found
@@ -813,6 +818,22 @@ int file_replace(const char *path, const void *data, size_t len,
  * in messages.  Returns the descriptor (blocking), or -1. */
 int agent_open(const char *path, const char *what, int flags, mode_t mode,
 	       struct ah_error *err);
+
+/* The directory path, opened O_RDONLY | O_DIRECTORY (for flock, fsync
+ * and the *at calls): under .agent, walked as agent_open walks it (no
+ * link followed from .agent on, ".." refused), the missing directories
+ * made when create; any other path opened as usual.  -1 on error. */
+int agent_open_dir(const char *path, int create, struct ah_error *err);
+
+/* --- self.c: the harness's own programs, never found on PATH ---------- */
+
+/* The path of the harness's program name (agent-run, agent-step, ...):
+ * name in the directory of the running program (/proc/self/exe), read
+ * at the first call and kept.  PATH is never searched.  path gets at
+ * most size bytes.  0, or -1 when that file is not there or cannot be
+ * run. */
+int harness_program(const char *name, char *path, size_t size,
+		    struct ah_error *err);
 
 /* --- path.c: files the model names, kept inside the working directory -- */
 
@@ -999,6 +1020,7 @@ struct task_opts {
 				 asks (AGENT_TTY); "" for none */
 	const struct proc_helper *helper; /* the sandbox helper, our child:
 				 not a process a child left; or NULL */
+	char agent_run[4096]; /* the agent-run beside us (harness_program) */
 };
 
 /* One task call: the caller sets id and args (the JSON text the model
@@ -1017,7 +1039,8 @@ struct task {
  * TASK_DEPTH_LIMIT is clamped to it, and said in o->clamped. */
 int task_config(struct task_opts *o, struct ah_error *err);
 
-/* Nonzero when the depth allows a child: depth < max_depth. */
+/* Nonzero when the depth allows a child (depth < max_depth) and there is
+ * an agent-run beside us to run it. */
 int task_offered(const struct task_opts *o);
 
 /* Runs the n task calls: each call is checked, then run as
