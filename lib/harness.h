@@ -415,6 +415,21 @@ struct reply_call {
 /* The API a model speaks. */
 enum model_api { API_CHAT, API_ANTHROPIC };
 
+/* What the stop or finish reason of an answer means, as each API's
+ * table (agent-step(1), STOP REASONS) says: a reason not in the table is
+ * END_UNKNOWN, and only END_NONE, END_DONE and END_CALLS are answers. */
+enum reply_end {
+	END_NONE,     /* no reason came */
+	END_DONE,     /* the answer is whole */
+	END_CALLS,    /* it ends with tool calls */
+	END_LENGTH,   /* cut at the most tokens of an answer */
+	END_FILTERED, /* withheld by a content filter */
+	END_REFUSED,  /* the model refused */
+	END_CONTEXT,  /* the context window is full */
+	END_FAILED,   /* the API says the answer failed (end_why says how) */
+	END_UNKNOWN,  /* a reason the table does not have */
+};
+
 struct reply {
 	struct buf content, reasoning, refusal;
 	int has_content;
@@ -425,7 +440,11 @@ struct reply {
 	char block_type[24];  /*   and its type */
 	struct reply_call *calls;
 	int ncalls;
-	char finish[32];      /* finish_reason, "" when none came */
+	char finish[64];      /* the API's stop or finish reason as it came
+			       * (cut), "" when none came */
+	enum reply_end end;   /* what finish means */
+	const char *end_why;  /* END_FAILED: what the table says of it */
+	struct buf why;       /* a refusal's category and explanation */
 	cJSON *usage;         /* the API's usage object, or NULL */
 	cJSON *error;         /* an error the API sent instead, or NULL */
 	int done;             /* [DONE] came, or the answer was whole */
