@@ -639,6 +639,35 @@ int policy_is_trusted(const char *file, const char *text, size_t len,
 int policy_trust(const char *file, const char *text, size_t len,
 		 struct ah_error *err);
 
+/* --- cctool.c: other agents' tool calls, and their hooks' answers ---- */
+
+/* The agents whose PreToolUse hooks hook-perm --format answers. */
+enum { HOOK_AGENT_CLAUDE, HOOK_AGENT_CODEX, HOOK_AGENT_GEMINI };
+
+/* HOOK_AGENT_* for "claude", "codex" or "gemini"; -1 for another name. */
+int hook_agent(const char *name);
+/* The absolute form of path (relative to workdir, an absolute path)
+ * with "." and ".." taken out as text; *inside: it is workdir or under
+ * it.  NULL when out of memory. */
+char *hook_path_in(const char *path, const char *workdir, int *inside);
+/* A tool call of agent (tool_name, tool_input) as ours: *tool our name
+ * (or name, for a tool we do not know, borrowed from the arguments or
+ * a constant), and the arguments returned: file paths as "path"
+ * (relative to workdir when inside it), a command line as "command".
+ * NULL when out of memory. */
+cJSON *hook_our_call(int agent, const char *name, const cJSON *input,
+		     const char *workdir, const char **tool);
+/* One of our calls as Claude Code names it: *name (borrowed), and the
+ * input returned, with absolute "file_path"s and a timeout in
+ * milliseconds.  NULL when out of memory. */
+cJSON *hook_cc_call(const char *tool, const cJSON *args, const char *workdir,
+		    const char **name);
+/* What agent's PreToolUse hook prints for a decision (DECIDE_*): one
+ * line of JSON without newline, or "" when nothing is to be printed
+ * (Codex: an allow).  Codex can neither allow nor ask: an ask is a
+ * deny.  NULL when out of memory. */
+char *hook_answer(int agent, int decision, const char *reason);
+
 /* --- policysrv.c: the compiled rules, kept for other processes ------- */
 
 /* Creates the socket at path, for this user only; it must not exist. */
