@@ -531,7 +531,8 @@ decide(struct perm *pm, cJSON *call, struct ah_error *err)
 	const char *tool = call_name(call), *dupkey = NULL;
 	cJSON *args = call_arguments(call), *input = NULL;
 	struct verdict v = { 0 };
-	int rc = -1;
+	char *why = NULL;
+	int rc = -1, bad;
 
 	if (!args) {
 		v.decision = DECIDE_DENY;
@@ -544,6 +545,15 @@ decide(struct perm *pm, cJSON *call, struct ah_error *err)
 		snprintf(v.rule, sizeof v.rule, "duplicate-keys");
 		snprintf(v.reason, sizeof v.reason, "the arguments give the key "
 			 "'%.100s' more than once", dupkey);
+	} else if ((bad = tool_args_check(tool, args, &why)) != 0) {
+		/* before any question: the user would be shown keys the
+		 * tool ignores (read_only with a Cyrillic o) */
+		if (bad < 0)
+			goto nomem;
+		v.decision = DECIDE_DENY;
+		snprintf(v.rule, sizeof v.rule, "schema");
+		snprintf(v.reason, sizeof v.reason, "the arguments do not fit "
+			 "the tool's schema: %s", why);
 	} else {
 		input = policy_input(tool, args, call_id(call), pm->workdir);
 		if (!input)
@@ -564,6 +574,7 @@ decide(struct perm *pm, cJSON *call, struct ah_error *err)
 nomem:
 	ah_fail(err, AH_ENOMEM, "out of memory");
 out:
+	free(why);
 	cJSON_Delete(input);
 	cJSON_Delete(args);
 	return rc;

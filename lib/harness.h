@@ -108,6 +108,7 @@ size_t utf8_strip(const char *s, size_t n, size_t *start);
 enum {
 	TERM_KEEP_LINES = 1, /* newlines and tabs pass as they are */
 	TERM_SHOW_HIDDEN = 2, /* invisible characters as \u{XXXX} too */
+	TERM_ASCII = 4, /* every character past ASCII as \u{XXXX} */
 };
 
 /* A copy of s[0..n) that is safe to write to a terminal: nothing in it
@@ -1019,6 +1020,15 @@ enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };
 /* The tool definitions, a JSON array in Chat Completions form; with_task:
  * the task tool too (task_offered). */
 const char *tool_schema(int with_task);
+
+/* Checks the arguments of a call of tool (an object) against its schema
+ * (share/tools.json, share/task.json), which allows no other key: 0 when
+ * they fit, or when tool is none of ours (not judged here); 1 with *why
+ * set (the caller frees) to what does not fit: a key the tool does not
+ * take (shown in ASCII, so that a look-alike letter shows), a value of
+ * the wrong type, a required key missing; -1 when out of memory.  A null
+ * value counts as absent. */
+int tool_args_check(const char *tool, const cJSON *args, char **why);
 
 /* Does now what the first bash call would otherwise wait for: the limits'
  * cgroups, the sandbox's temporary directory and .git search, and the

@@ -455,8 +455,18 @@ child_start(const struct task_opts *o, struct task *t, struct child *c,
 		rc = asprintf(&t->result, "Error: arguments for task give the "
 			      "key '%.100s' more than once.", dup) < 0
 			     ? -1 : TOOL_ERROR;
-	else
-		rc = task_args(args, &prompt, &ro, &t->result);
+	else {
+		char *why = NULL;
+
+		/* the schema allows no other key (tool_args_check) */
+		rc = tool_args_check("task", args, &why);
+		if (rc > 0) {
+			rc = asprintf(&t->result, "Error: %s.", why) < 0 ? -1
+								     : TOOL_ERROR;
+			free(why);
+		} else if (rc == 0)
+			rc = task_args(args, &prompt, &ro, &t->result);
+	}
 	if (rc) {
 		if (rc < 0)
 			t->result = NULL;

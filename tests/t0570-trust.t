@@ -146,4 +146,51 @@ test_expect_success 'a link planted at each file or directory the programs write
 	test "$k" -ge 8
 '
 
+# --- 15: tool arguments against the schema, before any question
+
+# the key read_only with a Cyrillic o (U+043E) in place of the Latin one
+ro_lookalike=$(printf 'read_\320\276nly')
+
+test_expect_success 'hook-perm denies a call with a key its tool does not take, before asking (item 15)' '
+	call_msg task "{\"description\": \"look\", \"prompt\": \"look around\", \"$ro_lookalike\": true}" none >in &&
+	hook-perm --yes <in >out 2>err &&
+	jq -e ".tool_calls[0].permission | .decision == \"deny\" and .rule == \"schema\"" out &&
+	jq -r ".tool_calls[0].permission.reason" out >reason &&
+	test_contains reason "task takes no argument '"'"'read_\\u{043E}nly'"'"'" &&
+	test_contains reason "description, prompt, read_only" &&
+	call_msg bash "{\"command\": \"ls\", \"timeout\": \"10\"}" none >in &&
+	hook-perm --yes <in >out 2>err &&
+	jq -e ".tool_calls[0].permission | .decision == \"deny\" and (.reason | contains(\"'"'"'timeout'"'"' must be a number\"))" out &&
+	call_msg bash "{\"command\": \"ls\", \"timeout\": 10}" none >in &&
+	hook-perm --yes <in >out 2>err &&
+	jq -e ".tool_calls[0].permission.decision == \"allow\"" out
+'
+
+test_expect_success 'tool-exec answers an unknown key with an error, and runs nothing (item 15)' '
+	echo "{\"content\": \"child done\"}" >script &&
+	start_model script && mkdir w &&
+	call_msg task "{\"description\": \"look\", \"prompt\": \"look around\", \"$ro_lookalike\": true}" >in &&
+	(cd w && AGENT_SESSION=s1 tool-exec <../in >../out 2>../err) &&
+	jq -r .content out >got &&
+	test_contains got "Error: task takes no argument '"'"'read_\\u{043E}nly'"'"'" &&
+	test ! -e requests.jsonl &&
+	call_msg write_file "{\"path\": \"f\", \"content\": \"x\", \"mode\": \"0777\"}" >in &&
+	(cd w && tool-exec <../in >../out 2>../err) &&
+	jq -r .content out >got &&
+	test_contains got "Error: write_file takes no argument '"'"'mode'"'"'" &&
+	test ! -e w/f
+'
+
+test_expect_success 'agent-run: the model is told, and can call again as the schema says (item 15)' '
+	{
+		echo "{\"tool_calls\": [{\"name\": \"write_file\", \"arguments\": {\"path\": \"f\", \"content\": \"x\", \"append\": true}}]}" &&
+		echo "{\"tool_calls\": [{\"name\": \"write_file\", \"arguments\": {\"path\": \"f\", \"content\": \"x\"}}]}" &&
+		echo "{\"content\": \"done\"}"
+	} >script &&
+	start_model script && mkdir w &&
+	agent-run -y -C w "go" >answer 2>progress &&
+	jq -s -e "map(select(.role == \"tool\") | .content) | (.[0] | startswith(\"Error: permission denied: the arguments do not fit the tool\")) and (.[1] | startswith(\"Wrote\"))" w/.agent/transcript.jsonl &&
+	test "$(cat w/f)" = x
+'
+
 test_done
