@@ -874,6 +874,35 @@ int agent_open(const char *path, const char *what, int flags, mode_t mode,
  * made when create; any other path opened as usual.  -1 on error. */
 int agent_open_dir(const char *path, int create, struct ah_error *err);
 
+/* --- ask.c: what a person approving a call is shown ------------------ */
+
+struct ask_shown {
+	char *text;   /* the lines to show, each ending in a newline */
+	char *first;  /* the first line that is not blank, at most 100 bytes
+			 of it ("" when there is none) */
+	size_t lines; /* the lines of the text given */
+};
+
+/* s[0..n) as a terminal may show it (utf8_for_terminal: controls as \xnn,
+ * what hides or reorders text as \u{XXXX}, newlines and tabs kept), on
+ * one screen: each run of blank lines (empty, or spaces and tabs only)
+ * becomes one line "[N blank lines]", and past max_lines lines or
+ * max_bytes bytes the rest is replaced by a line that counts it.  Both
+ * strings of *out are the caller's (ask_shown_free).  -1 when out of
+ * memory. */
+int ask_text(const char *s, size_t n, size_t max_lines, size_t max_bytes,
+	     struct ask_shown *out);
+void ask_shown_free(struct ask_shown *s);
+
+/* A unified diff of old (the file as it is) and new (as the call would
+ * leave it), one hunk with three lines of context, headed by path (as
+ * given, not escaped: pass the result through ask_text).  Lines are
+ * compared one by one while the changed part is under 500 lines or so;
+ * past that, all of it is shown removed and added.  *out is the
+ * caller's.  -1 when out of memory. */
+int ask_diff(const char *path, const char *old, size_t olen, const char *new,
+	     size_t nlen, char **out);
+
 /* --- self.c: the harness's own programs, never found on PATH ---------- */
 
 /* The path of the harness's program name (agent-run, agent-step, ...):
