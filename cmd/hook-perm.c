@@ -710,7 +710,7 @@ decide(struct perm *pm, cJSON *call, struct ah_error *err)
 		snprintf(v.rule, sizeof v.rule, "duplicate-keys");
 		snprintf(v.reason, sizeof v.reason, "the arguments give the key "
 			 "'%.100s' more than once", dupkey);
-	} else if ((bad = tool_args_check(tool, args, &why)) != 0) {
+	} else if ((bad = tool_args_check(tool, args, 1, &why)) != 0) {
 		/* before any question: the user would be shown keys the
 		 * tool ignores (read_only with a Cyrillic o) */
 		if (bad < 0)

@@ -1054,10 +1054,11 @@ const char *tool_schema(int with_task);
  * (share/tools.json, share/task.json), which allows no other key: 0 when
  * they fit, or when tool is none of ours (not judged here); 1 with *why
  * set (the caller frees) to what does not fit: a key the tool does not
- * take (shown in ASCII, so that a look-alike letter shows), a value of
- * the wrong type, a required key missing; -1 when out of memory.  A null
- * value counts as absent. */
-int tool_args_check(const char *tool, const cJSON *args, char **why);
+ * take (shown in ASCII, so that a look-alike letter shows), and with all
+ * a value of the wrong type or a required key missing; -1 when out of
+ * memory.  A null value counts as absent. */
+int tool_args_check(const char *tool, const cJSON *args, int all,
+		    char **why);
 
 /* Does now what the first bash call would otherwise wait for: the limits'
  * cgroups, the sandbox's temporary directory and .git search, and the

@@ -459,7 +459,7 @@ child_start(const struct task_opts *o, struct task *t, struct child *c,
 		char *why = NULL;
 
 		/* the schema allows no other key (tool_args_check) */
-		rc = tool_args_check("task", args, &why);
+		rc = tool_args_check("task", args, 0, &why);
 		if (rc > 0) {
 			rc = asprintf(&t->result, "Error: %s.", why) < 0 ? -1
 								     : TOOL_ERROR;

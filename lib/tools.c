@@ -93,7 +93,7 @@ has_type(const cJSON *v, const char *type)
 }
 
 int
-tool_args_check(const char *tool, const cJSON *args, char **why)
+tool_args_check(const char *tool, const cJSON *args, int all, char **why)
 {
 	const cJSON *params = tool_params(tool), *props, *req, *a, *p, *type;
 	struct buf names = BUF_INIT(0);
@@ -128,7 +128,7 @@ tool_args_check(const char *tool, const cJSON *args, char **why)
 			goto out;
 		}
 		type = cJSON_GetObjectItemCaseSensitive(p, "type");
-		if (!cJSON_IsNull(a) && cJSON_IsString(type) &&
+		if (all && !cJSON_IsNull(a) && cJSON_IsString(type) &&
 		    !has_type(a, type->valuestring)) {
 			rc = asprintf(why, "%s: '%s' must be %s %s", tool,
 				      a->string, strchr("aeiou",
@@ -138,7 +138,7 @@ tool_args_check(const char *tool, const cJSON *args, char **why)
 		}
 	}
 	cJSON_ArrayForEach(p, req) {
-		if (!cJSON_IsString(p))
+		if (!all || !cJSON_IsString(p))
 			continue;
 		a = cJSON_GetObjectItemCaseSensitive(args, p->valuestring);
 		if (!a || cJSON_IsNull(a)) {
@@ -913,11 +913,12 @@ tool_call(const struct tool_ctx *ctx, const char *name, const char *argstr,
 	}
 	/* the schema allows no other key: one that a person approving the
 	 * call would read as another (read_only with a Cyrillic o) is an
-	 * error, not ignored */
+	 * error, not ignored (types and required keys: each tool's own
+	 * checks say more) */
 	{
 		char *why = NULL;
 
-		rc = tool_args_check(name, args, &why);
+		rc = tool_args_check(name, args, 0, &why);
 		if (rc) {
 			cJSON_Delete(args);
 			if (rc < 0)

@@ -149,6 +149,7 @@ test_expect_success 'a link planted at each file or directory the programs write
 # --- 15: tool arguments against the schema, before any question
 
 # the key read_only with a Cyrillic o (U+043E) in place of the Latin one
+# shellcheck disable=SC2034 # used in the test bodies
 ro_lookalike=$(printf 'read_\320\276nly')
 
 test_expect_success 'hook-perm denies a call with a key its tool does not take, before asking (item 15)' '
@@ -199,14 +200,14 @@ test_expect_success 'agent-run: the model is told, and can call again as the sch
 # its own (answered n); what the terminal showed is in tty
 ask_tty() {
 	call_msg "$1" "$2" none >in &&
-	"$TEST_DIR/pty-run.py" "hook-perm <in >out" n >tty
+	"$TEST_DIR/pty-run.py" "hook-perm <in >out" n >./tty
 }
 
 test_expect_success 'the question collapses blank lines and repeats the first line next to Allow? (item 14)' '
 	cmd=$(printf "rm -rf src tests"; i=0; while [ $i -lt 150 ]; do printf "\n"; i=$((i + 1)); done; printf "make test") &&
 	ask_tty bash "$(jq -nc --arg c "$cmd" "{command: \$c}")" &&
-	test_contains tty "[149 blank lines]" &&
-	test_contains tty "make test" &&
+	test_contains ./tty "[149 blank lines]" &&
+	test_contains ./tty "make test" &&
 	test_grep "rm -rf src tests .*Allow? " tty &&
 	test "$(wc -l <tty)" -lt 15 &&
 	jq -e ".tool_calls[0].permission.decision == \"deny\"" out
@@ -223,12 +224,12 @@ test_expect_success 'a long command is cut, with the count of what is not shown 
 test_expect_success 'write_file and edit_file are shown as a diff of the file (item 14)' '
 	printf "one\ntwo\nthree\nfour\nfive\nsix\nseven\n" >f.txt &&
 	ask_tty edit_file "{\"path\": \"f.txt\", \"old_string\": \"four\", \"new_string\": \"FOUR\\nmore\"}" &&
-	test_contains tty "@@ -1,7 +1,8 @@" &&
+	test_contains ./tty "@@ -1,7 +1,8 @@" &&
 	test_grep "^ *-four" tty && test_grep "^ *+FOUR" tty && test_grep "^ *+more" tty &&
 	test_grep "^ *one" tty &&
 	test_grep "edit_file f.txt -- Allow? " tty &&
 	ask_tty write_file "{\"path\": \"f.txt\", \"content\": \"one\\ntwo\\n\"}" &&
-	test_contains tty "@@ -1,7 +1,2 @@" &&
+	test_contains ./tty "@@ -1,7 +1,2 @@" &&
 	test_grep "^ *-seven" tty &&
 	test "$(cat f.txt)" = "$(printf "one\ntwo\nthree\nfour\nfive\nsix\nseven")"
 '
