@@ -1,4 +1,5 @@
 /* Unit tests of lib/shsplit.c: each line a command and what it splits to. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,10 +82,54 @@ static const char *const complex_cases[] = {
 	"ssh host rm x", "$'\\x73udo' id",
 };
 
+/* With --filter: each line of stdin a JSON string, a command line; each
+ * line of stdout what the splitter makes of it (tests/shdiff.py, the
+ * differential test against bash, reads it). */
+static int
+filter(void)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int rc = 0;
+
+	while ((len = getline(&line, &cap, stdin)) > 0) {
+		cJSON *in = cJSON_ParseWithLength(line, (size_t)len), *o;
+		char *out;
+
+		if (!cJSON_IsString(in)) {
+			fprintf(stderr, "shsplit: not a JSON string: %s", line);
+			cJSON_Delete(in);
+			rc = 1;
+			break;
+		}
+		o = shell_split(in->valuestring);
+		out = o ? cJSON_PrintUnformatted(o) : NULL;
+		if (!out) {
+			fprintf(stderr, "shsplit: out of memory\n");
+			rc = 1;
+		} else
+			printf("%s\n", out);
+		free(out);
+		cJSON_Delete(o);
+		cJSON_Delete(in);
+		if (rc)
+			break;
+		fflush(stdout);
+	}
+	free(line);
+	if (fflush(stdout) || ferror(stdout))
+		rc = 1;
+	return rc;
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	size_t i;
+
+	if (argc > 1 && !strcmp(argv[1], "--filter"))
+		return filter();
 
 	for (i = 0; i < sizeof cases / sizeof *cases; i++) {
 		cJSON *o = shell_split(cases[i].cmd);
