@@ -950,8 +950,16 @@ shell_c(struct sp *p, const struct words *v, size_t i, const char *name)
 				k++;
 		}
 	}
-	if (!c || k >= v->n)
+	if (c && k >= v->n) {
+		/* xargs sh -c: the command string comes from the input */
+		p->complex = 1;
+		p->dyncmd = 1;
 		return;
+	}
+	if (!c)
+		return;
+	if (p->strict && strstr(v->w[k], "{}"))
+		p->complex = 1; /* find -exec sh -c 'x {}': a file's name */
 	if (v->dyn[k])
 		p->complex = 1;
 	else if (p->strict)
@@ -1757,9 +1765,9 @@ st_split(const char *cmd, int roundtrip, cJSON **out, int *dyncmd)
 	/* The round trip: the commands, each word quoted, read again, are
 	 * the same words; a word dropped or invented on the way is not. */
 	if (!roundtrip) {
-		if (st_render(p.written, &r) < 0 || !r.data)
+		if (st_render(p.written, &r) < 0)
 			goto out;
-		k = st_split(r.data, 1, &back, dyncmd);
+		k = st_split(r.data ? r.data : "", 1, &back, dyncmd);
 		if (k < 0)
 			goto out;
 		if (!k || !cJSON_Compare(cJSON_GetObjectItemCaseSensitive(back,
