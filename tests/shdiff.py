@@ -175,7 +175,8 @@ def split(prog, lines):
     data = "".join(json.dumps(x) + "\n" for x in lines)
     p = subprocess.run([prog, "--filter"], input=data.encode(),
                        stdout=subprocess.PIPE, check=True)
-    return [json.loads(x) for x in p.stdout.decode().splitlines()]
+    return [json.loads(x) for x in
+            p.stdout.decode("utf-8", "surrogateescape").splitlines()]
 
 
 class Oracle:
@@ -223,8 +224,14 @@ class Oracle:
         self.bash = real_bash
         self.n = itertools.count()
 
-    def run(self, line, mode):
-        d = os.path.join(self.root, "%s%d" % (mode, next(self.n)))
+    def both(self, line):
+        """The line run as bash -c, then as tool-exec has bash run it, in
+        the same directory."""
+        k = next(self.n)
+        return self.run(line, "c", k), self.run(line, "w", k)
+
+    def run(self, line, mode, k):
+        d = os.path.join(self.root, "%d" % k)
         work, log, trace = d + "/w", d + "/log", d + "/trace"
         for x in (work, log, trace):
             os.makedirs(x)
@@ -371,7 +378,7 @@ def findings_of(prog, oracle, lines, workers):
 
     def one(item):
         ln, o = item
-        runs = (oracle.run(ln, "c"), oracle.run(ln, "w"))
+        runs = oracle.both(ln)
         return ln, o, check(o, runs)
 
     with ThreadPoolExecutor(max_workers=workers) as ex:
@@ -385,7 +392,7 @@ def minimise(prog, oracle, line):
         o = split(prog, [x])[0]
         if o["complex"]:
             return False
-        return bool(check(o, (oracle.run(x, "c"), oracle.run(x, "w"))))
+        return bool(check(o, oracle.both(x)))
 
     changed = True
     while changed:
