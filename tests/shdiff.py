@@ -79,6 +79,7 @@ SEEDS = [
     "echo a # b \\\ntouch p", "ls; # note\ntouch p", "echo ${#x} $1 $@ $?",
     "printf -v 'a[$(touch p)]' x", "echo $'\\x73udo'", "echo 'a\\\nb'",
     "xargs sh -c", "echo x | xargs -n1 sh -c", "find . -exec sh -c {} \\;",
+    "sh -xc \"touch p\"", "bash -c 'touch p' && ls",
 ]
 
 WORDS = ["a", "x", "f", "p", "-rf", "/", "-c", "-n", "1", "-v", "status",
@@ -219,7 +220,9 @@ class Oracle:
                 os.symlink(real, os.path.join(self.stubs, name))
         self.bash_env = os.path.join(root, "bash_env")
         with open(self.bash_env, "w") as f:
-            f.write("exec 99>>\"$SHDIFF_TRACE/$$\"; BASH_XTRACEFD=99; "
+            # (set +x first: bash -x would trace these lines too)
+            f.write("set +x 2>/dev/null\n"
+                    "exec 99>>\"$SHDIFF_TRACE/$$\"; BASH_XTRACEFD=99; "
                     "PS4=$'\\x1e'; set -x\n")
         self.bash = real_bash
         self.n = itertools.count()
