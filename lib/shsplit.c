@@ -699,6 +699,10 @@ in_list(const char *w, const char *const *list)
 	return 0;
 }
 
+/* The shells whose -c string is read as a command line. */
+static const char *const shells[] = { "sh", "bash", "dash", "zsh", "ksh",
+	"mksh", "ash", "yash", "posh", "rbash", NULL };
+
 /* A program that runs the command given in its arguments. */
 struct wrapper {
 	const char *name;
@@ -909,9 +913,17 @@ unwrap(struct sp *p, const struct words *v, size_t i, const char *name)
 	/* flock f -c CMD, env -- -i: an option where the command should be */
 	if (p->strict && (v->w[k][0] == '-' || strchr(v->w[k], '=')))
 		p->complex = 1;
-	if (repl && *repl && strstr(v->w[k], repl)) {
-		p->dyncmd = 1; /* xargs -I{} {}: the command comes from input */
-		p->complex = 1;
+	if (repl && *repl) {
+		size_t j;
+		int shell = in_list(base(v->w[k]), shells);
+
+		/* xargs -I{} {}, xargs -I{} sh -c {}: the command comes
+		 * from the input */
+		for (j = k; j < v->n; j++)
+			if ((j == k || shell) && strstr(v->w[j], repl)) {
+				p->dyncmd = 1;
+				p->complex = 1;
+			}
 	}
 	return k;
 }
@@ -920,8 +932,6 @@ unwrap(struct sp *p, const struct words *v, size_t i, const char *name)
 static void
 shell_c(struct sp *p, const struct words *v, size_t i, const char *name)
 {
-	static const char *const shells[] = { "sh", "bash", "dash", "zsh",
-		"ksh", "mksh", "ash", "yash", "posh", "rbash", NULL };
 	static const char *const longarg[] = { "--rcfile", "--init-file", NULL };
 	size_t k;
 	int c = 0;
@@ -1250,7 +1260,7 @@ parse_list(struct sp *p, char close)
  *   assign   = name "=" [ value ], name lower-case ([a-z][a-z0-9_]*) or a
  *              locale name (LANG, LC_*, TZ, NO_COLOR), unquoted
  *   word     = { plain | \c | '...' | "..." | param | $( list ) }
- *   plain    = [A-Za-z0-9_./,:=+%@^-]
+ *   plain    = [A-Za-z0-9_./,:=+%@^-], and ~ after one of them but = and :
  *   param    = $name | ${name} | $digit | $? | $# | $$  (not $_)
  *   "..."    = characters but ` and !, with \\ \$ \" \` and param, $( )
  *   redir    = [digit] ( "<" | ">" | ">>" ) target | [digit] ">&" digit
@@ -1383,7 +1393,10 @@ st_word(struct sp *p, struct buf *w, int *dyn, int *quoted, size_t *plain)
 	}
 	while (p->i < p->n) {
 		c = s[p->i];
-		if (st_plain(c)) {
+		/* a ~ within a word, not after = or : (HEAD~1): no tilde
+		 * expansion */
+		if (st_plain(c) || (c == '~' && lead && w->len &&
+		    w->data[w->len - 1] != '=' && w->data[w->len - 1] != ':')) {
 			if (push(w, c, p) < 0)
 				return -1;
 			p->i++;
