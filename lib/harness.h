@@ -943,6 +943,8 @@ struct tool_ctx {
 	struct proc_limits *limits; /* bash: per call, NULL for none */
 	const struct task_opts *task; /* task: subagents, NULL for none */
 	struct proc_helper *helper; /* bash: forks the sandboxed commands */
+	const char *mcp;       /* mcp__SERVER__TOOL calls go to the
+				  mcp-bridge at this socket; NULL: none */
 };
 
 enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };

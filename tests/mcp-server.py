@@ -6,7 +6,7 @@ modes.  One JSON-RPC message a line on stdin and stdout.
 
 --page N    tools/list gives N tools a page (nextCursor), default all
 --version V answers initialize with protocol version V
---pidfile F writes its pid to F (a test checks it is gone afterwards)
+--pidfile F adds its pid to F (a test checks it is gone afterwards)
 --mode      hostile behaviour, on a tools/call:
             garbage   a line that is not JSON
             huge      a 100 MB line
@@ -30,7 +30,7 @@ while args:
 mode = opt.get("--mode", "")
 page = int(opt.get("--page", "0"))
 if "--pidfile" in opt:
-    with open(opt["--pidfile"], "w") as f:
+    with open(opt["--pidfile"], "a") as f:
         f.write("%d\n" % os.getpid())
 
 out = sys.stdout
