@@ -1183,8 +1183,11 @@ analyse(struct sp *p, struct words *v)
 		if (i > 0)
 			emit(p, v, i);
 		if (v->dyn[i]) {
-			p->complex = 1; /* the command itself is unknown */
-			p->dyncmd = 1;
+			/* the command itself is unknown; a parameter or a
+			 * substitution (kept as $) names it only when it runs */
+			p->complex = 1;
+			if (strchr(v->w[i], '$'))
+				p->dyncmd = 1;
 			return;
 		}
 		name = base(v->w[i]);
