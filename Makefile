@@ -38,7 +38,8 @@ REPLAYS = $(FUZZERS:%=$(BUILD)/fuzz/replay-%)
 MAN1    = $(wildcard man/*.1)
 MAN5    = $(wildcard man/*.5)
 MAN7    = $(wildcard man/*.7)
-SCRIPTS = .ci/run tools/deps.sh cmd/agent-run bench/peers.sh tests/lib.sh $(wildcard tests/*.t) \
+SCRIPTS = .ci/run tools/deps.sh cmd/agent-run bench/peers.sh tests/lib.sh tests/suite-probe.sh \
+	$(wildcard tests/*.t) \
 	$(wildcard examples/*.sh)
 
 SANFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \

@@ -12,6 +12,19 @@
 # the script's scratch directory ($SCRATCH, removed at exit), so a failing
 # command fails the test and nothing leaks from one test to the next.
 
+# Whoever started the suite (a terminal, nohup, a job in the background,
+# CI), every script runs in a session of its own, without a controlling
+# terminal, with every signal at its default and none blocked
+# (tests/detach.py): no program under test can ask a person on
+# /dev/tty, and each can trap what it traps in real use.  A test that
+# needs a terminal makes its own (tests/pty-run.py).
+if [ -z "${AH_DETACHED:-}" ]; then
+	AH_DETACHED=1
+	export AH_DETACHED
+	exec python3 "$(dirname "$0")/detach.py" /bin/sh "$0" "$@"
+fi
+unset AH_DETACHED
+
 LC_ALL=C
 export LC_ALL
 unset AGENT_TODO_FILE AGENT_WORKDIR AGENT_POLICY AGENT_AUDIT_LOG \
@@ -57,21 +70,29 @@ else
 fi
 export PATH
 
-# The sandbox is on by default; where this machine cannot have it (no
-# Landlock, no mount namespace), the tests of everything else run without
-# it, and the sandbox's own tests skip (AH_NO_SANDBOX).
-if [ -z "${AGENT_SANDBOX:-}" ]; then
-	mkdir -p "$SCRATCH/probe/.agent"
-	probe=$(cd "$SCRATCH/probe" && printf '%s\n' '{"role":"assistant","content":null,"tool_calls":[{"id":"p","type":"function","function":{"name":"bash","arguments":"{\"command\":\"true\"}"}}]}' |
-		tool-exec --yes 2>&1)
-	case $probe in
-	*'"content":"(no output)"'*) ;;
+# The sandbox is on by default.  Whether this machine can have one is
+# asked of the kernel (tests/sandbox-probe.py: Landlock, seccomp, the
+# namespaces), never read off a failure of tool-exec: where the kernel
+# can confine commands, a sandbox that fails to set up fails the tests.
+# AH_NO_SANDBOX=1 (or AGENT_SANDBOX=off from outside) runs everything
+# without it, and the sandbox's own tests skip (need_sandbox).
+[ "${AGENT_SANDBOX:-}" = off ] && AH_NO_SANDBOX=1
+if [ -n "${AH_NO_SANDBOX:-}" ]; then
+	AGENT_SANDBOX=off AH_NO_SANDBOX=1
+	export AGENT_SANDBOX AH_NO_SANDBOX
+else
+	unset AGENT_SANDBOX
+	ah_kernel_=$(python3 "$TEST_DIR/sandbox-probe.py") || {
+		echo "Bail out! tests/sandbox-probe.py failed"
+		exit 1
+	}
+	case $ah_kernel_ in
+	yes) ;;
 	*)
-		echo "# no sandbox on this machine, tests run with AGENT_SANDBOX=off: $probe"
+		echo "# this kernel cannot confine commands ($ah_kernel_): tests run with AGENT_SANDBOX=off"
 		AGENT_SANDBOX=off AH_NO_SANDBOX=1
 		export AGENT_SANDBOX AH_NO_SANDBOX ;;
 	esac
-	rm -rf "$SCRATCH/probe"
 fi
 
 mkdir "$SCRATCH/work"
