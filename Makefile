@@ -16,8 +16,12 @@ LDLIBS  ?=
 override LDLIBS += -ljq -lonig -lcjson -lm -ldl
 override LDFLAGS += -Wl,--as-needed
 
-# prove shows the failing tests and their logs (TAP comments).
+# prove shows the failing tests and their logs (TAP comments).  The shell
+# tests run PROVEJOBS scripts at a time: most of their time is spent
+# waiting on processes, and each script keeps to its own scratch
+# directory, ports and processes.
 PROVEFLAGS ?= --failures --comments
+PROVEJOBS  ?= 2
 
 # Where objects and programs go; the sanitizer build sets another one.
 BUILD   ?= build
@@ -156,7 +160,7 @@ test-units: $(UNITS)
 	prove $(PROVEFLAGS) $(UNITS)
 
 test-shell: $(BINS)
-	AH_BIN=$(abspath $(BUILD)/bin) prove $(PROVEFLAGS) tests/*.t
+	AH_BIN=$(abspath $(BUILD)/bin) prove -j$(PROVEJOBS) $(PROVEFLAGS) tests/*.t
 
 check-plain: all
 	$(MAKE) --no-print-directory test-units test-corpus test-shell

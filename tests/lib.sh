@@ -44,6 +44,15 @@ fi
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/ah-test.XXXXXX") || exit 1
 trap 'stop_models; rm -rf "$SCRATCH"' EXIT
 trap 'exit 130' INT TERM HUP
+# What the programs make in $TMPDIR (agent-run's run directory, left
+# behind by the tests that kill it with -9) goes with the scratch, which
+# only its owner can enter; a test that needs a directory another user
+# can reach makes it in $AH_TMPDIR, the machine's own.
+# shellcheck disable=SC2034 # used by the tests
+AH_TMPDIR=${TMPDIR:-/tmp}
+mkdir "$SCRATCH/tmp" || exit 1
+TMPDIR=$SCRATCH/tmp
+export TMPDIR
 
 # Under AH_VALGRIND every program is run through valgrind: a leak or an
 # invalid access makes it exit 99, which fails the test.
@@ -271,6 +280,35 @@ call_msg() {
 		    reason: "test says \($d)", rule: "test"}} end)]}'
 }
 
+# user TEXT: a user message, as one line
+user() { jq -nc --arg c "$1" '{role: "user", content: $c}'; }
+
+# req N FILTER: jq FILTER over the body of the Nth request the model
+# server got (requests.jsonl)
+req() { jq -c --argjson n "$1" "select(.n == \$n) | .body | $2" requests.jsonl; }
+
+# bash_args COMMAND: the arguments of a bash call of COMMAND
+bash_args() { jq -nc --arg c "$1" '{command: $c}'; }
+
+# decide TOOL ARGS [OPTION...]: the permission hook-perm [OPTION...]
+# writes for one call of TOOL, as "decision rule: reason" in file "got"
+decide() {
+	t=$1 a=$2
+	shift 2
+	call_msg "$t" "$a" none >in &&
+	hook-perm "$@" <in >out 2>err &&
+	jq -r '.tool_calls[0].permission | "\(.decision) \(.rule): \(.reason)"' out >got
+}
+
+# gone PID: no such process, or a zombie
+gone() {
+	! read -r gone_l_ 2>/dev/null <"/proc/$1/stat" || {
+		# shellcheck disable=SC2086 # the fields after the command's name
+		set -- ${gone_l_##*) }
+		test "$1" = Z
+	}
+}
+
 # valid TRANSCRIPT: every line a JSON object, every call answered once,
 # before the next message
 valid() {
@@ -331,6 +369,20 @@ kill_session() {
 		pkill -9 -s "$1" || return 0
 		sleep 0.01
 	done
+}
+
+# wait_all PID...: waits for each of the processes the test started in
+# the background (never a bare wait, which waits for the model server
+# too, and loses their statuses); fails, saying which, when one failed.
+wait_all() {
+	wa_rc_=0
+	for wa_pid_; do
+		wait "$wa_pid_" || {
+			echo "wait_all: process $wa_pid_ exited $?" >&2
+			wa_rc_=1
+		}
+	done
+	return "$wa_rc_"
 }
 
 # wait_for FILE LINES [SECONDS]: waits until FILE has LINES lines.

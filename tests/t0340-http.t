@@ -6,7 +6,6 @@
 
 AGENT_MODEL=test-model
 export AGENT_MODEL
-user() { jq -nc --arg c "$1" '{role: "user", content: $c}'; }
 # wire BYTES [close|reset]: a script line answering with these bytes as
 # they are (python's escapes: \r, \n, \x1b), the JSON body of an answer
 # ($body, else $answer) where the text BODY stands, its length where LEN
