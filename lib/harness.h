@@ -415,6 +415,21 @@ struct reply_call {
 /* The API a model speaks. */
 enum model_api { API_CHAT, API_ANTHROPIC };
 
+/* What the stop or finish reason of an answer means, as each API's
+ * table (agent-step(1), STOP REASONS) says: a reason not in the table is
+ * END_UNKNOWN, and only END_NONE, END_DONE and END_CALLS are answers. */
+enum reply_end {
+	END_NONE,     /* no reason came */
+	END_DONE,     /* the answer is whole */
+	END_CALLS,    /* it ends with tool calls */
+	END_LENGTH,   /* cut at the most tokens of an answer */
+	END_FILTERED, /* withheld by a content filter */
+	END_REFUSED,  /* the model refused */
+	END_CONTEXT,  /* the context window is full */
+	END_FAILED,   /* the API says the answer failed (end_why says how) */
+	END_UNKNOWN,  /* a reason the table does not have */
+};
+
 struct reply {
 	struct buf content, reasoning, refusal;
 	int has_content;
@@ -425,7 +440,11 @@ struct reply {
 	char block_type[24];  /*   and its type */
 	struct reply_call *calls;
 	int ncalls;
-	char finish[32];      /* finish_reason, "" when none came */
+	char finish[64];      /* the API's stop or finish reason as it came
+			       * (cut), "" when none came */
+	enum reply_end end;   /* what finish means */
+	const char *end_why;  /* END_FAILED: what the table says of it */
+	struct buf why;       /* a refusal's category and explanation */
 	cJSON *usage;         /* the API's usage object, or NULL */
 	cJSON *error;         /* an error the API sent instead, or NULL */
 	int done;             /* [DONE] came, or the answer was whole */
@@ -619,6 +638,35 @@ int policy_is_trusted(const char *file, const char *text, size_t len,
  * file before. */
 int policy_trust(const char *file, const char *text, size_t len,
 		 struct ah_error *err);
+
+/* --- cctool.c: other agents' tool calls, and their hooks' answers ---- */
+
+/* The agents whose PreToolUse hooks hook-perm --format answers. */
+enum { HOOK_AGENT_CLAUDE, HOOK_AGENT_CODEX, HOOK_AGENT_GEMINI };
+
+/* HOOK_AGENT_* for "claude", "codex" or "gemini"; -1 for another name. */
+int hook_agent(const char *name);
+/* The absolute form of path (relative to workdir, an absolute path)
+ * with "." and ".." taken out as text; *inside: it is workdir or under
+ * it.  NULL when out of memory. */
+char *hook_path_in(const char *path, const char *workdir, int *inside);
+/* A tool call of agent (tool_name, tool_input) as ours: *tool our name
+ * (or name, for a tool we do not know, borrowed from the arguments or
+ * a constant), and the arguments returned: file paths as "path"
+ * (relative to workdir when inside it), a command line as "command".
+ * NULL when out of memory. */
+cJSON *hook_our_call(int agent, const char *name, const cJSON *input,
+		     const char *workdir, const char **tool);
+/* One of our calls as Claude Code names it: *name (borrowed), and the
+ * input returned, with absolute "file_path"s and a timeout in
+ * milliseconds.  NULL when out of memory. */
+cJSON *hook_cc_call(const char *tool, const cJSON *args, const char *workdir,
+		    const char **name);
+/* What agent's PreToolUse hook prints for a decision (DECIDE_*): one
+ * line of JSON without newline, or "" when nothing is to be printed
+ * (Codex: an allow).  Codex can neither allow nor ask: an ask is a
+ * deny.  NULL when out of memory. */
+char *hook_answer(int agent, int decision, const char *reason);
 
 /* --- policysrv.c: the compiled rules, kept for other processes ------- */
 
