@@ -42,7 +42,7 @@ if [ ! -d "$AH_BIN" ]; then
 fi
 
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/ah-test.XXXXXX") || exit 1
-trap 'stop_models; rm -rf "$SCRATCH"' EXIT
+trap 'stop_models "$SCRATCH"/.servers*; rm -rf "$SCRATCH"' EXIT
 trap 'exit 130' INT TERM HUP
 # What the programs make in $TMPDIR (agent-run's run directory, left
 # behind by the tests that kill it with -9) goes with the scratch, which
@@ -161,10 +161,14 @@ test_expect_success() {
 			return
 		fi
 	fi
-	if (cd "$SCRATCH/t$test_count" && test_run_ "$2") >"$SCRATCH/.log" 2>&1 \
+	# shellcheck disable=SC2030 # the test's own list, in its subshell only
+	if (ah_servers_=$SCRATCH/.servers.t$test_count &&
+	    cd "$SCRATCH/t$test_count" && test_run_ "$2") >"$SCRATCH/.log" 2>&1 \
 		</dev/null; then
+		stop_models "$SCRATCH/.servers.t$test_count"
 		echo "ok $test_count - $1"
 	else
+		stop_models "$SCRATCH/.servers.t$test_count"
 		test_failures=$((test_failures + 1))
 		echo "not ok $test_count - $1"
 		sed 's/^/#	/' <<-EOF
@@ -353,18 +357,24 @@ some_left() {
 }
 
 # kill_session SID: SIGKILL to every process of session SID, as a power
-# cut would.  One pkill is not enough: a process forked after it read
-# /proc escapes it, and can then hold the session's lock for good (a
-# stage blocked opening the ring's FIFO).  Passes until none is left
-# (zombies still match, hence the bound).  An empty SID (ps found no
-# process) is refused: to pkill it means the caller's own session, the
-# test script's and prove's.
+# cut would.  The processes are stopped first: killed one after the
+# other, those still running could see the others die and act on it
+# (agent-run's reaper interrupting the stages, which then answer the
+# calls), which a power cut never lets them do.  One pkill is not
+# enough: a process forked after it read /proc escapes it, and can then
+# hold the session's lock for good (a stage blocked opening the ring's
+# FIFO).  Passes until none is left (zombies still match, hence the
+# bound).  An empty SID (ps found no process) is refused: to pkill it
+# means the caller's own session, the test script's and prove's.
 kill_session() {
 	case $1 in
 	''|*[!0-9]*|0)
 		echo "kill_session: '$1' is not a session id" >&2
 		return 1 ;;
 	esac
+	for _ in 1 2 3; do
+		pkill -STOP -s "$1" || return 0
+	done
 	for _ in 1 2 3 4 5 6; do
 		pkill -9 -s "$1" || return 0
 		sleep 0.01
@@ -423,7 +433,7 @@ start_model() {
 	shift
 	python3 "$TEST_DIR/model-server.py" --script "$sm_script_" \
 		--port-file "$PWD/port" --log "$PWD/requests.jsonl" --idle 120 "$@" &
-	echo $! >>"$SCRATCH/.servers"
+	echo $! >>"$(servers_file)"
 	i=0
 	while [ ! -s port ]; do
 		i=$((i + 1))
@@ -434,10 +444,23 @@ start_model() {
 	export AGENT_BASE_URL
 }
 
+# servers_file: where the pids of the model servers started here are
+# kept: the test's own list in a test body, the script's outside one.
+servers_file() {
+	# shellcheck disable=SC2031 # set in the test's subshell, on purpose
+	echo "${ah_servers_:-$SCRATCH/.servers}"
+}
+
+# stop_models [LIST...]: stops the model servers of the lists (default:
+# those started in this test, or at the script's top level).  Each test's
+# servers are stopped when it ends, the script's when it exits.
 stop_models() {
-	[ -f "$SCRATCH/.servers" ] || return 0
-	while read -r pid; do kill "$pid" 2>/dev/null; done <"$SCRATCH/.servers"
-	rm -f "$SCRATCH/.servers"
+	[ $# -gt 0 ] || set -- "$(servers_file)"
+	for sm_list_; do
+		[ -f "$sm_list_" ] || continue
+		while read -r pid; do kill "$pid" 2>/dev/null; done <"$sm_list_"
+		rm -f "$sm_list_"
+	done
 }
 
 # fg_signals CMD... &: runs CMD in the background with SIGINT and SIGQUIT

@@ -285,7 +285,7 @@ time.sleep(60)
 test_expect_success 'an answer sent before the request was read whole (413), then a close, is read' '
 	rm -f port &&
 	{ python3 -c "$early" & } &&
-	echo $! >>"$SCRATCH/.servers" &&
+	echo $! >>"$(servers_file)" &&
 	wait_until 20 test -s port &&
 	python3 -c "import json; print(json.dumps({\"role\": \"user\", \"content\": \"x\" * 8000000}))" >big.json &&
 	AGENT_BASE_URL=http://127.0.0.1:$(cat port)/v1 \
