@@ -194,6 +194,8 @@ install: $(BINS)
 		cmd/agent-run >$(DESTDIR)$(BINDIR)/agent-run
 	chmod 755 $(DESTDIR)$(BINDIR)/agent-run
 	install -m 644 share/system-prompt.txt $(DESTDIR)$(DATADIR)/
+	mkdir -p $(DESTDIR)$(DATADIR)/examples
+	install -m 755 $(wildcard examples/*.sh) $(DESTDIR)$(DATADIR)/examples/
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
 	install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/

@@ -404,10 +404,22 @@ test_expect_success '-v: a line per call: decision, tool, gist (cut whole charac
 	test_cmp expect line
 '
 
+test_expect_success '-v: the progress line says how a command ended: exit N, timed out, killed' '
+	printf "%s\n" "exit 3" "sleep 30.3$$" "kill -9 \$\$" "echo fine" "sleep 30.4$$ & echo x; exit 4" |
+		jq -Rsc "{role: \"assistant\", content: null, tool_calls: [split(\"\n\")[:-1]
+			| to_entries[] | {id: \"c\(.key)\", type: \"function\",
+			  permission: {decision: \"allow\"}, function: {name: \"bash\",
+			  arguments: ({command: .value, timeout: 1} | tojson)}}]}" >in &&
+	tool-exec -v <in >out 2>err &&
+	sed -n "s/^tool-exec: allow bash .* -> //p" err >actual &&
+	printf "%s\n" "exit 3" "timed out after 1 s" "killed by signal 9" ok "exit 4" >expect &&
+	test_cmp expect actual
+'
+
 test_expect_success '-v: escape sequences of the model are shown, not sent to the terminal' '
 	printf "echo \033]2;pwned\007 \302\233" >cmd &&
 	bash_call cmd | tool-exec -v --sandbox off >out 2>err &&
-	test_contains err "tool-exec: allow bash echo \\x1b]2;pwned\\x07 \\u{009B} -> exit code: 127]" &&
+	test_contains err "tool-exec: allow bash echo \\x1b]2;pwned\\x07 \\u{009B} -> exit 127" &&
 	call_msg run_todo_write "{\"todos\":[{\"id\":\"a\",\"content\":\"do \\u001b[2Ja \\u202etxt.exe\",\"status\":\"pending\"}]}" >in &&
 	tool-exec -v <in >out 2>err &&
 	test_contains err "[ ] a - do \\x1b[2Ja $(printf "\342\200\256")txt.exe" &&
