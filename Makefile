@@ -44,7 +44,7 @@ SCRIPTS = .ci/run tools/deps.sh cmd/agent-run bench/peers.sh tests/lib.sh $(wild
 SANFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all
 
-.PHONY: all bench bench-peers demo deps check check-plain check-san check-valgrind test-units \
+.PHONY: all bench bench-peers check-peers demo deps check check-plain check-san check-valgrind test-units \
 	test-shell test-corpus fuzz install uninstall clean lint
 
 all: $(BINS) $(UNITS) $(REPLAYS)
@@ -62,6 +62,12 @@ bench: $(BINS)
 # with npm into a cache outside the tree; bench/README.md, "Peers").
 bench-peers: $(BINS)
 	sh bench/peers.sh --bin $(abspath $(BUILD)/bin) $(PEERSFLAGS)
+
+# hook-perm --format as the PreToolUse hook of the real Claude Code and
+# Codex CLI (installed as for bench-peers; a peer npm cannot install is
+# skipped, saying so).  Not in `make check`: it needs the npm registry.
+check-peers: $(BINS)
+	sh bench/peers.sh --hooks-check --bin $(abspath $(BUILD)/bin) --timeout 180 $(PEERSFLAGS)
 
 # Missing headers are installed (as root) or the command to install them is
 # printed: a fresh machine gets from nothing to green with `make check`.
