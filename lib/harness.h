@@ -416,6 +416,21 @@ struct reply_call {
 /* The API a model speaks. */
 enum model_api { API_CHAT, API_ANTHROPIC };
 
+/* What the stop or finish reason of an answer means, as each API's
+ * table (agent-step(1), STOP REASONS) says: a reason not in the table is
+ * END_UNKNOWN, and only END_NONE, END_DONE and END_CALLS are answers. */
+enum reply_end {
+	END_NONE,     /* no reason came */
+	END_DONE,     /* the answer is whole */
+	END_CALLS,    /* it ends with tool calls */
+	END_LENGTH,   /* cut at the most tokens of an answer */
+	END_FILTERED, /* withheld by a content filter */
+	END_REFUSED,  /* the model refused */
+	END_CONTEXT,  /* the context window is full */
+	END_FAILED,   /* the API says the answer failed (end_why says how) */
+	END_UNKNOWN,  /* a reason the table does not have */
+};
+
 struct reply {
 	struct buf content, reasoning, refusal;
 	int has_content;
@@ -426,7 +441,11 @@ struct reply {
 	char block_type[24];  /*   and its type */
 	struct reply_call *calls;
 	int ncalls;
-	char finish[32];      /* finish_reason, "" when none came */
+	char finish[64];      /* the API's stop or finish reason as it came
+			       * (cut), "" when none came */
+	enum reply_end end;   /* what finish means */
+	const char *end_why;  /* END_FAILED: what the table says of it */
+	struct buf why;       /* a refusal's category and explanation */
 	cJSON *usage;         /* the API's usage object, or NULL */
 	cJSON *error;         /* an error the API sent instead, or NULL */
 	int done;             /* [DONE] came, or the answer was whole */
@@ -1181,6 +1200,73 @@ int todo_write(const char *path, const char *args, size_t n, int dry_run,
 
 /* The todo file: AGENT_TODO_FILE when set, else "todo.json". */
 const char *todo_default_path(void);
+
+/* --- snap.c: snapshots of the workspace (agent-snap) ------------------- */
+
+/* A snapshot's id as shown: the first hex digits of its commit. */
+#define SNAP_ID_LEN 12
+
+/* The shadow repository .agent/snap of the working directory (which
+ * every function here takes for the workspace), open and locked. */
+struct snap {
+	char *work;          /* the workspace, absolute */
+	char *git;           /* the git program, absolute */
+	char **env;          /* git's environment, made from nothing */
+	int dirfd;           /* .agent/snap */
+	int lockfd;          /* .agent/snap/lock, held */
+	int include_ignored; /* snapshots hold ignored files too */
+};
+
+/* What a snapshot records besides the files. */
+struct snap_meta {
+	const char *session; /* NULL: none */
+	long step;           /* -1: none */
+	const char *calls;   /* call ids, comma-separated, or NULL */
+	const char *kind;    /* "step" (NULL), "before-restore", "restore" */
+	const char *of;      /* the snapshot a restore went back to */
+};
+
+/* Opens (create: makes) .agent/snap and waits for its lock.  A
+ * .agent/snap that agent-snap did not make for this user there is an
+ * AH_EFORMAT error, and none of it is used.  snap_close frees. */
+int snap_open(struct snap *s, int create, struct ah_error *err);
+void snap_close(struct snap *s);
+
+/* Takes a snapshot of the workspace; id receives its commit (40 hex). */
+int snap_take(struct snap *s, const struct snap_meta *m, char id[41],
+	      struct ah_error *err);
+/* The full commit of snapshot id (a unique prefix of 4 to 40 hex). */
+int snap_resolve(struct snap *s, const char *id, char hash[41],
+		 struct ah_error *err);
+/* Appends the records of the snapshots (of session, unless NULL), newest
+ * first, as JSON Lines, to out. */
+int snap_list(struct snap *s, const char *session, struct buf *out,
+	      struct ah_error *err);
+/* Writes to outfd the unified diff from id to id2, or to the workspace
+ * when id2 is NULL. */
+int snap_diff(struct snap *s, const char *id, const char *id2, int outfd,
+	      struct ah_error *err);
+/* Puts the workspace (or paths[0..npaths) of it) back as it was at id,
+ * after a snapshot of it as it is (before); after is the snapshot of the
+ * result. */
+int snap_restore(struct snap *s, const char *id, char *const *paths,
+		 size_t npaths, char before[41], char after[41],
+		 struct ah_error *err);
+
+/* gc's budget: -1 for no bound. */
+struct snap_budget {
+	long long max_age;   /* seconds */
+	long long max_bytes; /* of the object store */
+};
+struct snap_gc_result {
+	size_t kept, dropped, referenced;
+	long long bytes;
+};
+/* Drops the snapshots past the budget that no transcript of .agent (the
+ * current one, sessions/ *.jsonl) refers to, oldest first, and what git
+ * then no longer needs. */
+int snap_gc(struct snap *s, const struct snap_budget *b,
+	    struct snap_gc_result *res, struct ah_error *err);
 
 #include "banned.h"
 
