@@ -22,7 +22,7 @@ PROVEFLAGS ?= --failures --comments
 # Where objects and programs go; the sanitizer build sets another one.
 BUILD   ?= build
 
-PROGS   = todo-write tool-exec agent-step hook-perm hook-audit agent-compact agent-session agent-snap hook-cc
+PROGS   = todo-write tool-exec agent-step hook-perm hook-audit agent-compact agent-session agent-snap mcp-bridge hook-cc
 LIBSRC  = $(wildcard lib/*.c)
 # share/NAME.json compiled in as the string data_NAME (lib/priv.h).
 DATA    = policy tools task

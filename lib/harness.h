@@ -1073,6 +1073,8 @@ struct tool_ctx {
 	struct proc_limits *limits; /* bash: per call, NULL for none */
 	const struct task_opts *task; /* task: subagents, NULL for none */
 	struct proc_helper *helper; /* bash: forks the sandboxed commands */
+	const char *mcp;       /* mcp__SERVER__TOOL calls go to the
+				  mcp-bridge at this socket; NULL: none */
 };
 
 enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };
@@ -1200,6 +1202,73 @@ int todo_write(const char *path, const char *args, size_t n, int dry_run,
 
 /* The todo file: AGENT_TODO_FILE when set, else "todo.json". */
 const char *todo_default_path(void);
+
+/* --- mcp.c: Model Context Protocol servers, for mcp-bridge ----------- */
+
+/* The protocol versions spoken, newest first, NULL-terminated. */
+extern const char *const mcp_versions[];
+
+struct mcp_opts {
+	double start_timeout; /* seconds for initialize and tools/list */
+	double call_timeout;  /* seconds of a call without progress */
+	double max_timeout;   /* seconds of a call, progress or not */
+	size_t max_output;    /* bytes of a result, head and tail kept */
+	size_t max_message;   /* bytes of one message from a server */
+	int max_restarts;     /* of a server that died, in a session */
+	int verbose;          /* progress and logs go to note too */
+	const char *workdir;  /* the servers' working directory */
+	volatile sig_atomic_t *interrupted; /* set: a call is cancelled */
+	/* what the user should hear (a server down, a refused request),
+	 * one line, secrets redacted; NULL: nothing */
+	void (*note)(void *ctx, const char *text);
+	void *note_ctx;
+};
+
+struct mcp_server;
+
+struct mcp {
+	struct mcp_opts opts;
+	struct mcp_server **servers;
+	size_t n;
+	char **secrets;       /* values of the configurations' env: never
+				 in a result, a message or a note */
+	size_t nsecrets;
+};
+
+/* Defaults in m->opts (see mcp-bridge(1)), no server. */
+void mcp_init(struct mcp *m);
+/* Adds the servers of a configuration, {"mcpServers": {NAME: {...}}};
+ * a server of a name added before replaces it.  Anything not understood
+ * is an AH_EFORMAT error naming file and server. */
+int mcp_config_add(struct mcp *m, const char *file, const char *text,
+		   size_t len, int trusted, struct ah_error *err);
+size_t mcp_count(const struct mcp *m);
+/* A line per server: its name, what it runs, and whether it is
+ * sandboxed; secrets redacted.  NULL when out of memory. */
+char *mcp_describe(const struct mcp *m);
+/* Starts every server (initialize, tools/list); one that fails is said
+ * through note and stays down.  Returns the number that started. */
+int mcp_start(struct mcp *m);
+/* The tools of the servers that are up, in Chat Completions form, named
+ * mcp__SERVER__TOOL.  NULL when out of memory. */
+cJSON *mcp_schema(struct mcp *m);
+/* Calls tool name (mcp__SERVER__TOOL) with args (JSON text); *res gets
+ * the text for the model.  Any input on client (a descriptor, or -1)
+ * cancels the call, as does *opts.interrupted.  TOOL_OK, TOOL_ERROR,
+ * TOOL_INTERRUPTED, or -1 when memory ran out. */
+int mcp_call(struct mcp *m, const char *name, const char *args, int client,
+	     char **res);
+/* Stops every server (stdin closed, then TERM, then KILL) and frees. */
+void mcp_free(struct mcp *m);
+
+/* The client side, in tool-exec: the bridge listening at the socket
+ * path.  mcp_client_schema: the tools it offers (a JSON array, text);
+ * mcp_client_call: one call, as tool_call answers it; a set
+ * *interrupted cancels it. */
+char *mcp_client_schema(const char *path, struct ah_error *err);
+int mcp_client_call(const char *path, const char *name, const char *args,
+		    volatile sig_atomic_t *interrupted, double timeout,
+		    char **res);
 
 /* --- snap.c: snapshots of the workspace (agent-snap) ------------------- */
 
