@@ -527,21 +527,19 @@ int model_call(struct model *m, const struct model_opts *o,
 
 /* --- shsplit.c: shell command lines for permission rules ------------- */
 
-/* Splits a command line into the simple commands it would run, as bash
- * parses it, at ; & && || | newlines, subshells, groups, $(...),
- * backquotes (nested ones unescaped), <(...), sh -c STRING and eval:
+/* Splits a command line into the simple commands it runs:
  * {"commands": [[argv...], ...], "redirects": [targets...],
- *  "outputs": [output targets, a descriptor as "&N"], "complex": b}.
- * Quotes are removed; expansions are kept as text.  A command goes in as
- * written, leading NAME=value assignments included; when it has
- * assignments or is a wrapper (command, env, sudo, time, nice, timeout,
- * xargs, busybox, ...), the command it runs follows as an entry of its
- * own.  "complex" is true when it met something it cannot follow
- * (unbalanced quotes, here-documents, arithmetic, if/for/while/case,
- * function definitions, a command name that is itself an expansion, any
- * expansion but $NAME, ${NAME}, ${#NAME} and the special parameters, a
- * control character, builtins that take code or subscripted names): a
- * rule must then not trust "commands".  NULL when out of memory. */
+ *  "outputs": [output targets, a descriptor as "&N"], "complex": b,
+ *  "literal": b, "dynamic_command": b}.
+ * "complex" is false only for a line within the allow-listed grammar of
+ * hook-perm(1), "The grammar"; then "commands" lists every command bash
+ * runs.  Quotes are removed; expansions are kept as text.  A command goes
+ * in as written, leading assignments included; when it has assignments
+ * or is a wrapper (command, env, nice, timeout, xargs, ...), the command
+ * it runs follows as an entry of its own.  For a complex line a lenient
+ * reader still lists what it finds, for deny rules; no rule may trust it
+ * to allow.  "dynamic_command": a command's name is known only when it
+ * runs.  NULL when out of memory. */
 cJSON *shell_split(const char *cmd);
 
 /* --- policy.c: permission rules in jq ---------------------------------- */
@@ -616,7 +614,8 @@ void policy_free(struct policy *p);
 
 /* The rule input of a call, the contract of every rule (hook-perm(1)):
  * {tool, args, id, workdir}, and for bash what shell_split finds in
- * args.command (commands, redirects, outputs, complex, literal;
+ * args.command (commands, redirects, outputs, complex, literal,
+ * dynamic_command;
  * complex is true when command is not a string).  args is copied.
  * NULL when out of memory. */
 cJSON *policy_input(const char *tool, const cJSON *args, const char *id,
