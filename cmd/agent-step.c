@@ -254,10 +254,7 @@ step(struct run *r, struct chat *chat, int *stop)
 	}
 	r->calls++;
 	/* the messages chat keeps are sent as they are, not copied */
-	if (r->mo.api == API_ANTHROPIC ?
-	    chat_prepare(chat) < 0 ||
-	    anthropic_request_parts(chat, r->head, &r->body) < 0 :
-	    chat_request_parts(chat, r->head, &r->body) < 0) {
+	if (answer_request(chat, r->head, &r->body) < 0) {
 		cli_warn("cannot build the request: out of memory");
 		return ES_IO;
 	}

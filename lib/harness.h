@@ -353,8 +353,8 @@ long chat_model_window(const char *model);
 /* Applies the budget before a request is made (chat_request does it
  * too): -1 when out of memory. */
 int chat_prepare(struct chat *c);
-/* The request body into out (reset first, then valid while c is
- * unchanged): head (an object with "model" and the other fields) with
+/* completions.c: the Chat Completions request body into out (reset
+ * first, then valid while c is unchanged): head (an object with "model" and the other fields) with
  * "messages" spliced in, the messages borrowed from c rather than
  * copied.  Applies the budget first.  -1 when out of memory. */
 int chat_request_parts(struct chat *c, const cJSON *head,
@@ -430,6 +430,14 @@ enum reply_end {
 	END_UNKNOWN,  /* a reason the table does not have */
 };
 
+/* Server-sent events, read as they come (sse.c, in priv.h). */
+struct sse {
+	struct buf line;      /* a line not ended yet */
+	struct buf data;      /* the event's data lines, joined by LF */
+	char event[32];       /* its event: field, "" when none */
+	int ready;            /* data and event are a whole event */
+};
+
 struct reply {
 	struct buf content, reasoning, refusal;
 	int has_content;
@@ -451,9 +459,7 @@ struct reply {
 	/* called with each piece of text as it streams in */
 	void (*on_text)(void *ctx, const char *text);
 	void *ctx;
-	/* server-sent events parsing */
-	struct buf sse_line, sse_data;
-	int sse_event_error;
+	struct sse sse;       /* a streamed answer's events */
 	/* data events applied so far: what counts as progress (comments and
 	 * keep-alives do not) */
 	unsigned long events;
@@ -479,6 +485,13 @@ cJSON *reply_message(const struct reply *r, const char *request_id);
  * length is learnt once, and kept in c); -1 when out of memory. */
 int anthropic_request_parts(struct chat *c, const cJSON *head,
 			    struct model_body *out);
+
+/* --- answer.c: the request of the chat's API -------------------------- */
+
+/* The request body for what c sends, in the shape of c->api: Chat
+ * Completions (chat_request_parts) or Messages (anthropic_request_parts);
+ * the budget applied first.  -1 when out of memory. */
+int answer_request(struct chat *c, const cJSON *head, struct model_body *out);
 
 /* --- model.c: calling the endpoint ------------------------------------ */
 

@@ -39,16 +39,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		step = 1 + (seed * 7 + pos) % 61;
 		if (step > size - pos)
 			step = size - pos;
-		if (reply_feed(&r, (const char *)data + pos, step, &err) < 0)
+		if (answer_feed(&r, (const char *)data + pos, step, &err) < 0)
 			break;
 		pos += step;
 	}
-	if (pos >= size && reply_finish_stream(&r, &err) == 0)
+	if (pos >= size && answer_end(&r, &err) == 0)
 		check_message(&r);
 	reply_free(&r);
 
 	reply_init(&r, 8192);
-	if (reply_parse(&r, (const char *)data, size, &err) == 0)
+	if (answer_parse(&r, (const char *)data, size, &err) == 0)
 		check_message(&r);
 	reply_free(&r);
 	return 0;
