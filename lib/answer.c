@@ -1,6 +1,7 @@
 /* answer.c: the model's answer read, whatever its API: a stream's events
  * taken from the SSE reader one by one, or a whole body parsed, and each
- * given to the file of its API (completions.c, anthropic.c), which
+ * given to the file of its API (completions.c, anthropic.c,
+ * responses.c), which
  * builds the reply.  The request is made by that file too. */
 #include <string.h>
 
@@ -9,7 +10,8 @@
 const char *
 answer_path(enum model_api api)
 {
-	return api == API_ANTHROPIC ? "messages" : "chat/completions";
+	return api == API_ANTHROPIC ? "messages" :
+	       api == API_RESPONSES ? "responses" : "chat/completions";
 }
 
 int
@@ -18,6 +20,8 @@ answer_request(struct chat *c, const cJSON *head, struct model_body *out)
 	if (c->api == API_ANTHROPIC)
 		return chat_prepare(c) < 0 ? -1 :
 		       anthropic_request_parts(c, head, out);
+	if (c->api == API_RESPONSES)
+		return responses_request_parts(c, head, out);
 	return chat_request_parts(c, head, out);
 }
 
@@ -30,6 +34,8 @@ event(struct reply *r, struct ah_error *err)
 
 	if (r->api == API_ANTHROPIC)
 		return anthropic_event(r, data, n, err);
+	if (r->api == API_RESPONSES)
+		return responses_event(r, data, n, err);
 	return completions_event(r, r->sse.event, data, n, err);
 }
 
@@ -76,8 +82,9 @@ answer_parse(struct reply *r, const char *body, size_t n, struct ah_error *err)
 		rc = r->error ? 0 : ah_fail(err, AH_ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = r->api == API_ANTHROPIC ? anthropic_parse(r, v, body, n, err)
-				     : completions_parse(r, v, err);
+	rc = r->api == API_ANTHROPIC ? anthropic_parse(r, v, body, n, err) :
+	     r->api == API_RESPONSES ? responses_parse(r, v, err) :
+	     completions_parse(r, v, err);
 out:
 	cJSON_Delete(v);
 	return rc;

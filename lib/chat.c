@@ -98,7 +98,8 @@ static cJSON *
 clean_message(const cJSON *msg, const char *role, int api, int *bad)
 {
 	static const char *const keep[] = { "content", "name", "tool_call_id",
-					    "refusal", "thinking_blocks" };
+					    "refusal", "thinking_blocks",
+					    "reasoning_items" };
 	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
 	const cJSON *v, *call;
 	cJSON *o = cJSON_CreateObject(), *arr, *c;
@@ -109,6 +110,9 @@ clean_message(const cJSON *msg, const char *role, int api, int *bad)
 	for (i = 0; i < sizeof keep / sizeof *keep; i++) {
 		/* Anthropic's thinking blocks go back to it, and only to it */
 		if (!strcmp(keep[i], "thinking_blocks") && api != API_ANTHROPIC)
+			continue;
+		/* and the Responses API's reasoning items to it alone */
+		if (!strcmp(keep[i], "reasoning_items") && api != API_RESPONSES)
 			continue;
 		v = cJSON_GetObjectItemCaseSensitive(msg, keep[i]);
 		if (v && !cJSON_AddItemToObject(o, keep[i],

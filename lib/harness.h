@@ -413,7 +413,7 @@ struct reply_call {
 };
 
 /* The API a model speaks. */
-enum model_api { API_CHAT, API_ANTHROPIC };
+enum model_api { API_CHAT, API_ANTHROPIC, API_RESPONSES };
 
 /* What the stop or finish reason of an answer means, as each API's
  * table (agent-step(1), STOP REASONS) says: a reason not in the table is
@@ -444,6 +444,10 @@ struct reply {
 	int choices;          /* the n asked for: above 1, only choice 0 counts */
 	enum model_api api;
 	cJSON *blocks;        /* Anthropic: thinking blocks, to send back */
+	cJSON *items;         /* Responses: reasoning items, to send back */
+	int items_seen;       /* Responses: a stream's output items came */
+	int summary_streamed; /* Responses: reasoning summary deltas came */
+	char foreign[32];     /* Responses: a client call of a kind not run */
 	int block;            /* Anthropic: the index of the open block */
 	char block_type[24];  /*   and its type */
 	struct reply_call *calls;
@@ -486,11 +490,25 @@ cJSON *reply_message(const struct reply *r, const char *request_id);
 int anthropic_request_parts(struct chat *c, const cJSON *head,
 			    struct model_body *out);
 
+/* --- responses.c: OpenAI's Responses API, at the wire ---------------- */
+
+/* The Responses request for what c sends: head's fields (max_tokens as
+ * max_output_tokens; store false and include
+ * ["reasoning.encrypted_content"] unless head has them), the tools as
+ * function tools, then "input": each message as input items (system and
+ * user messages as message items, an assistant's as its reasoning items,
+ * its text and its function_call items, a result as a
+ * function_call_output).  Into out (reset first); -1 when out of
+ * memory. */
+int responses_request_parts(struct chat *c, const cJSON *head,
+			    struct model_body *out);
+
 /* --- answer.c: the request of the chat's API -------------------------- */
 
 /* The request body for what c sends, in the shape of c->api: Chat
- * Completions (chat_request_parts) or Messages (anthropic_request_parts);
- * the budget applied first.  -1 when out of memory. */
+ * Completions (chat_request_parts), Messages (anthropic_request_parts) or
+ * Responses (responses_request_parts); the budget applied first.  -1
+ * when out of memory. */
 int answer_request(struct chat *c, const cJSON *head, struct model_body *out);
 
 /* --- model.c: calling the endpoint ------------------------------------ */

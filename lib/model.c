@@ -693,7 +693,10 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 			redact_json(reply->error, secrets);
 			api_error(NULL, 0, reply->error, msg, sizeof msg, code,
 				  sizeof code);
-			ah_fail(err, AH_EAPI, "the stream ended with an error: "
+			/* a context too long said in the answer (the
+			 * Responses API's response.failed) is one too */
+			ah_fail(err, model_too_long(0, code, msg) ? AH_ETOOLONG
+				: AH_EAPI, "the stream ended with an error: "
 				"%.500s%s%.100s%s", msg[0] ? msg : "no message",
 				code[0] ? " (" : "", code, code[0] ? ")" : "");
 			goto out;

@@ -109,6 +109,13 @@ int anthropic_event(struct reply *r, const char *data, size_t n,
 int anthropic_parse(struct reply *r, cJSON *v, const char *text, size_t n,
 		    struct ah_error *err);
 
+/* responses.c: the Responses API.  Text, function calls, reasoning
+ * items (kept, to be sent back) and their summaries, refusals, the
+ * status (incomplete_details.reason for an incomplete one) and usage. */
+int responses_event(struct reply *r, const char *data, size_t n,
+		    struct ah_error *err);
+int responses_parse(struct reply *r, const cJSON *v, struct ah_error *err);
+
 /* --- answer.c: the answer of the API of the reply ---------------------- */
 
 /* A whole answer's body. */

@@ -31,6 +31,7 @@ reply_free(struct reply *r)
 	buf_free(&r->refusal);
 	buf_free(&r->why);
 	cJSON_Delete(r->blocks);
+	cJSON_Delete(r->items);
 	sse_free(&r->sse);
 	for (i = 0; i < r->ncalls; i++) {
 		free(r->calls[i].id);
@@ -171,6 +172,10 @@ reply_message(const struct reply *r, const char *request_id)
 	if (r->blocks && r->blocks->child &&
 	    !cJSON_AddItemToObject(m, "thinking_blocks",
 				   cJSON_Duplicate(r->blocks, 1)))
+		goto fail;
+	if (r->items && r->items->child &&
+	    !cJSON_AddItemToObject(m, "reasoning_items",
+				   cJSON_Duplicate(r->items, 1)))
 		goto fail;
 	if (r->ncalls) {
 		arr = cJSON_AddArrayToObject(m, "tool_calls");
