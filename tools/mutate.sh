@@ -202,6 +202,7 @@ runtest() {
 	corpus:*) (cd "$tree" && timeout "$limit" \
 		"build/fuzz/replay-${1#corpus:}" "tests/corpus/${1#corpus:}") >"$2" 2>&1 ;;
 	*)
+		: >"$2"
 		AH_BIN=$tree/build/bin setsid sh "$tree/tests/$1" >"$2" 2>&1 </dev/null &
 		tpid=$!
 		ticks=0 why=
