@@ -258,12 +258,17 @@ model_free(struct model *m)
 	http_free(m->http);
 	if (m->curl)
 		cu.cleanup(m->curl);
-	if (m->curl_headers)
+	/* one header holds the API key, and libcurl's copy of it */
+	if (m->curl_headers) {
+		struct curl_slist *l;
+
+		for (l = m->curl_headers; l; l = l->next)
+			explicit_bzero(l->data, strlen(l->data));
 		cu.slist_free_all(m->curl_headers);
-	/* one holds the API key */
+	}
 	for (i = 0; i < sizeof m->headers / sizeof *m->headers; i++)
 		if (m->headers[i]) {
-			memset(m->headers[i], 0, strlen(m->headers[i]));
+			explicit_bzero(m->headers[i], strlen(m->headers[i]));
 			free(m->headers[i]);
 		}
 	free(m);

@@ -73,6 +73,13 @@ test_expect_success 'with http_proxy set, libcurl takes the request, through the
 	test "$(jq -r .path requests.jsonl)" = http://example.invalid/v1/chat/completions
 '
 
+test_expect_success 'AGENT_HTTP other than curl or empty is refused' '
+	user hi >in.json &&
+	AGENT_HTTP=own AGENT_BASE_URL=http://127.0.0.1:1/v1 \
+		test_expect_code 3 agent-step <in.json 2>err &&
+	test_contains err "AGENT_HTTP is '\''own'\'': it is curl, or empty"
+'
+
 test_expect_success 'the request: Host, the headers, the length, the key' '
 	echo "{\"content\": \"ok\"}" >script &&
 	start_model script &&
@@ -130,6 +137,42 @@ test_expect_success 'a fresh connection closed without an answer: the request is
 	! test -s out &&
 	test_line_count = 1 requests.jsonl
 '
+
+# two.test is 127.0.0.1 and 127.0.0.2 (an /etc/hosts of a mount namespace
+# of our own); on 127.0.0.1 a listener whose queue is full, so that a
+# connection there times out; on 127.0.0.2 the model
+if unshare -rm true 2>/dev/null; then
+test_expect_success 'after a connect timeout, the next address is tried' '
+	echo "{\"content\": \"second address\"}" >script &&
+	start_model script --host 127.0.0.2 &&
+	{ python3 -c "
+import socket, sys, time
+s = socket.socket()
+s.bind((\"127.0.0.1\", int(sys.argv[1])))
+s.listen(0)
+held = []
+for _ in range(3):
+    c = socket.socket()
+    c.setblocking(False)
+    c.connect_ex((\"127.0.0.1\", int(sys.argv[1])))
+    held.append(c)
+open(\"full\", \"w\").close()
+time.sleep(60)
+" "$(cat port)" & } &&
+	full_pid=$! &&
+	test_when_finished "kill $full_pid" &&
+	wait_until 10 test -e full &&
+	printf "127.0.0.1 two.test\n127.0.0.2 two.test\n" >hosts &&
+	user hi >in.json &&
+	AGENT_BASE_URL=http://two.test:$(cat port)/v1 unshare -rm sh -c "
+		mount --bind hosts /etc/hosts &&
+		exec agent-step --timeout 6 --retries 0" <in.json >out 2>err &&
+	jq -e ".content == \"second address\"" out
+'
+else
+	test_skip 'after a connect timeout, the next address is tried' \
+		'no user and mount namespaces here (unshare -rm)'
+fi
 
 test_expect_success 'Retry-After as an HTTP date is honoured' '
 	when=$(date -u -d "+3 seconds" "+%a, %d %b %Y %H:%M:%S GMT") &&
