@@ -84,7 +84,8 @@ finish_record() { # FILE LINE
 		malformed "$1" "$2" "mutant '$id' changes nothing"
 	fi
 	if [ -f "$rec/$id.tests" ]; then
-		for t in $(cat "$rec/$id.tests"); do
+		tests=$(cat "$rec/$id.tests")
+		for t in $tests; do
 			case $t in
 			unit:*) [ -f "$src/tests/unit/${t#unit:}.c" ] ;;
 			corpus:*) [ -d "$src/tests/corpus/${t#corpus:}" ] ;;
@@ -97,16 +98,16 @@ finish_record() { # FILE LINE
 }
 for f in "$dir"/*.txt; do
 	[ -f "$f" ] || continue
-	n=0 id= last=
+	n=0 id='' last='' where=$f
 	while IFS= read -r line || [ -n "$line" ]; do
 		n=$((n + 1))
 		case $line in
 		'#'*) continue ;;
-		'') finish_record "$f" "$n"; continue ;;
+		'') finish_record "$where" "$n"; continue ;;
 		'|'*)
 			case $last in
 			from|to) printf '\n%s' "${line#|}" >>"$rec/$id.$last" ;;
-			*) malformed "$f" "$n" "a '|' line after neither 'from' nor 'to'" ;;
+			*) malformed "$where" "$n" "a '|' line after neither 'from' nor 'to'" ;;
 			esac
 			continue ;;
 		esac
@@ -114,26 +115,26 @@ for f in "$dir"/*.txt; do
 		val=${line#"$key"}
 		val=${val#"${val%%[! 	]*}"}
 		if [ "$key" = mutant ]; then
-			finish_record "$f" "$n"
+			finish_record "$where" "$n"
 			case $val in
-			''|*[!A-Za-z0-9_.-]*) malformed "$f" "$n" "bad mutant id '$val'"; continue ;;
+			''|*[!A-Za-z0-9_.-]*) malformed "$where" "$n" "bad mutant id '$val'"; continue ;;
 			esac
 			if grep -qx -e "$val" "$tmp/ids"; then
-				malformed "$f" "$n" "mutant '$val' twice"
+				malformed "$where" "$n" "mutant '$val' twice"
 				continue
 			fi
 			id=$val last=
 			echo "$id" >>"$tmp/ids"
 			continue
 		fi
-		[ -n "$id" ] || { malformed "$f" "$n" "'$key' outside a record"; continue; }
+		[ -n "$id" ] || { malformed "$where" "$n" "'$key' outside a record"; continue; }
 		case $key in
 		file|from|to|tests|equivalent|note) ;;
-		*) malformed "$f" "$n" "unknown key '$key'"; continue ;;
+		*) malformed "$where" "$n" "unknown key '$key'"; continue ;;
 		esac
-		[ -f "$rec/$id.$key" ] && { malformed "$f" "$n" "'$key' twice in '$id'"; continue; }
+		[ -f "$rec/$id.$key" ] && { malformed "$where" "$n" "'$key' twice in '$id'"; continue; }
 		[ -n "$val" ] || [ "$key" = to ] ||
-			{ malformed "$f" "$n" "'$key' is empty"; continue; }
+			{ malformed "$where" "$n" "'$key' is empty"; continue; }
 		printf '%s' "$val" >"$rec/$id.$key"
 		last=$key
 	done <"$f"
@@ -189,7 +190,7 @@ mkdir "$tree"
 	(cd "$src" && xargs -0 tar cf - --) | (cd "$tree" && tar xf -) || exit 1
 mkdir "$tmp/orig"
 build() {
-	make -C "$tree" -j2 all >"$tmp/build.log" 2>&1
+	make -C "$tree" -j2 all >"$tmp/build.log" 2>&1 </dev/null
 }
 echo "building the copy in $tree"
 build || { tail -20 "$tmp/build.log" >&2; echo "$prog: the copy does not build" >&2; exit 1; }
@@ -198,9 +199,11 @@ build || { tail -20 "$tmp/build.log" >&2; echo "$prog: the copy does not build" 
 # on timeout.  A shell test is stopped at its first failure.
 runtest() {
 	case $1 in
-	unit:*) (cd "$tree" && timeout "$limit" "build/tests/${1#unit:}") >"$2" 2>&1 ;;
+	unit:*) (cd "$tree" && timeout "$limit" "build/tests/${1#unit:}") \
+		>"$2" 2>&1 </dev/null ;;
 	corpus:*) (cd "$tree" && timeout "$limit" \
-		"build/fuzz/replay-${1#corpus:}" "tests/corpus/${1#corpus:}") >"$2" 2>&1 ;;
+		"build/fuzz/replay-${1#corpus:}" "tests/corpus/${1#corpus:}") \
+		>"$2" 2>&1 </dev/null ;;
 	*)
 		: >"$2"
 		AH_BIN=$tree/build/bin setsid sh "$tree/tests/$1" >"$2" 2>&1 </dev/null &
@@ -228,16 +231,16 @@ runtest() {
 }
 
 if [ "$baseline" = 1 ]; then
-	for id in $(cat "$tmp/run"); do cat "$rec/$id.tests"; echo; done |
+	while read -r id; do cat "$rec/$id.tests"; echo; done <"$tmp/run" |
 		tr ' ' '\n' | sort -u | grep . >"$tmp/alltests"
-	for t in $(cat "$tmp/alltests"); do
+	while read -r t; do
 		echo "baseline    $t"
 		runtest "$t" "$tmp/base.log" || {
 			grep '^not ok' "$tmp/base.log" >&2
 			echo "$prog: $t fails on the tree unchanged: fix that first (or -B)" >&2
 			exit 1
 		}
-	done
+	done <"$tmp/alltests"
 fi
 
 killed=0 survived=0 timedout=0 nobuild=0
@@ -250,7 +253,8 @@ while read -r id; do
 		echo "nobuild     $id ($(grep -m1 -e 'error' "$tmp/build.log"))"
 	else
 		res=survived
-		for t in $(cat "$rec/$id.tests"); do
+		tests=$(cat "$rec/$id.tests")
+		for t in $tests; do
 			runtest "$t" "$tmp/test.log"
 			case $? in
 			0) continue ;;
