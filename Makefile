@@ -22,7 +22,7 @@ PROVEFLAGS ?= --failures --comments
 # Where objects and programs go; the sanitizer build sets another one.
 BUILD   ?= build
 
-PROGS   = todo-write tool-exec agent-step hook-perm hook-audit agent-compact agent-session agent-snap mcp-bridge
+PROGS   = todo-write tool-exec agent-step hook-perm hook-audit agent-compact agent-session agent-snap mcp-bridge hook-cc
 LIBSRC  = $(wildcard lib/*.c)
 # share/NAME.json compiled in as the string data_NAME (lib/priv.h).
 DATA    = policy tools task
@@ -44,8 +44,8 @@ SCRIPTS = .ci/run tools/deps.sh tools/mutate.sh cmd/agent-run bench/peers.sh tes
 SANFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all
 
-.PHONY: all bench bench-peers demo deps mutate check check-plain check-san check-valgrind test-units \
-	test-shell test-corpus fuzz fuzz-shell install uninstall clean lint
+.PHONY: all bench bench-peers check-peers demo deps check check-plain check-san check-valgrind \
+	test-units test-shell test-corpus fuzz fuzz-shell install uninstall clean lint
 
 all: $(BINS) $(UNITS) $(REPLAYS)
 
@@ -62,6 +62,12 @@ bench: $(BINS)
 # with npm into a cache outside the tree; bench/README.md, "Peers").
 bench-peers: $(BINS)
 	sh bench/peers.sh --bin $(abspath $(BUILD)/bin) $(PEERSFLAGS)
+
+# hook-perm --format as the PreToolUse hook of the real Claude Code and
+# Codex CLI (installed as for bench-peers; a peer npm cannot install is
+# skipped, saying so).  Not in `make check`: it needs the npm registry.
+check-peers: $(BINS)
+	sh bench/peers.sh --hooks-check --bin $(abspath $(BUILD)/bin) --timeout 180 $(PEERSFLAGS)
 
 # Missing headers are installed (as root) or the command to install them is
 # printed: a fresh machine gets from nothing to green with `make check`.
@@ -189,6 +195,7 @@ check-valgrind: all
 # tree, against the tests that cover it; the score.  Slow (an hour), so
 # not part of `make check`, which only reads the list (t0970).
 # MUTANTS="id ..." picks some; MUTATEFLAGS=-B skips the baseline run.
+.PHONY: mutate
 mutate:
 	sh tools/mutate.sh $(MUTATEFLAGS) $(MUTANTS)
 
