@@ -6,7 +6,6 @@
 
 AGENT_MODEL=test-model
 export AGENT_MODEL
-user() { jq -nc --arg c "$1" '{role: "user", content: $c}'; }
 # own: agent-step speaks through its own client, as it does to http://;
 # t0341 runs these tests again with AGENT_HTTP=curl, where the same
 # answers must fail as surely, with libcurl's words for why
@@ -366,7 +365,7 @@ time.sleep(60)
 test_expect_success 'an answer sent before the request was read whole (413), then a close, is read' '
 	rm -f port &&
 	{ python3 -c "$early" & } &&
-	echo $! >>"$SCRATCH/.servers" &&
+	echo $! >>"$(servers_file)" &&
 	wait_until 20 test -s port &&
 	python3 -c "import json; print(json.dumps({\"role\": \"user\", \"content\": \"x\" * 8000000}))" >big.json &&
 	AGENT_BASE_URL=http://127.0.0.1:$(cat port)/v1 \
