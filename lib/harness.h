@@ -355,8 +355,8 @@ long chat_model_window(const char *model);
 /* Applies the budget before a request is made (chat_request does it
  * too): -1 when out of memory. */
 int chat_prepare(struct chat *c);
-/* The request body into out (reset first, then valid while c is
- * unchanged): head (an object with "model" and the other fields) with
+/* completions.c: the Chat Completions request body into out (reset
+ * first, then valid while c is unchanged): head (an object with "model" and the other fields) with
  * "messages" spliced in, the messages borrowed from c rather than
  * copied.  Applies the budget first.  -1 when out of memory. */
 int chat_request_parts(struct chat *c, const cJSON *head,
@@ -415,7 +415,7 @@ struct reply_call {
 };
 
 /* The API a model speaks. */
-enum model_api { API_CHAT, API_ANTHROPIC };
+enum model_api { API_CHAT, API_ANTHROPIC, API_RESPONSES };
 
 /* What the stop or finish reason of an answer means, as each API's
  * table (agent-step(1), STOP REASONS) says: a reason not in the table is
@@ -432,12 +432,24 @@ enum reply_end {
 	END_UNKNOWN,  /* a reason the table does not have */
 };
 
+/* Server-sent events, read as they come (sse.c, in priv.h). */
+struct sse {
+	struct buf line;      /* a line not ended yet */
+	struct buf data;      /* the event's data lines, joined by LF */
+	char event[32];       /* its event: field, "" when none */
+	int ready;            /* data and event are a whole event */
+};
+
 struct reply {
 	struct buf content, reasoning, refusal;
 	int has_content;
 	int choices;          /* the n asked for: above 1, only choice 0 counts */
 	enum model_api api;
 	cJSON *blocks;        /* Anthropic: thinking blocks, to send back */
+	cJSON *items;         /* Responses: reasoning items, to send back */
+	int items_seen;       /* Responses: a stream's output items came */
+	int summary_streamed; /* Responses: reasoning summary deltas came */
+	char foreign[32];     /* Responses: a client call of a kind not run */
 	int block;            /* Anthropic: the index of the open block */
 	char block_type[24];  /*   and its type */
 	struct reply_call *calls;
@@ -453,9 +465,7 @@ struct reply {
 	/* called with each piece of text as it streams in */
 	void (*on_text)(void *ctx, const char *text);
 	void *ctx;
-	/* server-sent events parsing */
-	struct buf sse_line, sse_data;
-	int sse_event_error;
+	struct sse sse;       /* a streamed answer's events */
 	/* data events applied so far: what counts as progress (comments and
 	 * keep-alives do not) */
 	unsigned long events;
@@ -481,6 +491,27 @@ cJSON *reply_message(const struct reply *r, const char *request_id);
  * length is learnt once, and kept in c); -1 when out of memory. */
 int anthropic_request_parts(struct chat *c, const cJSON *head,
 			    struct model_body *out);
+
+/* --- responses.c: OpenAI's Responses API, at the wire ---------------- */
+
+/* The Responses request for what c sends: head's fields (max_tokens as
+ * max_output_tokens; store false and include
+ * ["reasoning.encrypted_content"] unless head has them), the tools as
+ * function tools, then "input": each message as input items (system and
+ * user messages as message items, an assistant's as its reasoning items,
+ * its text and its function_call items, a result as a
+ * function_call_output).  Into out (reset first); -1 when out of
+ * memory. */
+int responses_request_parts(struct chat *c, const cJSON *head,
+			    struct model_body *out);
+
+/* --- answer.c: the request of the chat's API -------------------------- */
+
+/* The request body for what c sends, in the shape of c->api: Chat
+ * Completions (chat_request_parts), Messages (anthropic_request_parts) or
+ * Responses (responses_request_parts); the budget applied first.  -1
+ * when out of memory. */
+int answer_request(struct chat *c, const cJSON *head, struct model_body *out);
 
 /* --- model.c: calling the endpoint ------------------------------------ */
 

@@ -29,7 +29,13 @@ LC_ALL=C
 export LC_ALL
 unset AGENT_TODO_FILE AGENT_WORKDIR AGENT_POLICY AGENT_AUDIT_LOG \
 	AGENT_SESSION AGENT_API_KEY OPENAI_API_KEY AGENT_BASE_URL \
-	OPENAI_BASE_URL AGENT_MODEL
+	OPENAI_BASE_URL AGENT_MODEL AGENT_HTTP
+# AH_HTTP=curl: agent-step speaks through libcurl to the http:// test
+# servers too (tNNN1-*-curl.t run the model tests so)
+if [ -n "${AH_HTTP:-}" ]; then
+	AGENT_HTTP=$AH_HTTP
+	export AGENT_HTTP
+fi
 
 TEST_DIR=$(cd "$(dirname "$0")" && pwd)
 SRC_DIR=$(dirname "$TEST_DIR")
