@@ -234,4 +234,45 @@ test_expect_success 'write_file and edit_file are shown as a diff of the file (i
 	test "$(cat f.txt)" = "$(printf "one\ntwo\nthree\nfour\nfive\nsix\nseven")"
 '
 
+# --- 11: the home directory as the workspace
+
+test_expect_success 'agent-run refuses the home directory, and a directory above it (item 11)' '
+	echo "{\"content\": \"done\"}" >script &&
+	start_model script && mkdir -p top/home &&
+	test_must_fail 1 env HOME="$PWD/top/home" agent-run -C top/home "go" 2>err &&
+	test_contains err "is your home directory, a directory above it, or /" &&
+	test ! -e top/home/.agent &&
+	test_must_fail 1 env HOME="$PWD/top/home" agent-run -C top "go" 2>err &&
+	test ! -e top/.agent &&
+	ln -s top/home homelink &&
+	test_must_fail 1 env HOME="$PWD/homelink" agent-run -C top/home "go" 2>err &&
+	test ! -e requests.jsonl &&
+	env HOME="$PWD/top/home" agent-run -C top/home/ --sessions >list &&
+	test ! -s list
+'
+
+if [ -n "${AH_NO_SANDBOX:-}" ]; then
+	test_skip 'with --allow-home, start-up files, ~/.ssh and the trust store stay read-only (item 11)' 'no sandbox here'
+else
+test_expect_success 'with --allow-home, start-up files, ~/.ssh and the trust store stay read-only (item 11)' '
+	cmd="echo evil >>~/.bashrc; echo key >>~/.ssh/authorized_keys; echo x >~/.config/agent-harness/trusted-policies; echo y >>~/.gitconfig; echo z >>~/dotfiles/zshrc; echo fine >~/notes.txt" &&
+	{
+		echo "{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"$cmd\"}}]}" &&
+		echo "{\"content\": \"done\"}"
+	} >script &&
+	start_model script && mkdir -p h/.ssh h/.config/agent-harness h/dotfiles &&
+	echo "# mine" >h/.bashrc && echo "ssh-ed25519 mine" >h/.ssh/authorized_keys &&
+	echo "trusted" >h/.config/agent-harness/trusted-policies &&
+	echo "[user]" >h/.gitconfig && echo "# zsh" >h/dotfiles/zshrc &&
+	ln -s dotfiles/zshrc h/.zshrc &&
+	HOME="$PWD/h" agent-run -y --allow-home -C h "go" >answer 2>progress &&
+	test "$(cat h/.bashrc)" = "# mine" &&
+	test "$(cat h/.ssh/authorized_keys)" = "ssh-ed25519 mine" &&
+	test "$(cat h/.config/agent-harness/trusted-policies)" = trusted &&
+	test "$(cat h/.gitconfig)" = "[user]" &&
+	test "$(cat h/dotfiles/zshrc)" = "# zsh" &&
+	test "$(cat h/notes.txt)" = fine
+'
+fi
+
 test_done
