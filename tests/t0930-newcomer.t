@@ -61,4 +61,32 @@ else
 	test_skip 'tools/deps.sh names python3 when it is missing' 'needs root and setpriv'
 fi
 
+AGENT_MODEL=scripted
+export AGENT_MODEL
+
+test_expect_success 'a run that ends with todo items left says so on its last line' '
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "run_todo_write", "arguments": {"todos": [{"id": "a", "content": "Step A", "status": "completed"}, {"id": "b", "content": "Step B", "status": "pending"}, {"id": "c", "content": "Step C", "status": "in_progress"}]}}]}
+	{"content": "Half done."}
+	EOF
+	start_model script && mkdir w &&
+	agent-run -y --stop-checks 0 -C w "do a, b and c" >answer 2>progress &&
+	test "$(cat answer)" = "Half done." &&
+	test "$(tail -n 1 progress)" = "agent-run: 2 todo items left: b - Step B; c - Step C"
+'
+
+test_expect_success 'a run that ends with its list done, or with none, says nothing of todos' '
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "run_todo_write", "arguments": {"todos": [{"id": "a", "content": "Step A", "status": "completed"}]}}]}
+	{"content": "Done."}
+	{"content": "Nothing to plan."}
+	EOF
+	start_model script && mkdir w &&
+	agent-run -y -C w "do a" >answer 2>progress &&
+	test_grep ! "todo item" progress &&
+	agent-run -y -C w "again" >answer 2>progress &&
+	test "$(cat answer)" = "Nothing to plan." &&
+	test_grep ! "todo item" progress
+'
+
 test_done
