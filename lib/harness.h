@@ -869,6 +869,9 @@ struct session_stats {
 	unsigned long from;
 	double model_calls, tokens, run_calls, run_tokens;
 	double tool_calls, denied;
+	cJSON *denials; /* this run's denied calls, [{tool, reason}], the
+			 * first SESSION_DENIALS_MAX of them; NULL when out
+			 * of memory */
 	int answered;  /* it ends with an answer: an assistant message
 			* without tool calls */
 	char *answer;  /* that answer's text, when it is text */
@@ -877,6 +880,7 @@ struct session_stats {
 /* Reads the transcript at path (never through a link under .agent) into
  * *st, which the caller zeroed (but for from).  Lines that are not
  * messages count for nothing.  0, or -1 when it cannot be read. */
+#define SESSION_DENIALS_MAX 100
 int session_stats(const char *transcript, struct session_stats *st,
 		  struct ah_error *err);
 void session_stats_free(struct session_stats *st);
