@@ -1104,7 +1104,8 @@ builtin_allowed(struct sp *p, const struct words *v, size_t i)
 		"in", "function", "time", "{", "}", "!", "[[", "]]", "coproc",
 		NULL };
 	static const char *const inert[] = { "cd", "pwd", "echo", "printf",
-		"true", "false", ":", "test", "[", "type", "command", NULL };
+		"true", "false", ":", "test", "[", "type", "command", "exit",
+		NULL };
 	const char *w = v->w[i];
 	size_t k;
 
@@ -1262,7 +1263,8 @@ parse_list(struct sp *p, char close)
  *   cmd      = { assign } { word | redir }, at least one of them
  *   assign   = name "=" [ value ], name lower-case ([a-z][a-z0-9_]*) or a
  *              locale name (LANG, LC_*, TZ, NO_COLOR), unquoted
- *   word     = { plain | \c | '...' | "..." | param | $( list ) }
+ *   word     = [ "~" ] { plain | \c | '...' | "..." | param | $( list ) },
+ *              the ~ alone or before a /
  *   plain    = [A-Za-z0-9_./,:=+%@^-], and ~ after one of them but = and :
  *   param    = $name | ${name} | $digit | $? | $# | $$  (not $_)
  *   "..."    = characters but ` and !, with \\ \$ \" \` and param, $( )
@@ -1387,6 +1389,16 @@ st_word(struct sp *p, struct buf *w, int *dyn, int *quoted, size_t *plain)
 
 	*dyn = *quoted = 0;
 	*plain = 0;
+	/* ~ and ~/...: the home directory, an expansion that runs nothing
+	 * (~user, ~+, ~- are not taken) */
+	if (s[p->i] == '~' && (p->i + 1 >= p->n || s[p->i + 1] == '/' ||
+	    (p->i++, st_end(p) ? (p->i--, 1) : (p->i--, 0)))) {
+		if (push(w, '~', p) < 0)
+			return -1;
+		p->i++;
+		*dyn = 1;
+		lead = 0;
+	}
 	/* {} alone is a word (find -exec's), no brace expansion */
 	if (p->i + 1 < p->n && s[p->i] == '{' && s[p->i + 1] == '}') {
 		p->i += 2;
@@ -1674,7 +1686,7 @@ st_list(struct sp *p)
 				 s[p->i + 1] != '&'))
 				p->i++;
 			else
-				return st_fail(p); /* &, |& */
+				return st_fail(p); /* &, &>, |& */
 			need = 1;
 			have = 0;
 		} else {

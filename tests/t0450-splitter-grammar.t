@@ -118,7 +118,7 @@ test_expect_success 'what the grammar does not know is complex: keywords, fd nam
 	IFS=/ ls
 	ls ${x:-y}
 	ls $'"'"'x'"'"'
-	ls ~
+	ls ~root
 	ls *
 	ls &
 	EOF
