@@ -6,7 +6,6 @@
 
 AGENT_MODEL=test-model
 export AGENT_MODEL
-user() { jq -nc --arg c "$1" '{role: "user", content: $c}'; }
 # wire BYTES [close|reset]: a script line answering with these bytes as
 # they are (python's escapes: \r, \n, \x1b), the JSON body of an answer
 # ($body, else $answer) where the text BODY stands, its length where LEN
@@ -286,7 +285,7 @@ time.sleep(60)
 test_expect_success 'an answer sent before the request was read whole (413), then a close, is read' '
 	rm -f port &&
 	{ python3 -c "$early" & } &&
-	echo $! >>"$SCRATCH/.servers" &&
+	echo $! >>"$(servers_file)" &&
 	wait_until 20 test -s port &&
 	python3 -c "import json; print(json.dumps({\"role\": \"user\", \"content\": \"x\" * 8000000}))" >big.json &&
 	AGENT_BASE_URL=http://127.0.0.1:$(cat port)/v1 \
