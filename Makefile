@@ -43,8 +43,8 @@ REPLAYS = $(FUZZERS:%=$(BUILD)/fuzz/replay-%)
 MAN1    = $(wildcard man/*.1)
 MAN5    = $(wildcard man/*.5)
 MAN7    = $(wildcard man/*.7)
-SCRIPTS = .ci/run tools/deps.sh cmd/agent-run bench/peers.sh tests/lib.sh tests/suite-probe.sh \
-	$(wildcard tests/*.t) \
+SCRIPTS = .ci/run tools/deps.sh tools/mutate.sh cmd/agent-run bench/peers.sh tests/lib.sh \
+	tests/suite-probe.sh $(wildcard tests/*.t) \
 	$(wildcard examples/*.sh)
 
 SANFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
@@ -206,6 +206,14 @@ check-valgrind: all
 	AH_VALGRIND=1 $(MAKE) --no-print-directory test-shell
 	for t in $(UNITS); do valgrind -q --error-exitcode=99 --leak-check=full \
 		--errors-for-leak-kinds=definite,indirect $$t >/dev/null || exit 1; done
+
+# Mutation testing: each mutant of tests/mutants/*.txt on a copy of the
+# tree, against the tests that cover it; the score.  Slow (an hour), so
+# not part of `make check`, which only reads the list (t0970).
+# MUTANTS="id ..." picks some; MUTATEFLAGS=-B skips the baseline run.
+.PHONY: mutate
+mutate:
+	sh tools/mutate.sh $(MUTATEFLAGS) $(MUTANTS)
 
 lint:
 	shellcheck -s sh $(SCRIPTS)

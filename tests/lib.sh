@@ -29,7 +29,13 @@ LC_ALL=C
 export LC_ALL
 unset AGENT_TODO_FILE AGENT_WORKDIR AGENT_POLICY AGENT_AUDIT_LOG \
 	AGENT_SESSION AGENT_API_KEY OPENAI_API_KEY AGENT_BASE_URL \
-	OPENAI_BASE_URL AGENT_MODEL
+	OPENAI_BASE_URL AGENT_MODEL AGENT_HTTP
+# AH_HTTP=curl: agent-step speaks through libcurl to the http:// test
+# servers too (tNNN1-*-curl.t run the model tests so)
+if [ -n "${AH_HTTP:-}" ]; then
+	AGENT_HTTP=$AH_HTTP
+	export AGENT_HTTP
+fi
 
 TEST_DIR=$(cd "$(dirname "$0")" && pwd)
 SRC_DIR=$(dirname "$TEST_DIR")
@@ -61,8 +67,12 @@ if [ -n "${AH_VALGRIND:-}" ]; then
 	for prog in "$AH_BIN"/*; do
 		[ -x "$prog" ] || continue
 		# the C programs; agent-run is a script, and the leaks of the
-		# shell that runs it are not ours (it calls the wrapped ones)
-		[ "$(head -c 2 "$prog")" = '#!' ] && continue
+		# shell that runs it are not ours: it is copied beside the
+		# wrapped ones, which it runs (those installed beside it)
+		if [ "$(head -c 2 "$prog")" = '#!' ]; then
+			cp "$prog" "$SCRATCH/.valgrind-bin/" || exit 1
+			continue
+		fi
 		cat >"$SCRATCH/.valgrind-bin/${prog##*/}" <<-WRAP
 		#!/bin/sh
 		exec valgrind -q --error-exitcode=99 --leak-check=full \

@@ -242,9 +242,14 @@ test_expect_success 'run_todo_write: same code and texts as todo-write' '
 
 # --- the working directory is a boundary for the file tools
 
+# (set, even empty, AH_NO_OPENAT2 turns openat2 off: unset for the first run)
 for fallback in "" 1; do
-AH_NO_OPENAT2=$fallback
-export AH_NO_OPENAT2
+if [ -n "$fallback" ]; then
+	AH_NO_OPENAT2=1
+	export AH_NO_OPENAT2
+else
+	unset AH_NO_OPENAT2
+fi
 test_expect_success "boundaries: .., absolute, symlinks, string prefixes${fallback:+ (without openat2)}" '
 	mkdir -p root rootx outside && echo secret >outside/s && echo s2 >rootx/s &&
 	ln -s ../outside/s root/filelink && ln -s ../outside root/dirlink &&
@@ -252,7 +257,13 @@ test_expect_success "boundaries: .., absolute, symlinks, string prefixes${fallba
 	for p in ../outside/s ../../../../etc/passwd /etc/passwd filelink dirlink/s \
 		abslink/passwd "$(pwd -P)/rootx/s" "$(pwd -P)/root/../outside/s"; do
 		for t in read_file list_dir write_file edit_file; do
-			args=$(jq -nc --arg p "$p" "{path: \$p, content: \"x\", old_string: \"s\", new_string: \"x\"}")
+			# each tool takes its own keys, and no other
+			case $t in
+			write_file) more=", content: \"x\"" ;;
+			edit_file) more=", old_string: \"s\", new_string: \"x\"" ;;
+			*) more= ;;
+			esac
+			args=$(jq -nc --arg p "$p" "{path: \$p$more}")
 			call_msg "$t" "$args" | tool-exec -C root >out || return 1
 			content out | grep -q "^Error: .*outside the working directory" || {
 				echo "$t $p was not refused:"; cat out; return 1; }
@@ -260,6 +271,25 @@ test_expect_success "boundaries: .., absolute, symlinks, string prefixes${fallba
 	done &&
 	test "$(cat outside/s)" = secret && test "$(cat rootx/s)" = s2 &&
 	test ! -e outside/x
+'
+
+# what does not exist yet is refused as well as what does (without
+# RESOLVE_BENEATH, ../new would be created); and the root /w/root does not
+# hold /w/rootx, which a link inside can lead to
+test_expect_success "boundaries: new files, .., a sibling named like the root${fallback:+ (without openat2)}" '
+	mkdir -p root rootx outside && echo s2 >rootx/s &&
+	ln -s ../rootx/s root/sib && ln -s ../rootx root/sibdir &&
+	for c in "write_file ../new" "write_file ../outside/new" "write_file sibdir/new" \
+		"write_file sib" "edit_file sib" "read_file sib" "read_file sibdir/s" \
+		"list_dir .." "list_dir ../outside" "list_dir sibdir"; do
+		set -- $c &&
+		args=$(jq -nc --arg p "$2" "{path: \$p, content: \"x\", old_string: \"s2\", new_string: \"x\"}") &&
+		call_msg "$1" "$args" | tool-exec -C root >out || return 1
+		content out | grep -q "^Error: .*outside the working directory" || {
+			echo "$c was not refused:"; cat out; return 1; }
+	done &&
+	test ! -e new && test ! -e outside/new && test ! -e rootx/new &&
+	test "$(cat rootx/s)" = s2
 '
 
 test_expect_success "boundaries: no creation through a symlinked directory${fallback:+ (without openat2)}" '
