@@ -1381,6 +1381,7 @@ struct snap {
 	int dirfd;           /* .agent/snap */
 	int lockfd;          /* .agent/snap/lock, held */
 	int include_ignored; /* snapshots hold ignored files too */
+	char moved_aside[64]; /* a .agent/snap not ours, moved here */
 };
 
 /* What a snapshot records besides the files. */
@@ -1393,8 +1394,9 @@ struct snap_meta {
 };
 
 /* Opens (create: makes) .agent/snap and waits for its lock.  A
- * .agent/snap that agent-snap did not make for this user there is an
- * AH_EFORMAT error, and none of it is used.  snap_close frees. */
+ * .agent/snap that agent-snap did not make for this user there is never
+ * used: an AH_EFORMAT error, or with create moved aside (its new name in
+ * moved_aside) for a new one.  snap_close frees, but keeps moved_aside. */
 int snap_open(struct snap *s, int create, struct ah_error *err);
 void snap_close(struct snap *s);
 
