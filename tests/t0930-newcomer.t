@@ -117,4 +117,19 @@ test_expect_success 'a run whose calls were all allowed says nothing of denials,
 	tail -n 1 events | jq -e ".denied == [] and .run.denied == 0"
 '
 
+test_expect_success 'at a terminal the answer is shown once; into a file, it is there whole too' '
+	cat >script <<-\EOF &&
+	{"content": "The one answer."}
+	{"content": "The second answer."}
+	EOF
+	start_model script && mkdir w &&
+	python3 "$TEST_DIR/pty-run.py" "agent-run -C w hi; echo \"exit \$?\"" >tty &&
+	test_grep "^exit 0" tty &&
+	test "$(grep -c "The one answer" tty)" = 1 &&
+	python3 "$TEST_DIR/pty-run.py" "agent-run -C w -c again >out; echo \"exit \$?\"" >tty &&
+	test_grep "^exit 0" tty &&
+	test "$(grep -c "The second answer" tty)" = 1 &&
+	test "$(cat out)" = "The second answer."
+'
+
 test_done
