@@ -156,7 +156,11 @@ test_expect_success '-c where there is no session: refused, and nothing written'
 	mkdir plain &&
 	test_expect_code 1 agent-run --resume -C plain 2>err &&
 	test_grep "nothing to resume" err &&
-	test ! -e plain/.agent
+	test ! -e plain/.agent &&
+	mkdir -p made/.agent &&
+	test_expect_code 2 agent-run -c -C made "go on" 2>err &&
+	test_grep "no session to continue" err &&
+	test -z "$(ls -A made/.agent)"
 '
 
 test_done
