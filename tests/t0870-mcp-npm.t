@@ -16,15 +16,22 @@ fi
 AGENT_MODEL=scripted
 export AGENT_MODEL
 
-# config FILE: the three servers, the filesystem one rooted at $PWD/root,
-# the memory one keeping its graph in $PWD/memory.jsonl
+# config FILE: the three servers, in the sandbox of the workspace ws (each
+# mcp-bridge here runs with -C ws), installed beforehand (see
+# mcp-bridge(1), "npx"): the filesystem one rooted at ws/root, and another
+# at / ("wide"), the memory one keeping its graph in ws/memory.jsonl
 config() {
+	mkdir -p ws/root &&
 	jq -n --arg b "$BIN" --arg d "$PWD" '{mcpServers: {
-		every: {command: "\($b)/mcp-server-everything", sandbox: false},
-		fs: {command: "\($b)/mcp-server-filesystem", args: ["\($d)/root"],
-		     sandbox: false},
-		mem: {command: "\($b)/mcp-server-memory", sandbox: false,
-		      env: {MEMORY_FILE_PATH: "\($d)/memory.jsonl"}}}}' >"$1"
+		every: {command: "\($b)/mcp-server-everything"},
+		fs: {command: "\($b)/mcp-server-filesystem", args: ["\($d)/ws/root"]},
+		wide: {command: "\($b)/mcp-server-filesystem", args: ["/"]},
+		mem: {command: "\($b)/mcp-server-memory",
+		      env: {MEMORY_FILE_PATH: "\($d)/ws/memory.jsonl"}}}}' >"$1"
+}
+
+bridge() {
+	mcp-bridge --no-user-config -C ws "$@"
 }
 
 # call ID TOOL ARGS
@@ -34,8 +41,8 @@ call() {
 }
 
 test_expect_success 'the three servers start, in the protocol of 2025-06-18, their tools listed' '
-	mkdir root && config cfg &&
-	mcp-bridge -v --no-user-config --mcp-config cfg --schema >schema 2>err &&
+	config cfg &&
+	bridge -v --mcp-config cfg --schema >schema 2>err &&
 	test_grep "every: ready (protocol 2025-06-18" err &&
 	test_grep "fs: ready (protocol 2025-06-18" err &&
 	test_grep "mem: ready (protocol 2025-06-18" err &&
@@ -48,14 +55,14 @@ test_expect_success 'the three servers start, in the protocol of 2025-06-18, the
 '
 
 test_expect_success 'server-everything: tools with and without arguments, an image, structured content, an error' '
-	mkdir root && config cfg &&
+	config cfg &&
 	{ call 1 mcp__every__echo "{\"message\":\"hi there\"}" &&
 	  call 2 mcp__every__get-sum "{\"a\":2,\"b\":3}" &&
 	  call 3 mcp__every__get-tiny-image "{}" &&
 	  call 4 mcp__every__get-structured-content "{\"location\":\"Chicago\"}" &&
 	  call 5 mcp__every__get-sum "{\"a\":\"x\"}" &&
 	  call 6 mcp__every__get-resource-reference "{}"; } >calls &&
-	mcp-bridge --no-user-config --mcp-config cfg <calls >out &&
+	bridge --mcp-config cfg <calls >out &&
 	jq -r ".content" out >text &&
 	test "$(jq -r "select(.tool_call_id == \"1\") | .content" out)" = "Echo: hi there" &&
 	test_grep "^The sum of 2 and 3 is 5" text &&
@@ -67,12 +74,12 @@ test_expect_success 'server-everything: tools with and without arguments, an ima
 '
 
 test_expect_success 'server-everything: progress of a long call, and a longer one cancelled at its timeout' '
-	mkdir root && config cfg &&
+	config cfg &&
 	{ call 1 mcp__every__trigger-long-running-operation "{\"duration\":1,\"steps\":3}" &&
 	  call 2 mcp__every__trigger-long-running-operation "{\"duration\":30,\"steps\":1}" &&
 	  call 3 mcp__every__echo "{\"message\":\"still here\"}"; } >calls &&
 	start=$(date +%s) &&
-	mcp-bridge -v --no-user-config --mcp-config cfg --timeout 2 --max-timeout 3 <calls >out 2>err &&
+	bridge -v --mcp-config cfg --timeout 2 --max-timeout 3 <calls >out 2>err &&
 	test $(($(date +%s) - start)) -lt 20 &&
 	test_grep "every: progress 3/3" err &&
 	jq -r .content out >text &&
@@ -82,10 +89,10 @@ test_expect_success 'server-everything: progress of a long call, and a longer on
 '
 
 test_expect_success 'server-everything: its environment has no API key, and what the configuration sets' '
-	mkdir root && config cfg &&
+	config cfg &&
 	call 1 mcp__every__get-env "{}" >calls &&
 	AGENT_API_KEY=sk-test-not-for-servers OPENAI_API_KEY=sk-test-neither \
-		mcp-bridge --no-user-config --mcp-config cfg <calls >out &&
+		bridge --mcp-config cfg <calls >out &&
 	jq -r .content out >env &&
 	test_grep "\"PATH\"" env &&
 	test_grep ! "sk-test" env &&
@@ -93,25 +100,39 @@ test_expect_success 'server-everything: its environment has no API key, and what
 '
 
 test_expect_success 'server-filesystem: writes in its root, refuses outside it (its own check)' '
-	mkdir root && config cfg &&
-	{ call 1 mcp__fs__write_file "{\"path\":\"$PWD/root/a.txt\",\"content\":\"written\"}" &&
+	config cfg &&
+	{ call 1 mcp__fs__write_file "{\"path\":\"$PWD/ws/root/a.txt\",\"content\":\"written\"}" &&
 	  call 2 mcp__fs__write_file "{\"path\":\"$PWD/outside.txt\",\"content\":\"x\"}" &&
-	  call 3 mcp__fs__read_text_file "{\"path\":\"$PWD/root/a.txt\"}"; } >calls &&
-	mcp-bridge --no-user-config --mcp-config cfg <calls >out &&
-	test "$(cat root/a.txt)" = written &&
+	  call 3 mcp__fs__read_text_file "{\"path\":\"$PWD/ws/root/a.txt\"}"; } >calls &&
+	bridge --mcp-config cfg <calls >out &&
+	test "$(cat ws/root/a.txt)" = written &&
 	test ! -e outside.txt &&
 	test "$(jq -r "select(.tool_call_id == \"2\") | .status" out)" = error &&
 	test "$(jq -r "select(.tool_call_id == \"3\") | .content" out | head -n 1)" = written
 '
 
+if [ -n "${AH_NO_SANDBOX:-}" ]; then
+	test_skip 'server-filesystem rooted at /: a write outside the workspace fails because of the sandbox' 'no sandbox on this machine'
+else
+	test_expect_success 'server-filesystem rooted at /: a write outside the workspace fails because of the sandbox' '
+		config cfg &&
+		{ call 1 mcp__wide__write_file "{\"path\":\"$PWD/ws/in.txt\",\"content\":\"in\"}" &&
+		  call 2 mcp__wide__write_file "{\"path\":\"$PWD/outside.txt\",\"content\":\"x\"}"; } >calls &&
+		bridge --mcp-config cfg <calls >out &&
+		test "$(cat ws/in.txt)" = in &&
+		test ! -e outside.txt &&
+		test_grep "Error: EROFS: read-only file system" out
+	'
+fi
+
 test_expect_success 'server-memory: what one call stores, the next reads' '
-	mkdir root && config cfg &&
+	config cfg &&
 	{ call 1 mcp__mem__create_entities "{\"entities\":[{\"name\":\"harness\",\"entityType\":\"project\",\"observations\":[\"written in C\"]}]}" &&
 	  call 2 mcp__mem__search_nodes "{\"query\":\"harness\"}"; } >calls &&
-	mcp-bridge --no-user-config --mcp-config cfg <calls >out &&
+	bridge --mcp-config cfg <calls >out &&
 	test "$(jq -r "select(.tool_call_id == \"2\") | .status" out)" = ok &&
 	test_grep "written in C" out &&
-	test_grep "written in C" memory.jsonl
+	test_grep "written in C" ws/memory.jsonl
 '
 
 test_expect_success 'a scripted agent-run session calls the real servers; the results are in the transcript; nothing is left' '
@@ -120,12 +141,11 @@ test_expect_success 'a scripted agent-run session calls the real servers; the re
 	{"tool_calls": [{"name": "mcp__mem__read_graph", "arguments": {}}]}
 	{"content": "done"}
 	EOF
-	start_model script && mkdir w root &&
-	config cfg &&
-	agent-run -y --mcp-config cfg -C w "use the tools" >answer 2>progress &&
+	start_model script && config cfg &&
+	agent-run -y --mcp-config cfg -C ws "use the tools" >answer 2>progress &&
 	echo done >expect && test_cmp expect answer &&
-	valid w/.agent/transcript.jsonl &&
-	jq -r "select(.role == \"tool\") | .content" w/.agent/transcript.jsonl >results &&
+	valid ws/.agent/transcript.jsonl &&
+	jq -r "select(.role == \"tool\") | .content" ws/.agent/transcript.jsonl >results &&
 	test_grep "The sum of 20 and 22 is 42" results &&
 	test_grep "is 42" results &&
 	wait_until 10 none_left "$BIN/mcp-server-"
