@@ -30,8 +30,8 @@ static const char usage[] =
 	"Passes messages through and writes a decision into every tool call:\n"
 	"\"permission\": {\"decision\": \"allow\"|\"deny\", \"reason\", \"rule\"}.\n"
 	"Rules are jq expressions over {tool, args, id, workdir, commands,\n"
-	"redirects, outputs, complex, literal}; every matching rule counts and\n"
-	"the strictest wins.\n"
+	"redirects, outputs, complex, literal, dynamic_command}; every matching\n"
+	"rule counts and the strictest wins.\n"
 	"\n"
 	"  -C, --directory DIR   the working directory ($AGENT_WORKDIR, else .)\n"
 	"      --policy FILE     the rules ($AGENT_POLICY, else DIR/.agent/\n"
@@ -545,6 +545,32 @@ deny_all(cJSON *tc)
 	return 0;
 }
 
+/* A decision a stage before us wrote into the call (hook-cc's hooks)
+ * counts when it is stricter than the rules': it never loosens them, and
+ * one we cannot read is a denial. */
+static void
+upstream(const cJSON *call, struct verdict *v)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(call, "permission");
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(p, "decision");
+	const cJSON *r = cJSON_GetObjectItemCaseSensitive(p, "reason");
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(p, "rule");
+	int up;
+
+	if (!p)
+		return;
+	up = !cJSON_IsString(d) ? DECIDE_DENY
+	     : !strcmp(d->valuestring, "allow") ? DECIDE_ALLOW
+	     : !strcmp(d->valuestring, "ask") ? DECIDE_ASK : DECIDE_DENY;
+	if (up <= v->decision)
+		return;
+	v->decision = up;
+	snprintf(v->rule, sizeof v->rule, "%s", cJSON_IsString(n) ?
+		 n->valuestring : "upstream");
+	snprintf(v->reason, sizeof v->reason, "%s", cJSON_IsString(r) ?
+		 r->valuestring : "a stage before hook-perm said so");
+}
+
 /* Decides one call and writes the decision into it. */
 static int
 decide(struct perm *pm, cJSON *call, struct ah_error *err)
@@ -572,6 +598,7 @@ decide(struct perm *pm, cJSON *call, struct ah_error *err)
 		if (policy_client_eval(&pm->client, &pm->pol, input, pm->timeout,
 				       &v, err) < 0)
 			goto out;
+		upstream(call, &v);
 		if (v.decision == DECIDE_ASK && pm->yes) {
 			note(&v, "approved by --yes");
 			v.decision = DECIDE_ALLOW;

@@ -12,6 +12,7 @@
 #ifndef HARNESS_H
 #define HARNESS_H
 
+#include <regex.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -526,21 +527,19 @@ int model_call(struct model *m, const struct model_opts *o,
 
 /* --- shsplit.c: shell command lines for permission rules ------------- */
 
-/* Splits a command line into the simple commands it would run, as bash
- * parses it, at ; & && || | newlines, subshells, groups, $(...),
- * backquotes (nested ones unescaped), <(...), sh -c STRING and eval:
+/* Splits a command line into the simple commands it runs:
  * {"commands": [[argv...], ...], "redirects": [targets...],
- *  "outputs": [output targets, a descriptor as "&N"], "complex": b}.
- * Quotes are removed; expansions are kept as text.  A command goes in as
- * written, leading NAME=value assignments included; when it has
- * assignments or is a wrapper (command, env, sudo, time, nice, timeout,
- * xargs, busybox, ...), the command it runs follows as an entry of its
- * own.  "complex" is true when it met something it cannot follow
- * (unbalanced quotes, here-documents, arithmetic, if/for/while/case,
- * function definitions, a command name that is itself an expansion, any
- * expansion but $NAME, ${NAME}, ${#NAME} and the special parameters, a
- * control character, builtins that take code or subscripted names): a
- * rule must then not trust "commands".  NULL when out of memory. */
+ *  "outputs": [output targets, a descriptor as "&N"], "complex": b,
+ *  "literal": b, "dynamic_command": b}.
+ * "complex" is false only for a line within the allow-listed grammar of
+ * hook-perm(1), "The grammar"; then "commands" lists every command bash
+ * runs.  Quotes are removed; expansions are kept as text.  A command goes
+ * in as written, leading assignments included; when it has assignments
+ * or is a wrapper (command, env, nice, timeout, xargs, ...), the command
+ * it runs follows as an entry of its own.  For a complex line a lenient
+ * reader still lists what it finds, for deny rules; no rule may trust it
+ * to allow.  "dynamic_command": a command's name is known only when it
+ * runs.  NULL when out of memory. */
 cJSON *shell_split(const char *cmd);
 
 /* --- policy.c: permission rules in jq ---------------------------------- */
@@ -615,7 +614,8 @@ void policy_free(struct policy *p);
 
 /* The rule input of a call, the contract of every rule (hook-perm(1)):
  * {tool, args, id, workdir}, and for bash what shell_split finds in
- * args.command (commands, redirects, outputs, complex, literal;
+ * args.command (commands, redirects, outputs, complex, literal,
+ * dynamic_command;
  * complex is true when command is not a string).  args is copied.
  * NULL when out of memory. */
 cJSON *policy_input(const char *tool, const cJSON *args, const char *id,
@@ -667,6 +667,87 @@ cJSON *hook_cc_call(const char *tool, const cJSON *args, const char *workdir,
  * (Codex: an allow).  Codex can neither allow nor ask: an ask is a
  * deny.  NULL when out of memory. */
 char *hook_answer(int agent, int decision, const char *reason);
+
+/* --- hooks.c: Claude Code-style hooks ------------------------------- */
+
+enum { HOOK_PRE_TOOL_USE, HOOK_POST_TOOL_USE, HOOK_USER_PROMPT_SUBMIT,
+       HOOK_SESSION_START, HOOK_STOP, HOOK_SUBAGENT_STOP, HOOK_PRE_COMPACT,
+       HOOK_NOTIFICATION, HOOK_SESSION_END, HOOK_NEVENTS };
+
+#define HOOK_TIMEOUT 60            /* seconds, when a hook gives none */
+#define HOOK_OUTPUT_MAX (64 * 1024) /* bytes kept of a hook's stdout, stderr */
+
+struct hook {
+	int event;
+	char *command;   /* for a type we cannot run, the type */
+	char *matcher;   /* "" for all */
+	char *source;    /* the settings file */
+	double timeout;
+	int runnable;    /* a "command" hook */
+	int is_regex;
+	regex_t re;
+};
+
+struct hooks {
+	struct hook *h;
+	int n;
+	char *ignored;   /* the events of the settings we do not run, or NULL */
+};
+
+/* HOOK_* of an event's name, -1 for another; and back. */
+int hooks_event(const char *name);
+const char *hooks_event_name(int event);
+/* Adds the hooks of a settings file's text ({"hooks": {EVENT: [{"matcher",
+ * "hooks": [{"type", "command", "timeout"}]}]}}; other members are not
+ * ours).  A shape we do not know is an error naming source. */
+int hooks_add(struct hooks *h, const char *text, size_t len,
+	      const char *source, struct ah_error *err);
+void hooks_free(struct hooks *h);
+/* Nonzero when hook x runs for event on subject (a tool's name, ...):
+ * no matcher, "" or "*": always; letters, digits, '_' and '|': one of
+ * the names; else an extended regular expression, anywhere in it. */
+int hooks_match(const struct hook *x, int event, const char *subject);
+
+enum { HOOK_RAN = 0, HOOK_UNRUNNABLE, HOOK_NOSTART, HOOK_TIMEOUT_HIT,
+       HOOK_SIGNALED, HOOK_UNREADABLE, HOOK_EXITED };
+
+struct hook_result {
+	const struct hook *hook;
+	int status;          /* its exit status, or -1 */
+	int failed;          /* HOOK_* above; HOOK_RAN when it ran to its end */
+	int overflow;        /* stdout or stderr passed HOOK_OUTPUT_MAX */
+	struct buf out, err;
+};
+
+/* Runs the hooks of event matching subject, at once, each `sh -c
+ * COMMAND` in a process group of its own, in cwd, with env, the input
+ * on stdin; one past its timeout is killed with its group.  *out (free
+ * with hook_results_free) gets the *nout results, in the settings'
+ * order.  -1 when they could not be run at all. */
+int hooks_run(const struct hooks *h, int event, const char *subject,
+	      const char *input, char *const *env, const char *cwd,
+	      struct hook_result **out, int *nout, struct ah_error *err);
+void hook_results_free(struct hook_result *r, int n);
+
+/* What the hooks of one event answered, the strictest first. */
+struct hook_answer {
+	int decision;        /* DECIDE_*, or -1: nobody decided */
+	struct buf reason;   /* the reasons of that decision, a line each */
+	struct buf context;  /* additionalContext (and plain stdout where
+				Claude Code takes it as context) */
+	struct buf failures; /* the hooks that failed, a line each */
+	cJSON *updated;      /* PreToolUse: the last updatedInput, unless
+				denied */
+	int stop;            /* a hook said "continue": false */
+};
+
+/* Reads the results as Claude Code does (exit 2: block, stderr the
+ * reason; exit 0: the JSON on stdout), but a failing hook (another exit,
+ * a signal, a timeout, stdout that is not an answer) denies a
+ * PreToolUse call unless fail_open. */
+void hooks_answer(const struct hook_result *r, int n, int event,
+		  int fail_open, struct hook_answer *a);
+void hook_answer_free(struct hook_answer *a);
 
 /* --- policysrv.c: the compiled rules, kept for other processes ------- */
 
