@@ -676,6 +676,7 @@ def main():
     ap.add_argument("--script", required=True)
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--log")
+    ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--sent-log")
     ap.add_argument("--idle", type=float, default=300)
     ap.add_argument("--window-bytes", type=int, default=0)
@@ -691,7 +692,7 @@ def main():
                            if l.strip() and not l.startswith("#")]
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", 0))
+    srv.bind((args.host, 0))
     srv.listen(64)
     srv.settimeout(0.5)
     tmp = args.port_file + ".tmp"

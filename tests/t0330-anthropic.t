@@ -7,7 +7,6 @@ AGENT_MODEL=claude-test
 AGENT_API=anthropic
 export AGENT_MODEL AGENT_API
 # req N FILTER: jq FILTER over the body of the Nth request the server got.
-req() { jq -c --argjson n "$1" "select(.n == \$n) | .body | $2" requests.jsonl; }
 
 test_expect_success 'a text answer: /messages, x-api-key, anthropic-version, usage' '
 	echo "{\"content\": \"Hello\"}" >script &&

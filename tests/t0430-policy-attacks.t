@@ -7,18 +7,6 @@
 # the trust store lives under $HOME (the scratch directory)
 unset XDG_CONFIG_HOME
 
-bash_args() { jq -nc --arg c "$1" '{command: $c}'; }
-
-# decide TOOL ARGS [OPTIONS...]: the permission hook-perm writes for one
-# call, as "decision rule: reason" in file "got".
-decide() {
-	t=$1 a=$2
-	shift 2
-	call_msg "$t" "$a" none >in &&
-	hook-perm "$@" <in >out 2>err &&
-	jq -r '.tool_calls[0].permission | "\(.decision) \(.rule): \(.reason)"' out >got
-}
-
 # each WANT FILE [OPTIONS...]: every line of FILE, a bash command, gets
 # the decision WANT ("allow" or "deny", optionally with the rule).
 each() {

@@ -64,8 +64,6 @@ ptyrun() { python3 "$SCRATCH/ptyrun.py" "$@"; }
 
 # session_empty SID: no process is left in session SID
 session_empty() { ! pgrep -s "$1" >/dev/null; }
-# gone PID: PID has ended (a zombie counts as ended)
-gone() { ! kill -0 "$1" 2>/dev/null || test "$(ps -o stat= -p "$1")" = Z; }
 # lock_holders SID: the processes of session SID with w/.agent/lock open
 lock_holders() {
 	lh_lock_=$(pwd -P)/w/.agent/lock

@@ -54,11 +54,6 @@ result() { jq -j --arg id "$2" 'select(.tool_call_id == $id) | .content' "$1"; }
 now() { date +%s.%N; }
 # within START SECONDS: less than SECONDS passed since START
 within() { awk -v s="$1" -v e="$(now)" -v m="$2" 'BEGIN { exit !(e - s < m) }'; }
-# gone PID: no such process, or a zombie
-gone() {
-	! kill -0 "$1" 2>/dev/null ||
-		sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | grep -q '^Z'
-}
 # ran ID: the stand-in ran for ID
 ran() { test -f "log/$1.argv"; }
 
