@@ -256,6 +256,35 @@ test_expect_success 'agent-run: a server that refuses even the compacted context
 	valid w/.agent/transcript.jsonl
 '
 
+# big_call: a script whose first answer runs a command of 12000 bytes of output
+big_call() {
+	jq -nc '{tool_calls: [{name: "bash", arguments:
+		{command: "head -c 12000 /dev/zero | tr \"\\0\" x"}}]},
+		{content: "never"}'
+}
+
+# an agent-compact that counts its runs and keeps the newest two messages
+# (the call and its too large result): every compaction succeeds, and
+# none makes room
+test_expect_success 'agent-run: two compactions in a row that make no room, then exit 4' '
+	mkdir bin &&
+	cat >bin/agent-compact <<-\EOF &&
+	#!/bin/sh
+	cat >/dev/null
+	echo run >>"$COMPACT_RUNS"
+	echo "{\"role\":\"user\",\"content\":\"This conversation was compacted: a summary.\",\"compaction\":{\"keep\":2,\"summarised\":1}}"
+	EOF
+	chmod +x bin/agent-compact &&
+	big_call >script &&
+	start_model script --window-bytes 9000 &&
+	mkdir w &&
+	COMPACT_RUNS=$PWD/runs PATH=$PWD/bin:$PATH \
+		test_expect_code 4 timeout 120 agent-run -y --stop-checks 0 -C w "read the log" >answer 2>progress &&
+	test_grep "still too large for the model.s window after 2 compactions in a row" progress &&
+	test_line_count = 2 runs &&
+	valid w/.agent/transcript.jsonl
+'
+
 compacting() { grep -q "compacting" progress; }
 
 test_expect_success 'agent-run: killed during a compaction, --resume goes on' '
