@@ -45,6 +45,29 @@ test_expect_success '--context-window: old results become stubs, their text kept
 	test "$(wc -c <req)" -lt 90000
 '
 
+# big_last: five results of 2.1 KB, then one of 21 KB, larger than the
+# share of the window kept whole (0.1 of 12000 tokens, 3600 bytes)
+big_last() {
+	jq -nc '{role: "system", content: "You are terse."},
+		{role: "user", content: "read the logs"},
+		(range(6) as $k |
+		 {role: "assistant", content: null, tool_calls: [{id: "c\($k)",
+		  type: "function", function: {name: "bash",
+		  arguments: ({command: "cat log\($k)"} | tojson)}}]},
+		 {role: "tool", tool_call_id: "c\($k)",
+		  content: ("out-\($k) " * (if $k == 5 then 3000 else 300 end))})'
+}
+
+test_expect_success 'the newest result goes whole, even when larger than the share kept whole' '
+	big_last >t.jsonl &&
+	agent-step --dry-run --context-window 12000 --outputs kept <t.jsonl >req &&
+	jq -r "[.messages[] | select(.role == \"tool\")] | last | .content" req >newest &&
+	jq -r "select(.tool_call_id == \"c5\") | .content" t.jsonl >want &&
+	test_cmp want newest &&
+	jq -r "[.messages[] | select(.role == \"tool\")][0].content" req >first &&
+	test_grep "^\[Output left out" first
+'
+
 test_expect_success 'the same transcript gives the same request, in the ring or read again' '
 	session 30 8000 >t.jsonl &&
 	agent-step --dry-run --context-window 40000 --outputs kept <t.jsonl >one &&
