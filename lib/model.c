@@ -201,7 +201,7 @@ model_new(const struct model_opts *o, struct ah_error *err)
 		goto fail;
 	}
 	snprintf(m->url, sizeof m->url, "%.*s/%s", (int)n, base,
-		 o->api == API_ANTHROPIC ? "messages" : "chat/completions");
+		 answer_path(o->api));
 	if (o->api_key && strlen(o->api_key) > 4000) {
 		ah_fail(err, AH_EFORMAT, "the API key is too long");
 		goto fail;
@@ -439,7 +439,7 @@ got_body(void *ctx, const char *p, size_t len)
 	if (a->status == 200 && a->event_stream) {
 		unsigned long events = a->reply->events;
 
-		if (reply_feed(a->reply, p, len, &a->err) < 0) {
+		if (answer_feed(a->reply, p, len, &a->err) < 0) {
 			a->failed = 1;
 			return 1;
 		}
@@ -711,9 +711,9 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 		err->code = AH_ENET;
 	} else if (a.status == 200) {
 		if (a.event_stream) {
-			if (reply_finish_stream(reply, err) < 0)
+			if (answer_end(reply, err) < 0)
 				goto out;
-		} else if (reply_parse(reply, a.body.data ? a.body.data : "",
+		} else if (answer_parse(reply, a.body.data ? a.body.data : "",
 				       a.body.len, err) < 0)
 			goto out;
 		if (reply->error) {
@@ -721,7 +721,10 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 			redact_json(reply->error, secrets);
 			api_error(NULL, 0, reply->error, msg, sizeof msg, code,
 				  sizeof code);
-			ah_fail(err, AH_EAPI, "the stream ended with an error: "
+			/* a context too long said in the answer (the
+			 * Responses API's response.failed) is one too */
+			ah_fail(err, model_too_long(0, code, msg) ? AH_ETOOLONG
+				: AH_EAPI, "the stream ended with an error: "
 				"%.500s%s%.100s%s", msg[0] ? msg : "no message",
 				code[0] ? " (" : "", code, code[0] ? ")" : "");
 			goto out;

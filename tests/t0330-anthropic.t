@@ -231,7 +231,7 @@ fi
 
 test_expect_success '--api: an unknown one is a usage error' '
 	test_must_fail 2 agent-step --api bedrock </dev/null 2>err &&
-	test_grep "unknown API .bedrock. (use chat or anthropic)" err
+	test_grep "unknown API .bedrock. (use chat, anthropic or responses)" err
 '
 
 test_done

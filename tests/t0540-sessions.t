@@ -299,7 +299,7 @@ test_expect_success '--json: the session, each message and call, todo changes, u
 	jq -e -s "all(.[]; has(\"type\") and has(\"session\"))" events &&
 	jq -r .type events | uniq >types &&
 	printf "%s\n" session user assistant usage tool_call tool_result todo \
-		assistant usage tool_call tool_result assistant usage result >expect &&
+		assistant checkpoint usage tool_call tool_result assistant usage result >expect &&
 	test_cmp expect types &&
 	id=$(jq -r .id w/.agent/session.json) &&
 	jq -s -e --arg id "$id" ".[0].session == \$id and .[0].model == \"scripted\"
