@@ -288,9 +288,12 @@ big_call() {
 
 # an agent-compact that counts its runs and keeps the newest two messages
 # (the call and its too large result): every compaction succeeds, and
-# none makes room
+# none makes room.  agent-run runs the programs beside it: a copy of it
+# among links to the others.
 test_expect_success 'agent-run: two compactions in a row that make no room, then exit 4' '
 	mkdir bin &&
+	for p in "$AH_BIN"/*; do ln -s "$p" bin/ || return 1; done &&
+	rm bin/agent-compact bin/agent-run && cp "$AH_BIN/agent-run" bin/ &&
 	cat >bin/agent-compact <<-\EOF &&
 	#!/bin/sh
 	cat >/dev/null
@@ -301,8 +304,8 @@ test_expect_success 'agent-run: two compactions in a row that make no room, then
 	big_call >script &&
 	start_model script --window-bytes 9000 &&
 	mkdir w &&
-	COMPACT_RUNS=$PWD/runs PATH=$PWD/bin:$PATH \
-		test_expect_code 4 timeout 120 agent-run -y --stop-checks 0 -C w "read the log" >answer 2>progress &&
+	COMPACT_RUNS=$PWD/runs \
+		test_expect_code 4 timeout 120 bin/agent-run -y --stop-checks 0 -C w "read the log" >answer 2>progress &&
 	test_grep "still too large for the model.s window after 2 compactions in a row" progress &&
 	test_line_count = 2 runs &&
 	valid w/.agent/transcript.jsonl
