@@ -84,6 +84,9 @@ test_expect_success 'agent-run installed in the workspace is refused (item 6)' '
 	test ! -e w/.agent
 '
 
+# session_gone SID: no process is left in session SID
+session_gone() { ! pgrep -s "$1" >/dev/null; }
+
 # --- 7: every file under .agent, at any depth, never through a link
 
 # agent_session DIR: the sessions that write every kind of file under
@@ -311,6 +314,40 @@ test_expect_success 'a .agent/todo.json the repository shipped is never shown to
 	test_contains progress "not written by this session" &&
 	test_grep ! "curl evil" requests.jsonl &&
 	jq -s -e ".[1].body.messages[-1].content == \"go on\"" requests.jsonl
+'
+
+# --- 18: the follow-up of -c, with the list shown before it, in one piece
+
+test_expect_success 'a kill while -c adds the follow-up leaves neither it nor the list: --resume never calls the model without it (item 18)' '
+	printf "%s\n" "{\"tool_calls\": [{\"name\": \"run_todo_write\", \"arguments\": {\"todos\": [{\"id\": \"a\", \"content\": \"step a\", \"status\": \"in_progress\"}]}}]}" \
+		"{\"content\": \"first\"}" "{\"content\": \"second\"}" >script &&
+	start_model script && mkdir w fake &&
+	agent-run -y --stop-checks 0 -C w "start" >answer 2>progress &&
+	lines=$(wc -l <w/.agent/transcript.jsonl) &&
+	# a hook-audit beside the others that kills agent-run as the
+	# follow-up goes in (the list went in before it)
+	real=$(command -v hook-audit) &&
+	cat >fake/hook-audit <<-EOF &&
+	#!/bin/sh
+	case " \$* " in *" --message user "*)
+		cat >"$PWD/msg"
+		if [ "\$(cat "$PWD/msg")" = "go on" ]; then kill -9 \$PPID; exit 1; fi
+		exec "$real" "\$@" <"$PWD/msg" ;;
+	esac
+	exec "$real" "\$@"
+	EOF
+	chmod +x fake/hook-audit &&
+	for p in "$AH_BIN"/*; do
+		[ -e "fake/${p##*/}" ] || ln -s "$p" fake/ || return 1
+	done &&
+	{ setsid fake/agent-run -y -C w -c "go on" >answer 2>progress & pid=$!; } &&
+	test_when_finished "kill_session $pid" &&
+	test_expect_code 137 wait $pid &&
+	wait_until 5 session_gone $pid &&
+	test "$(wc -l <w/.agent/transcript.jsonl)" = "$lines" &&
+	n=$(wc -l <requests.jsonl) &&
+	agent-run -y -C w --resume >answer 2>progress &&
+	test "$(wc -l <requests.jsonl)" = "$n"
 '
 
 test_done
