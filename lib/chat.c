@@ -226,10 +226,12 @@ keep_output(const char *dir, const char *name, const char *text)
 	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >=
 	    sizeof path)
 		return -1;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+	/* under .agent, made and opened without following a link at any
+	 * depth (agent_open): a repository could ship .agent/outputs as a
+	 * link to ~/.bashrc.d */
+	if (!agent_path_inside(dir) && mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -1;
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		  0600);
+	fd = agent_open(path, NULL, O_WRONLY | O_CREAT | O_EXCL, 0600, NULL);
 	if (fd < 0) {
 		struct ah_error err;
 

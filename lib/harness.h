@@ -109,6 +109,7 @@ size_t utf8_strip(const char *s, size_t n, size_t *start);
 enum {
 	TERM_KEEP_LINES = 1, /* newlines and tabs pass as they are */
 	TERM_SHOW_HIDDEN = 2, /* invisible characters as \u{XXXX} too */
+	TERM_ASCII = 4, /* every character past ASCII as \u{XXXX} */
 };
 
 /* A copy of s[0..n) that is safe to write to a terminal: nothing in it
@@ -900,6 +901,9 @@ struct session_stats {
 	unsigned long from;
 	double model_calls, tokens, run_calls, run_tokens;
 	double tool_calls, denied;
+	cJSON *denials; /* this run's denied calls, [{tool, reason}], the
+			 * first SESSION_DENIALS_MAX of them; NULL when out
+			 * of memory */
 	int answered;  /* it ends with an answer: an assistant message
 			* without tool calls */
 	char *answer;  /* that answer's text, when it is text */
@@ -908,6 +912,7 @@ struct session_stats {
 /* Reads the transcript at path (never through a link under .agent) into
  * *st, which the caller zeroed (but for from).  Lines that are not
  * messages count for nothing.  0, or -1 when it cannot be read. */
+#define SESSION_DENIALS_MAX 100
 int session_stats(const char *transcript, struct session_stats *st,
 		  struct ah_error *err);
 void session_stats_free(struct session_stats *st);
@@ -936,7 +941,8 @@ int write_all(int fd, const char *p, size_t len);
 
 /* Reads the whole file at path, at most max bytes (a larger file is an
  * AH_ETOOBIG error).  Returns 1 and sets *data and *len (NUL-terminated,
- * the caller frees), 0 when the file does not exist, -1 on error. */
+ * the caller frees), 0 when the file does not exist, -1 on error.  A
+ * path under .agent is opened with agent_open (no link followed). */
 int file_read(const char *path, size_t max, char **data, size_t *len,
 	      struct ah_error *err);
 
@@ -951,7 +957,8 @@ int fd_read(int fd, const char *name, size_t max, char **data, size_t *len,
  * random name, O_CREAT | O_EXCL | O_NOFOLLOW: nothing planted there is
  * ever opened), fsyncs it, renames it over path and fsyncs the directory;
  * on failure the temporary file is removed.  An existing file keeps its
- * permission bits but for set-user-ID and set-group-ID. */
+ * permission bits but for set-user-ID and set-group-ID.  The directory of
+ * a path under .agent is opened with agent_open_dir (no link followed). */
 int file_replace(const char *path, const void *data, size_t len,
 		 struct ah_error *err);
 
@@ -963,7 +970,10 @@ int file_replace(const char *path, const void *data, size_t len,
  * component after it are opened beneath the one before without
  * following symbolic links (O_DIRECTORY|O_NOFOLLOW, the file O_NOFOLLOW)
  * and ".." there is refused; what comes before .agent is resolved as
- * usual.  With O_CREAT a missing .agent is made (0777 less the umask).
+ * usual.  With O_CREAT the missing directories are made, beneath the one
+ * before (.agent 0777, those under it 0700, less the umask).  Every file
+ * the harness reads or writes under .agent is opened through it (or
+ * agent_open_dir), at any depth.
  * Any other path: its last component is not followed.  In both cases
  * the file must be a regular file: a symbolic link, a FIFO, a device, a
  * socket or a directory is an AH_EFORMAT error naming the path, found
@@ -973,6 +983,51 @@ int file_replace(const char *path, const void *data, size_t len,
  * in messages.  Returns the descriptor (blocking), or -1. */
 int agent_open(const char *path, const char *what, int flags, mode_t mode,
 	       struct ah_error *err);
+
+/* The directory path, opened O_RDONLY | O_DIRECTORY (for flock, fsync
+ * and the *at calls): under .agent, walked as agent_open walks it (no
+ * link followed from .agent on, ".." refused), the missing directories
+ * made when create; any other path opened as usual.  -1 on error. */
+int agent_open_dir(const char *path, int create, struct ah_error *err);
+
+/* --- ask.c: what a person approving a call is shown ------------------ */
+
+struct ask_shown {
+	char *text;   /* the lines to show, each ending in a newline */
+	char *first;  /* the first line that is not blank, at most 100 bytes
+			 of it ("" when there is none) */
+	size_t lines; /* the lines of the text given */
+};
+
+/* s[0..n) as a terminal may show it (utf8_for_terminal: controls as \xnn,
+ * what hides or reorders text as \u{XXXX}, newlines and tabs kept), on
+ * one screen: each run of blank lines (empty, or spaces and tabs only)
+ * becomes one line "[N blank lines]", and past max_lines lines or
+ * max_bytes bytes the rest is replaced by a line that counts it.  Both
+ * strings of *out are the caller's (ask_shown_free).  -1 when out of
+ * memory. */
+int ask_text(const char *s, size_t n, size_t max_lines, size_t max_bytes,
+	     struct ask_shown *out);
+void ask_shown_free(struct ask_shown *s);
+
+/* A unified diff of old (the file as it is) and new (as the call would
+ * leave it), one hunk with three lines of context, headed by path (as
+ * given, not escaped: pass the result through ask_text).  Lines are
+ * compared one by one while the changed part is under 500 lines or so;
+ * past that, all of it is shown removed and added.  *out is the
+ * caller's.  -1 when out of memory. */
+int ask_diff(const char *path, const char *old, size_t olen, const char *new,
+	     size_t nlen, char **out);
+
+/* --- self.c: the harness's own programs, never found on PATH ---------- */
+
+/* The path of the harness's program name (agent-run, agent-step, ...):
+ * name in the directory of the running program (/proc/self/exe), read
+ * at the first call and kept.  PATH is never searched.  path gets at
+ * most size bytes.  0, or -1 when that file is not there or cannot be
+ * run. */
+int harness_program(const char *name, char *path, size_t size,
+		    struct ah_error *err);
 
 /* --- path.c: files the model names, kept inside the working directory -- */
 
@@ -1113,6 +1168,16 @@ enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };
  * the task tool too (task_offered). */
 const char *tool_schema(int with_task);
 
+/* Checks the arguments of a call of tool (an object) against its schema
+ * (share/tools.json, share/task.json), which allows no other key: 0 when
+ * they fit, or when tool is none of ours (not judged here); 1 with *why
+ * set (the caller frees) to what does not fit: a key the tool does not
+ * take (shown in ASCII, so that a look-alike letter shows), and with all
+ * a value of the wrong type or a required key missing; -1 when out of
+ * memory.  A null value counts as absent. */
+int tool_args_check(const char *tool, const cJSON *args, int all,
+		    char **why);
+
 /* Does now what the first bash call would otherwise wait for: the limits'
  * cgroups, the sandbox's temporary directory and .git search, and the
  * start of ctx->helper, which sets itself up while the caller reads its
@@ -1161,6 +1226,7 @@ struct task_opts {
 				 asks (AGENT_TTY); "" for none */
 	const struct proc_helper *helper; /* the sandbox helper, our child:
 				 not a process a child left; or NULL */
+	char agent_run[4096]; /* the agent-run beside us (harness_program) */
 };
 
 /* One task call: the caller sets id and args (the JSON text the model
@@ -1179,7 +1245,8 @@ struct task {
  * TASK_DEPTH_LIMIT is clamped to it, and said in o->clamped. */
 int task_config(struct task_opts *o, struct ah_error *err);
 
-/* Nonzero when the depth allows a child: depth < max_depth. */
+/* Nonzero when the depth allows a child (depth < max_depth) and there is
+ * an agent-run beside us to run it. */
 int task_offered(const struct task_opts *o);
 
 /* Runs the n task calls: each call is checked, then run as
@@ -1248,6 +1315,14 @@ struct mcp_opts {
 	int verbose;          /* progress and logs go to note too */
 	const char *workdir;  /* the servers' working directory */
 	volatile sig_atomic_t *interrupted; /* set: a call is cancelled */
+	struct sandbox *sandbox; /* stdio servers run in it (the model's
+				    commands' one; its network is the
+				    server's "network") unless their
+				    "sandbox" is false; NULL: none */
+	int sandbox_off;       /* no sandbox, as the session's commands have
+				  none: servers run unconfined; else a
+				  server that asks for it is not started */
+	const char *sandbox_error; /* why there is none, for that error */
 	/* what the user should hear (a server down, a refused request),
 	 * one line, secrets redacted; NULL: nothing */
 	void (*note)(void *ctx, const char *text);
@@ -1314,6 +1389,7 @@ struct snap {
 	int dirfd;           /* .agent/snap */
 	int lockfd;          /* .agent/snap/lock, held */
 	int include_ignored; /* snapshots hold ignored files too */
+	char moved_aside[64]; /* a .agent/snap not ours, moved here */
 };
 
 /* What a snapshot records besides the files. */
@@ -1326,8 +1402,9 @@ struct snap_meta {
 };
 
 /* Opens (create: makes) .agent/snap and waits for its lock.  A
- * .agent/snap that agent-snap did not make for this user there is an
- * AH_EFORMAT error, and none of it is used.  snap_close frees. */
+ * .agent/snap that agent-snap did not make for this user there is never
+ * used: an AH_EFORMAT error, or with create moved aside (its new name in
+ * moved_aside) for a new one.  snap_close frees, but keeps moved_aside. */
 int snap_open(struct snap *s, int create, struct ah_error *err);
 void snap_close(struct snap *s);
 

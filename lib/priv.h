@@ -16,6 +16,7 @@
 extern const char data_policy[]; /* share/policy.json */
 extern const char data_tools[];  /* share/tools.json */
 extern const char data_task[];   /* share/task.json: the task tool */
+extern const char data_prelude[]; /* share/prelude.jq: the rules' helpers */
 
 /* --- text.c: bounded text for the model --------------------------------- */
 

@@ -67,8 +67,12 @@ if [ -n "${AH_VALGRIND:-}" ]; then
 	for prog in "$AH_BIN"/*; do
 		[ -x "$prog" ] || continue
 		# the C programs; agent-run is a script, and the leaks of the
-		# shell that runs it are not ours (it calls the wrapped ones)
-		[ "$(head -c 2 "$prog")" = '#!' ] && continue
+		# shell that runs it are not ours: it is copied beside the
+		# wrapped ones, which it runs (those installed beside it)
+		if [ "$(head -c 2 "$prog")" = '#!' ]; then
+			cp "$prog" "$SCRATCH/.valgrind-bin/" || exit 1
+			continue
+		fi
 		cat >"$SCRATCH/.valgrind-bin/${prog##*/}" <<-WRAP
 		#!/bin/sh
 		exec valgrind -q --error-exitcode=99 --leak-check=full \

@@ -257,7 +257,13 @@ test_expect_success "boundaries: .., absolute, symlinks, string prefixes${fallba
 	for p in ../outside/s ../../../../etc/passwd /etc/passwd filelink dirlink/s \
 		abslink/passwd "$(pwd -P)/rootx/s" "$(pwd -P)/root/../outside/s"; do
 		for t in read_file list_dir write_file edit_file; do
-			args=$(jq -nc --arg p "$p" "{path: \$p, content: \"x\", old_string: \"s\", new_string: \"x\"}")
+			# each tool takes its own keys, and no other
+			case $t in
+			write_file) more=", content: \"x\"" ;;
+			edit_file) more=", old_string: \"s\", new_string: \"x\"" ;;
+			*) more= ;;
+			esac
+			args=$(jq -nc --arg p "$p" "{path: \$p$more}")
 			call_msg "$t" "$args" | tool-exec -C root >out || return 1
 			content out | grep -q "^Error: .*outside the working directory" || {
 				echo "$t $p was not refused:"; cat out; return 1; }

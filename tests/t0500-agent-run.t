@@ -185,6 +185,11 @@ export WHO
 exec "$(command -v hook-perm)" "\$@"
 SH
 chmod +x "$SCRATCH/who/hook-perm"
+# agent-run runs the programs installed beside it (never others found on
+# PATH): the rest of them, beside the wrapper
+for p in "$AH_BIN"/*; do
+	[ -e "$SCRATCH/who/${p##*/}" ] || ln -s "$p" "$SCRATCH/who/"
+done
 cat >"$SCRATCH/who.json" <<'JSON'
 {"default": "allow", "rules": [
  {"name": "who", "if": "env.WHO == \"server\"", "decision": "deny",

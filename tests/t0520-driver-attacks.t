@@ -90,6 +90,9 @@ test_expect_success 'a kill between the system prompt and the task leaves nothin
 	exec "$real" "\$@"
 	EOF
 	chmod +x fake/hook-audit &&
+	for p in "$AH_BIN"/*; do
+		[ -e "fake/${p##*/}" ] || ln -s "$p" fake/ || return 1
+	done &&
 	{ PATH="$PWD/fake:$PATH" setsid agent-run -y -C w "the task" 2>err & pid=$!; } &&
 	test_when_finished "kill_session $pid" &&
 	test_expect_code 137 wait $pid &&

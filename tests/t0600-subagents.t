@@ -34,6 +34,19 @@ echo $$ >"$log/$id.pid"
 eval "$prompt"
 EOF
 chmod +x "$SCRATCH/fake/agent-run"
+# tool-exec runs the agent-run installed beside it, never one found on
+# PATH: a copy of it goes beside the stand-in (under valgrind, run
+# through it: /proc/self/exe is still the copy)
+if [ -n "${AH_VALGRIND:-}" ]; then
+	cp "$AH_BIN/tool-exec" "$SCRATCH/fake/tool-exec-real" &&
+	printf '#!/bin/sh
+exec valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect "%s" "$@"
+' \
+		"$SCRATCH/fake/tool-exec-real" >"$SCRATCH/fake/tool-exec" &&
+	chmod +x "$SCRATCH/fake/tool-exec" || exit 1
+else
+	cp "$AH_BIN/tool-exec" "$SCRATCH/fake/" || exit 1
+fi
 PATH=$SCRATCH/fake:$PATH
 export PATH
 
@@ -268,13 +281,15 @@ test_expect_success 'bad arguments are refused, never run' '
 	ls log >list && test_line_count = 0 list
 '
 
-test_expect_success 'no agent-run on PATH: the call fails and says so' '
+test_expect_success 'no agent-run beside tool-exec: no task tool, a call fails and says so' '
 	task_msg n1 "echo x" >in &&
-	mkdir empty &&
-	PATH=$PWD/empty "$AH_BIN/tool-exec" --sandbox off <in >out &&
+	mkdir alone log && TASK_LOG=$PWD/log && cp "$AH_BIN/tool-exec" alone/ &&
+	alone/tool-exec --schema >schema &&
+	jq -e "map(.function.name) | index(\"task\") == null" schema &&
+	alone/tool-exec --sandbox off <in >out &&
 	result out n1 >got &&
-	test_grep "^Error: task: the subagent failed with exit status 127\.$" got &&
-	test_grep "cannot run agent-run: No such file or directory" got
+	test_grep "^Error: task: no subagent can be started: there is no agent-run beside tool-exec" got &&
+	ls log >list && test_line_count = 0 list
 '
 
 test_expect_success 'Ctrl-C: each running child gets SIGTERM and is gone, each call an interrupted result' '
