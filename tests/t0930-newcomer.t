@@ -163,4 +163,21 @@ test_expect_success '-c where there is no session: refused, and nothing written'
 	test -z "$(ls -A made/.agent)"
 '
 
+test_expect_success '.agent ignores itself: after a session, git status shows nothing of it' '
+	echo "{\"content\": \"Done.\"}" >script &&
+	start_model script && mkdir r && git -C r init -q &&
+	AGENT_TODO_FILE=.agent/todo.json agent-run -C r "hi" >answer 2>progress &&
+	test "$(cat r/.agent/.gitignore)" = "*" &&
+	git -C r status --porcelain --untracked-files=all >status &&
+	test_line_count = 0 status
+'
+
+test_expect_success 'a .gitignore planted as a link in .agent is refused, its target untouched' '
+	mkdir -p r/.agent && echo keep >target &&
+	ln -s ../../target r/.agent/.gitignore &&
+	test_expect_code 1 agent-run -C r "hi" 2>err &&
+	test_grep "is a symbolic link: refusing" err &&
+	test "$(cat target)" = keep
+'
+
 test_done
