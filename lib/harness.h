@@ -1317,6 +1317,14 @@ struct mcp_opts {
 	int verbose;          /* progress and logs go to note too */
 	const char *workdir;  /* the servers' working directory */
 	volatile sig_atomic_t *interrupted; /* set: a call is cancelled */
+	struct sandbox *sandbox; /* stdio servers run in it (the model's
+				    commands' one; its network is the
+				    server's "network") unless their
+				    "sandbox" is false; NULL: none */
+	int sandbox_off;       /* no sandbox, as the session's commands have
+				  none: servers run unconfined; else a
+				  server that asks for it is not started */
+	const char *sandbox_error; /* why there is none, for that error */
 	/* what the user should hear (a server down, a refused request),
 	 * one line, secrets redacted; NULL: nothing */
 	void (*note)(void *ctx, const char *text);

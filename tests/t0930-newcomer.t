@@ -117,4 +117,50 @@ test_expect_success 'a run whose calls were all allowed says nothing of denials,
 	tail -n 1 events | jq -e ".denied == [] and .run.denied == 0"
 '
 
+test_expect_success 'at a terminal the answer is shown once; into a file, it is there whole too' '
+	cat >script <<-\EOF &&
+	{"content": "The one answer."}
+	{"content": "The second answer."}
+	EOF
+	start_model script && mkdir w &&
+	python3 "$TEST_DIR/pty-run.py" "agent-run -C w hi; echo \"exit \$?\"" >tty &&
+	test_grep "^exit 0" tty &&
+	test "$(grep -c "The one answer" tty)" = 1 &&
+	python3 "$TEST_DIR/pty-run.py" "agent-run -C w -c again >out; echo \"exit \$?\"" >tty &&
+	test_grep "^exit 0" tty &&
+	test "$(grep -c "The second answer" tty)" = 1 &&
+	test "$(cat out)" = "The second answer."
+'
+
+test_expect_success '-c and --sessions from a subdirectory of the repository: the session at its top' '
+	cat >script <<-\EOF &&
+	{"content": "First."}
+	{"content": "Second."}
+	EOF
+	start_model script && mkdir r && git -C r init -q && mkdir -p r/src/deep &&
+	agent-run -C r "start" >answer 2>progress &&
+	(cd r/src/deep && agent-run -c "go on" >../../../answer 2>../../../progress) &&
+	test "$(cat answer)" = Second. &&
+	test_grep "^agent-run: the session of .*/r.$" progress &&
+	test ! -e r/src/.agent && test ! -e r/src/deep/.agent &&
+	test "$(grep -c "^{\"role\":\"user\"" r/.agent/transcript.jsonl)" = 2 &&
+	(cd r/src && agent-run --sessions >../../list) &&
+	test_line_count = 1 list
+'
+
+test_expect_success '-c where there is no session: refused, and nothing written' '
+	mkdir r && git -C r init -q && mkdir r/src &&
+	(cd r/src && test_expect_code 2 agent-run -c "go on" >out 2>err) &&
+	test_grep "no session to continue" r/src/err &&
+	test ! -e r/src/.agent && test ! -e r/.agent &&
+	mkdir plain &&
+	test_expect_code 1 agent-run --resume -C plain 2>err &&
+	test_grep "nothing to resume" err &&
+	test ! -e plain/.agent &&
+	mkdir -p made/.agent &&
+	test_expect_code 2 agent-run -c -C made "go on" 2>err &&
+	test_grep "no session to continue" err &&
+	test -z "$(ls -A made/.agent)"
+'
+
 test_done
