@@ -63,6 +63,7 @@ demo: $(BINS)
 # The loop's own cost, against the scripted server (bench/README.md).
 bench: $(BINS)
 	python3 bench/bench.py --bin $(abspath $(BUILD)/bin) $(BENCHFLAGS)
+	python3 bench/bench.py --bin $(abspath $(BUILD)/bin) --mcp 300
 
 # agent-run beside Claude Code, Codex CLI and pi-coding-agent (installed
 # with npm into a cache outside the tree; bench/README.md, "Peers").
