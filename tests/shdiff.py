@@ -268,6 +268,17 @@ class Oracle:
             with open(os.path.join(trace, name), "rb") as f:
                 names += trace_names(f.read().decode("utf-8", "replace"))
         shutil.rmtree(d, ignore_errors=True)
+        # what a line wrote above its directory (cd ..; >o)
+        for name in os.listdir(self.root):
+            if not name.isdigit() and name not in ("bin", "bash_env"):
+                p = os.path.join(self.root, name)
+                if os.path.isdir(p) and not os.path.islink(p):
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    try:
+                        os.unlink(p)
+                    except OSError:
+                        pass
         return progs, names
 
 
@@ -359,7 +370,7 @@ def namespace(argv):
 
 def seal(root):
     """In the namespace: every mount read-only, root a fresh tmpfs."""
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m", "shdiff", root],
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1g", "shdiff", root],
                    check=True)
     with open("/proc/self/mounts") as f:
         points = [ln.split()[1] for ln in f]
