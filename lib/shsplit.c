@@ -1362,15 +1362,21 @@ st_plain(char c)
 /* Where a word may end: a blank, a newline, an operator of the grammar,
  * or a ) closing $( ). */
 static int
-st_end(const struct sp *p)
+st_end_at(const struct sp *p, size_t i)
 {
 	char c;
 
-	if (p->i >= p->n)
+	if (i >= p->n)
 		return 1;
-	c = p->s[p->i];
+	c = p->s[i];
 	return is_blank(c) || c == '\n' || c == ';' || c == '&' || c == '|' ||
 	       c == '<' || c == '>' || (c == ')' && p->cmdsub > 0);
+}
+
+static int
+st_end(const struct sp *p)
+{
+	return st_end_at(p, p->i);
 }
 
 /* Blanks, and a backslash-newline after a blank or a newline. */
@@ -1457,8 +1463,7 @@ st_word(struct sp *p, struct buf *w, int *dyn, int *quoted, size_t *plain)
 	*plain = 0;
 	/* ~ and ~/...: the home directory, an expansion that runs nothing
 	 * (~user, ~+, ~- are not taken) */
-	if (s[p->i] == '~' && (p->i + 1 >= p->n || s[p->i + 1] == '/' ||
-	    (p->i++, st_end(p) ? (p->i--, 1) : (p->i--, 0)))) {
+	if (s[p->i] == '~' && (st_end_at(p, p->i + 1) || s[p->i + 1] == '/')) {
 		if (push(w, '~', p) < 0)
 			return -1;
 		p->i++;
