@@ -19,6 +19,18 @@ round also measures the floors the figures are divided by:
                  [--bin DIR | --bin NAME=DIR,NAME=DIR]  (builds side by side)
                  [--big MB]   (a session whose transcript grows to MB)
   bench/bench.py --context 300 [--windows 32000,200000] [--output 8192]
+  bench/bench.py --checkpoints 2000,20000,200000 [--steps 20] [--runs 5]
+  bench/bench.py --snap-disk 300
+  bench/bench.py --mcp 300 [--runs 5]
+
+--checkpoints runs the ring in a workspace of N files (in N/10
+directories) with agent-run's checkpoints on and off (--no-checkpoints),
+interleaved, each step one bash call that changes one file: the per-step
+time of each, and the difference, which is what a snapshot costs a step
+(agent-snap(1)).  The first step's snapshot hashes every file; it is
+counted apart ("first").  --snap-disk: one session of N steps, each
+rewriting a 1 MB text file (one line changes), and the disk the
+snapshots take, before and after agent-snap gc (which packs them).
 
 --context runs one long session per window: each step a bash call with
 --output bytes of output, against a server that refuses a request over
@@ -28,6 +40,15 @@ request, the requests refused, the compactions, the share of the bytes
 sent that repeat the start of the request before (what a provider's
 prompt cache bills at about a tenth), and the bytes that do not (billed
 whole; at least the steps' new output, which no cache can hold).
+
+--mcp N: the cost of an MCP tool call over stdio (mcp-bridge(1)): a
+trivial MCP server (it answers at once) is called N times by a client of
+its own (JSON-RPC on its stdin and stdout: the server's own time), and N
+times through the harness: one long-lived tool-exec, given an assistant
+message with one mcp__t__echo call at a time, hands it to the session's
+mcp-bridge --serve, which calls the server; the time from the message
+written to tool-exec to its tool result read.  The difference of the
+medians is what the harness adds to a call (the goal: at most 2 ms).
 
 Figures are medians of several runs on a noisy machine: compare ratios,
 not absolute numbers.  Nothing here is a test.
@@ -97,11 +118,53 @@ def memory_of(pid):
     return rss, pss
 
 
-def one_run(steps, mode, bindir, payload=0, max_output=30000, latency=0):
+def snap_script(steps, rewrite=False):
+    """Steps that each change one file: a line of a small one, or the
+    first line of a 1 MB text file (rewritten whole)."""
+    lines = []
+    for k in range(1, steps):
+        if rewrite:
+            cmd = "{ echo step-%d; seq 1 140000; } >big.txt" % k
+        else:
+            cmd = "echo step-%d >>d%d/f0" % (k, k % 10)
+        lines.append(json.dumps({"tool_calls": [
+            {"name": "bash", "arguments": {"command": cmd}}]}))
+    lines.append(json.dumps({"content": "done after %d steps" % steps}))
+    return "\n".join(lines) + "\n"
+
+
+def fill(w, files):
+    """files small files in files/10 directories (at least 10)."""
+    ndirs = max(10, files // 10)
+    per = max(1, files // ndirs)
+    for d in range(ndirs):
+        dd = os.path.join(w, "d%d" % d)
+        os.mkdir(dd)
+        for i in range(per):
+            with open(os.path.join(dd, "f%d" % i), "w") as f:
+                f.write("file %d of directory %d\n" % (i, d))
+
+
+def du(path):
+    total = 0
+    for root, _, names in os.walk(path):
+        for n in names:
+            try:
+                total += os.lstat(os.path.join(root, n)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def one_run(steps, mode, bindir, payload=0, max_output=30000, latency=0,
+            files=0, checkpoints=None, rewrite=False):
     work = tempfile.mkdtemp(prefix="ah-bench.")
     try:
         with open(os.path.join(work, "script"), "w") as f:
-            f.write(script(steps, payload, latency))
+            if checkpoints is None:
+                f.write(script(steps, payload, latency))
+            else:
+                f.write(snap_script(steps, rewrite))
         port = os.path.join(work, "port")
         srv = subprocess.Popen([sys.executable, os.path.join(SRC, "tests", "model-server.py"),
                                 "--script", os.path.join(work, "script"), "--port-file", port,
@@ -110,9 +173,13 @@ def one_run(steps, mode, bindir, payload=0, max_output=30000, latency=0):
         while not os.path.exists(port):
             time.sleep(0.01)
         os.mkdir(os.path.join(work, "w"))
+        if files:
+            fill(os.path.join(work, "w"), files)
         env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"],
                    AGENT_BASE_URL="http://127.0.0.1:%s/v1" % open(port).read().strip(),
                    AGENT_MODEL="bench", AGENT_MAX_OUTPUT=str(max_output))
+        if checkpoints is not None:
+            env["AGENT_CHECKPOINTS"] = "1" if checkpoints else "0"
         args = [os.path.join(bindir, "agent-run"), "-q", "-y", "--max-steps", str(steps + 5),
                 "-C", os.path.join(work, "w")]
         if payload:
@@ -154,11 +221,20 @@ def one_run(steps, mode, bindir, payload=0, max_output=30000, latency=0):
         over, first_byte, arrived = step_intervals(work)
         tpath = os.path.join(work, "w", ".agent", "transcript.jsonl")
         tsize = os.path.getsize(tpath) if os.path.exists(tpath) else 0
+        snap = os.path.join(work, "w", ".agent", "snap")
+        disk = gc_disk = 0
+        if rewrite and os.path.isdir(snap):
+            disk = du(snap)
+            subprocess.run([os.path.join(bindir, "agent-snap"), "-C",
+                            os.path.join(work, "w"), "gc"], env=env,
+                           stdout=subprocess.DEVNULL, check=True)
+            gc_disk = du(snap)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         return {"over": over, "first_byte": first_byte, "first": (arrived[1] - t0) * 1000,
                 "step1": over[0] if over else float("nan"),
                 "wall": wall, "cpu": cpu, "peak_one": peak_one / 1024,
-                "peak_all": peak_all / 1024, "peak_pss": peak_pss / 1024, "transcript": tsize}
+                "peak_all": peak_all / 1024, "peak_pss": peak_pss / 1024, "transcript": tsize,
+                "disk": disk, "gc_disk": gc_disk}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -315,6 +391,144 @@ def context_main(a):
         sys.stdout.flush()
 
 
+def checkpoints_main(a):
+    """The ring with checkpoints on and off, in workspaces of each size."""
+    steps = int(a.steps.split(",")[0])
+    bindir = os.path.abspath(a.bin.split("=", 1)[-1])
+    sizes = [int(n) for n in a.checkpoints.split(",")]
+    cases = [(n, on) for n in sizes for on in (False, True)]
+    results = {c: [] for c in cases}
+    for _ in range(a.runs):
+        for c in cases:
+            results[c].append(one_run(steps, "ring", bindir, files=c[0], checkpoints=c[1]))
+    print("ring, %d steps, one bash call a step that appends to a file; medians of %d runs"
+          % (steps, a.runs))
+    print("%8s %12s | %-22s %9s | %9s" % ("files", "checkpoints", "per step ms (p10-p90)",
+                                         "+ms/step", "first ms"))
+    for n in sizes:
+        per = {}
+        for on in (False, True):
+            rs = results[(n, on)]
+            # the first step (the first snapshot hashes every file) apart
+            over = [x for r in rs for x in r["over"][1:]]
+            per[on] = statistics.median(over)
+            print("%8d %12s | %6.2f (%6.2f-%6.2f) %9s | %9.1f" % (
+                n, "on" if on else "off", per[on], pct(over, 0.1), pct(over, 0.9),
+                "%+.2f" % (per[True] - per[False]) if on else "",
+                statistics.median(r["step1"] for r in rs)))
+        sys.stdout.flush()
+
+
+def snap_disk_main(a):
+    bindir = os.path.abspath(a.bin.split("=", 1)[-1])
+    r = one_run(a.snap_disk, "ring", bindir, checkpoints=True, rewrite=True)
+    print("%d steps, each rewriting a 1 MB text file (one line changed): "
+          "%.1f MB in .agent/snap, %.1f MB after agent-snap gc; per step %.2f ms (median)" % (
+              a.snap_disk, r["disk"] / 1e6, r["gc_disk"] / 1e6, statistics.median(r["over"])))
+
+
+MCP_SERVER = r"""
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    i = m.get("id")
+    if m.get("method") == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"],
+             "capabilities": {"tools": {}},
+             "serverInfo": {"name": "trivial", "version": "1"}}
+    elif m.get("method") == "tools/list":
+        r = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+    elif m.get("method") == "tools/call":
+        r = {"content": [{"type": "text",
+                          "text": m["params"]["arguments"].get("text", "")}]}
+    else:
+        continue
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": i, "result": r}) + "\n")
+    sys.stdout.flush()
+"""
+
+
+def mcp_direct(server, n):
+    """The server's own time: a call written to its stdin, its answer read."""
+    p = subprocess.Popen([sys.executable, server], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, bufsize=0)
+    def rpc(i, method, params):
+        p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": i, "method": method,
+                                   "params": params}) + "\n").encode())
+        return p.stdout.readline()
+    rpc(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                          "clientInfo": {"name": "bench", "version": "1"}})
+    times = []
+    for k in range(n):
+        t = time.perf_counter()
+        rpc(k + 2, "tools/call", {"name": "echo", "arguments": {"text": "step-%d" % k}})
+        times.append((time.perf_counter() - t) * 1000)
+    p.stdin.close()
+    p.wait()
+    return times
+
+
+def mcp_harness(bindir, cfg, work, n):
+    """Through tool-exec and mcp-bridge --serve: message in, result out."""
+    sock = os.path.join(work, "mcp.sock")
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"],
+               AGENT_MCP_SOCKET=sock, AGENT_WORKDIR=work)
+    env.pop("AGENT_MCP_CONFIG", None)
+    pid = int(subprocess.check_output(
+        [os.path.join(bindir, "mcp-bridge"), "--no-user-config", "--mcp-config", cfg,
+         "--serve", sock, "--watch", str(os.getpid())], env=env, cwd=work))
+    te = subprocess.Popen([os.path.join(bindir, "tool-exec"), "--yes"], env=env,
+                          cwd=work, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          bufsize=0)
+    times = []
+    try:
+        for k in range(n + 5):
+            msg = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c%d" % k, "type": "function", "function": {
+                    "name": "mcp__t__echo",
+                    "arguments": json.dumps({"text": "step-%d" % k})}}]}
+            t = time.perf_counter()
+            te.stdin.write((json.dumps(msg) + "\n").encode())
+            line = te.stdout.readline()
+            dt = (time.perf_counter() - t) * 1000
+            if json.loads(line)["content"] != "step-%d" % k:
+                sys.exit("bench: the MCP call gave %r" % line)
+            if k >= 5:  # the first calls wait for the server to start
+                times.append(dt)
+    finally:
+        te.stdin.close()
+        te.wait()
+        os.kill(pid, 15)
+    return times
+
+
+def mcp_main(a):
+    bindir = os.path.abspath(a.bin.split("=", 1)[-1])
+    work = tempfile.mkdtemp(prefix="bench-mcp.")
+    try:
+        server = os.path.join(work, "server.py")
+        with open(server, "w") as f:
+            f.write(MCP_SERVER)
+        cfg = os.path.join(work, "mcp.json")
+        with open(cfg, "w") as f:
+            json.dump({"mcpServers": {"t": {"command": sys.executable,
+                                            "args": [server]}}}, f)
+        direct, through = [], []
+        for _ in range(a.runs):
+            direct += mcp_direct(server, a.mcp)
+            through += mcp_harness(bindir, cfg, work, a.mcp)
+        d, h = statistics.median(direct), statistics.median(through)
+        print("MCP tool call over stdio, %d calls x %d runs (sandbox %s):" % (
+            a.mcp, a.runs, os.environ.get("AGENT_SANDBOX") or "workspace-write"))
+        print("  the server's own time   %6.3f ms (p10-p90 %.3f-%.3f)" % (
+            d, pct(direct, 0.1), pct(direct, 0.9)))
+        print("  through the harness     %6.3f ms (p10-p90 %.3f-%.3f)" % (
+            h, pct(through, 0.1), pct(through, 0.9)))
+        print("  added by the harness    %6.3f ms (goal: at most 2 ms)" % (h - d))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def pct(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
@@ -336,7 +550,19 @@ def main():
     ap.add_argument("--output", type=int, default=8192)
     ap.add_argument("--latency", type=float, default=0,
                     help="ms the server waits before each answer (0)")
+    ap.add_argument("--checkpoints", default="",
+                    help="instead: workspaces of these many files, checkpoints on and off")
+    ap.add_argument("--snap-disk", type=int, default=0,
+                    help="instead: the disk of N steps rewriting a 1 MB file")
+    ap.add_argument("--mcp", type=int, default=0,
+                    help="instead: N MCP tool calls, direct and through the harness")
     a = ap.parse_args()
+    if a.mcp:
+        return mcp_main(a)
+    if a.checkpoints:
+        return checkpoints_main(a)
+    if a.snap_disk:
+        return snap_disk_main(a)
     if a.context:
         a.bin = a.bin.split("=", 1)[-1]
         return context_main(a)

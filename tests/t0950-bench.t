@@ -29,4 +29,12 @@ test_expect_success 'bench/bench.py --latency: the server waits before each answ
 		exit !(w[1] >= 0.9 && s[1] < 300) }" row
 '
 
+test_expect_success 'bench/bench.py --mcp: an MCP call direct and through tool-exec and mcp-bridge' '
+	python3 "$SRC_DIR/bench/bench.py" --bin "$AH_BIN" --mcp 20 --runs 1 >out &&
+	test_grep "^MCP tool call over stdio, 20 calls x 1 runs" out &&
+	test_grep "^  the server.s own time  *[0-9.]* ms" out &&
+	test_grep "^  through the harness  *[0-9.]* ms" out &&
+	test_grep "^  added by the harness  *-*[0-9.]* ms (goal: at most 2 ms)" out
+'
+
 test_done
