@@ -43,7 +43,7 @@ REPLAYS = $(FUZZERS:%=$(BUILD)/fuzz/replay-%)
 MAN1    = $(wildcard man/*.1)
 MAN5    = $(wildcard man/*.5)
 MAN7    = $(wildcard man/*.7)
-SCRIPTS = .ci/run tools/deps.sh tools/mutate.sh cmd/agent-run bench/peers.sh tests/lib.sh \
+SCRIPTS = .ci/run tools/deps.sh tools/mutate.sh tools/mcp-servers.sh cmd/agent-run bench/peers.sh tests/lib.sh \
 	tests/suite-probe.sh $(wildcard tests/*.t) \
 	$(wildcard examples/*.sh)
 
@@ -66,6 +66,7 @@ BENCH_FILES ?= 20000
 bench: $(BINS)
 	python3 bench/bench.py --bin $(abspath $(BUILD)/bin) $(BENCHFLAGS)
 	python3 bench/bench.py --bin $(abspath $(BUILD)/bin) --checkpoints $(BENCH_FILES)
+	python3 bench/bench.py --bin $(abspath $(BUILD)/bin) --mcp 300
 
 # agent-run beside Claude Code, Codex CLI and pi-coding-agent (installed
 # with npm into a cache outside the tree; bench/README.md, "Peers").
@@ -79,9 +80,12 @@ check-peers: $(BINS)
 	sh bench/peers.sh --hooks-check --bin $(abspath $(BUILD)/bin) --timeout 180 $(PEERSFLAGS)
 
 # Missing headers are installed (as root) or the command to install them is
-# printed: a fresh machine gets from nothing to green with `make check`.
+# printed: a fresh machine gets from nothing to green with `make check`;
+# the MCP servers of tests/t0870 come from npm into a cache outside the
+# tree (tools/mcp-servers.sh; without npm those tests skip).
 deps:
 	@sh tools/deps.sh
+	@sh tools/mcp-servers.sh
 
 $(BUILD)/.deps:
 	@sh tools/deps.sh
