@@ -22,7 +22,7 @@ PROVEFLAGS ?= --failures --comments
 # Where objects and programs go; the sanitizer build sets another one.
 BUILD   ?= build
 
-PROGS   = todo-write tool-exec agent-step hook-perm hook-audit agent-compact agent-session
+PROGS   = todo-write tool-exec agent-step hook-perm hook-audit agent-compact agent-session agent-snap mcp-bridge
 LIBSRC  = $(wildcard lib/*.c)
 # share/NAME.json compiled in as the string data_NAME (lib/priv.h).
 DATA    = policy tools task
@@ -45,7 +45,7 @@ SANFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all
 
 .PHONY: all bench bench-peers demo deps check check-plain check-san check-valgrind test-units \
-	test-shell test-corpus fuzz install uninstall clean lint
+	test-shell test-corpus fuzz fuzz-shell install uninstall clean lint
 
 all: $(BINS) $(UNITS) $(REPLAYS)
 
@@ -149,6 +149,14 @@ fuzz: $(DATA:%=build/gen/%.c) | build/.deps
 			build/fuzz/$$f.log; \
 		[ $$rc = 0 ] || { tail -40 build/fuzz/$$f.log; exit 1; }; \
 	done
+
+# The splitter against real bash (tests/shdiff.py, run by t0455 with a
+# fixed seed): SHELL_LINES lines from a random seed (SEED=n repeats one),
+# each finding minimised.
+SHELL_LINES ?= 100000
+fuzz-shell: $(BUILD)/tests/shsplit
+	python3 tests/shdiff.py --split $(BUILD)/tests/shsplit \
+		--lines $(SHELL_LINES) --minimise $(if $(SEED),--seed $(SEED))
 
 # The tests run the programs of $(BUILD)/bin first in PATH (tests/lib.sh).
 test-units: $(UNITS)

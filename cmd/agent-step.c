@@ -69,8 +69,9 @@ static const char usage[] =
 	"Exit status: 0 answered, 1 --answer found none, 2 usage, 3 I/O error,\n"
 	"5 bad transcript, 6 refused by the API, 7 unreachable or failing\n"
 	"after retries, 8 the answer cannot be used (cut by length, filtered,\n"
-	"not Chat Completions), 9 --max-calls reached, 10 the context is full\n"
-	"(compact it with agent-compact), 130 or 143 interrupted.\n";
+	"refused, a stop reason that is a failure or unknown, not an answer of\n"
+	"the API), 9 --max-calls reached, 10 the context is full (compact it\n"
+	"with agent-compact), 130 or 143 interrupted.\n";
 
 struct run {
 	struct model *model;
@@ -180,6 +181,52 @@ on_retry(void *ctx, const char *why)
 		warn_server(r, "%s", why);
 }
 
+/* An answer whose stop reason is not that of an answer (the tables of
+ * agent-step(1), STOP REASONS): says why, and gives the exit status. */
+static int
+stop_failure(const struct run *r, const struct reply *reply, const char *rid)
+{
+	const char *field = r->mo.api == API_ANTHROPIC ? "stop_reason"
+						       : "finish_reason";
+	char where[256];
+	int rc = ES_UNUSABLE;
+
+	snprintf(where, sizeof where, "%s %.64s%s%.128s", field, reply->finish,
+		 rid[0] ? ", request " : "", rid);
+	switch (reply->end) {
+	case END_LENGTH:
+		warn_server(r, "the answer was cut short (%s); raise "
+			    "--max-tokens", where);
+		break;
+	case END_FILTERED:
+		warn_server(r, "the answer was withheld by a content filter "
+			    "(%s)", where);
+		break;
+	case END_REFUSED:
+		warn_server(r, "the model refused to answer (%s)%s%.2000s",
+			    where, reply->why.len ? ": " : "",
+			    reply->why.len ? reply->why.data : "");
+		break;
+	case END_CONTEXT:
+		warn_server(r, "the context is full: the API stopped the answer "
+			    "(%s)%s", where, r->window ? "; compact it "
+			    "(agent-compact) and go on" : "");
+		if (r->window)
+			rc = ES_FULL;
+		break;
+	case END_FAILED:
+		warn_server(r, "the answer is not usable: %s (%s)",
+			    reply->end_why ? reply->end_why : "it failed",
+			    where);
+		break;
+	default:
+		warn_server(r, "the answer ended for a reason agent-step does "
+			    "not know (%s): not taken as an answer", where);
+		break;
+	}
+	return rc;
+}
+
 /* Calls the model for the messages so far and writes its answer.
  * Returns an exit status; *stop is set when the run is over. */
 static int
@@ -250,14 +297,10 @@ step(struct run *r, struct chat *chat, int *stop)
 		goto out;
 	}
 	end_text(r);
-	if (!strcmp(reply.finish, "length") ||
-	    !strcmp(reply.finish, "content_filter")) {
-		warn_server(r, "the answer %s (finish_reason %.32s%s%s)%s",
-			 reply.finish[0] == 'l' ? "was cut short"
-						: "was withheld by a content filter",
-			 reply.finish, rid[0] ? ", request " : "", rid,
-			 reply.finish[0] == 'l' ? "; raise --max-tokens" : "");
-		rc = ES_UNUSABLE;
+	if (reply.end > END_CALLS) {
+		rc = stop_failure(r, &reply, rid);
+		if (rc == ES_FULL)
+			*stop = 1;
 		goto out;
 	}
 	msg = reply_message(&reply, rid);

@@ -5,6 +5,8 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -22,12 +24,14 @@ static const char usage[] =
 	"       hook-perm [-C DIR] [--policy FILE] --serve SOCKET [--watch PID]\n"
 	"       hook-perm [-C DIR] [--policy FILE] --print-policy\n"
 	"       hook-perm [-C DIR] --trust [FILE]\n"
+	"       hook-perm --format claude|codex|gemini [-y] [-C DIR] [--policy FILE]\n"
+	"                 < PRETOOLUSE-INPUT\n"
 	"\n"
 	"Passes messages through and writes a decision into every tool call:\n"
 	"\"permission\": {\"decision\": \"allow\"|\"deny\", \"reason\", \"rule\"}.\n"
 	"Rules are jq expressions over {tool, args, id, workdir, commands,\n"
-	"redirects, outputs, complex, literal}; every matching rule counts and\n"
-	"the strictest wins.\n"
+	"redirects, outputs, complex, literal, dynamic_command}; every matching\n"
+	"rule counts and the strictest wins.\n"
 	"\n"
 	"  -C, --directory DIR   the working directory ($AGENT_WORKDIR, else .)\n"
 	"      --policy FILE     the rules ($AGENT_POLICY, else DIR/.agent/\n"
@@ -43,6 +47,12 @@ static const char usage[] =
 	"                        to --connect clients, in the background; print\n"
 	"                        the server's pid and exit\n"
 	"      --watch PID       the server ends when PID does (the parent)\n"
+	"      --format AGENT    be the PreToolUse hook of another agent: read\n"
+	"                        one hook input of claude (Claude Code), codex\n"
+	"                        (Codex CLI) or gemini (Gemini CLI) and answer\n"
+	"                        in its format (DIR: the input's cwd); ask is\n"
+	"                        answered ask (deny for codex), a bad input or\n"
+	"                        an error deny\n"
 	"      --connect SOCKET  have the rules evaluated by that server, which\n"
 	"                        saves compiling them; without one, or with other\n"
 	"                        rules, they are evaluated here as usual\n"
@@ -54,7 +64,9 @@ static const char usage[] =
 	"\n"
 	"Exit status: 0 done, 2 usage, 3 I/O error, 4 bad policy, 5 bad input,\n"
 	"128+N a signal N came while asking: the message went on with all its\n"
-	"calls denied.\n";
+	"calls denied.  With --format: 0 answered (a bad input or an error too,\n"
+	"with a denial), 2 the answer could not be written (a denial for the\n"
+	"agent, the reason on stderr) or usage.\n";
 
 struct perm {
 	struct policy pol;
@@ -624,11 +636,126 @@ trust(struct perm *pm, const char *arg)
 	return rc;
 }
 
+/* --format: writes the answer; when even that fails, the agent's
+ * other way to deny: exit 2, the reason on stderr. */
+static int
+peer_say(int agent, int decision, const char *reason)
+{
+	char *s = hook_answer(agent, decision, reason);
+
+	if (!s || (*s && cli_put_line(s, strlen(s), 1)) || cli_finish(ES_OK)) {
+		free(s);
+		fprintf(stderr, "%s: %s\n", progname, decision == DECIDE_ALLOW ?
+			"the answer could not be written: denied" : reason);
+		return 2;
+	}
+	free(s);
+	return ES_OK;
+}
+
+/* --format: denies, the error as the reason. */
+static int
+peer_deny(int agent, const char *fmt, ...)
+{
+	char why[1200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	cli_warn("%s", why);
+	return peer_say(agent, DECIDE_DENY, why);
+}
+
+/* --format: one PreToolUse input of another agent, judged by the rules
+ * as our call it maps to (hook-perm(1), "Other agents"), answered in
+ * that agent's format.  Nothing but an allow of the rules lets the call
+ * go on: a bad input, a policy that does not load or a failing rule
+ * deny it. */
+static int
+answer_peer(struct perm *pm, int agent, int dir_given)
+{
+	struct ah_error err = { 0 };
+	struct verdict v = { 0 };
+	const cJSON *name, *input, *cwd, *id, *path;
+	cJSON *in = NULL, *args = NULL, *rin = NULL;
+	const char *tool, *dup = NULL;
+	char *text = NULL, why[1024];
+	size_t len;
+	int rc, inside = 1;
+
+	if (fd_read(STDIN_FILENO, "stdin", 4u << 20, &text, &len, &err) < 0) {
+		rc = peer_deny(agent, "cannot read the hook input: %s", err.msg);
+		goto out;
+	}
+	in = text ? json_parse(text, len, NULL) : NULL;
+	name = cJSON_GetObjectItemCaseSensitive(in, "tool_name");
+	input = cJSON_GetObjectItemCaseSensitive(in, "tool_input");
+	cwd = cJSON_GetObjectItemCaseSensitive(in, "cwd");
+	id = cJSON_GetObjectItemCaseSensitive(in, "tool_use_id");
+	if (!cJSON_IsObject(in) || json_has_duplicate_keys(in, &dup) ||
+	    !cJSON_IsString(name) || !cJSON_IsObject(input)) {
+		rc = peer_deny(agent, "the hook input is not a PreToolUse input "
+			       "(a JSON object with tool_name and tool_input%s%s)",
+			       dup ? ", a key given twice: " : "", dup ? dup : "");
+		goto out;
+	}
+	if (!dir_given && cJSON_IsString(cwd) && *cwd->valuestring == '/' &&
+	    !realpath(cwd->valuestring, pm->workdir)) {
+		rc = peer_deny(agent, "cannot resolve the cwd '%s': %s",
+			       cwd->valuestring, strerror(errno));
+		goto out;
+	}
+	snprintf(pm->project, sizeof pm->project, "%s/.agent/policy.json",
+		 pm->workdir);
+	args = hook_our_call(agent, name->valuestring, input, pm->workdir, &tool);
+	rin = args ? policy_input(tool, args, cJSON_IsString(id) ?
+				  id->valuestring : "", pm->workdir) : NULL;
+	if (!rin) {
+		rc = peer_deny(agent, "out of memory");
+		goto out;
+	}
+	if (load_policy(pm, &err) < 0 ||
+	    policy_client_eval(&pm->client, &pm->pol, rin, pm->timeout, &v,
+			       &err) < 0) {
+		rc = peer_deny(agent, "%s", err.msg);
+		goto out;
+	}
+	/* the built-in policy lets our file tools read anything, as
+	 * tool-exec keeps them in the working directory: another agent's
+	 * do not stay there, so what is outside is asked about */
+	path = cJSON_GetObjectItemCaseSensitive(args, "path");
+	if (cJSON_IsString(path)) {
+		char *abs = hook_path_in(path->valuestring, pm->workdir, &inside);
+
+		free(abs);
+	}
+	if (!inside && v.decision == DECIDE_ALLOW) {
+		v.decision = DECIDE_ASK;
+		snprintf(v.rule, sizeof v.rule, "outside-workdir");
+		snprintf(v.reason, sizeof v.reason, "%s names a file outside "
+			 "the working directory", tool);
+	}
+	if (v.decision == DECIDE_ASK && pm->yes) {
+		note(&v, "approved by --yes");
+		v.decision = DECIDE_ALLOW;
+	}
+	snprintf(why, sizeof why, "%s (hook-perm rule '%s')", v.reason, v.rule);
+	rc = peer_say(agent, v.decision, why);
+out:
+	cJSON_Delete(rin);
+	cJSON_Delete(args);
+	cJSON_Delete(in);
+	free(text);
+	return rc;
+}
+
 /* What the options ask for besides the filter. */
 struct opts {
 	const char *dir, *serve_at;
 	pid_t watch;
-	int print, trusting, policy_opt;
+	int print, trusting, policy_opt, dir_opt;
+	int format; /* HOOK_AGENT_*, or -1 */
 };
 
 /* Reads the options into pm and o; an exit status when the program
@@ -637,7 +764,7 @@ static int
 parse_options(int argc, char **argv, struct perm *pm, struct opts *o)
 {
 	enum { OPT_POLICY = 256, OPT_TIMEOUT, OPT_PRINT, OPT_SERVE, OPT_WATCH,
-	       OPT_CONNECT, OPT_TRUST };
+	       OPT_CONNECT, OPT_TRUST, OPT_FORMAT };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "policy", required_argument, NULL, OPT_POLICY },
@@ -648,6 +775,7 @@ parse_options(int argc, char **argv, struct perm *pm, struct opts *o)
 		{ "watch", required_argument, NULL, OPT_WATCH },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
 		{ "trust", no_argument, NULL, OPT_TRUST },
+		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -659,6 +787,7 @@ parse_options(int argc, char **argv, struct perm *pm, struct opts *o)
 		switch (c) {
 		case 'C':
 			o->dir = optarg;
+			o->dir_opt = 1;
 			break;
 		case OPT_POLICY:
 			pm->file = optarg;
@@ -689,6 +818,13 @@ parse_options(int argc, char **argv, struct perm *pm, struct opts *o)
 		case OPT_TRUST:
 			o->trusting = 1;
 			break;
+		case OPT_FORMAT:
+			o->format = hook_agent(optarg);
+			if (o->format < 0)
+				return cli_usage_error("--format: unknown agent "
+						       "'%s' (use claude, codex "
+						       "or gemini)", optarg);
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -705,6 +841,10 @@ parse_options(int argc, char **argv, struct perm *pm, struct opts *o)
 			    pm->yes || o->policy_opt))
 		return cli_usage_error("--trust goes with -C only (a policy "
 				       "given with --policy needs no trust)");
+	if (o->format >= 0 && (o->serve_at || o->print || o->trusting))
+		return cli_usage_error("--format cannot go with %s", o->serve_at
+				       ? "--serve" : o->print ? "--print-policy"
+				       : "--trust");
 	if (o->serve_at && (pm->client.server || o->print || pm->yes))
 		return cli_usage_error("--serve cannot go with %s",
 				       pm->client.server ? "--connect"
@@ -808,7 +948,7 @@ int
 main(int argc, char **argv)
 {
 	struct perm pm = { 0 };
-	struct opts o = { 0 };
+	struct opts o = { .format = -1 };
 	struct ah_error err = { 0 };
 	const char *dir;
 	int rc;
@@ -822,11 +962,20 @@ main(int argc, char **argv)
 		return rc;
 	dir = o.dir && *o.dir ? o.dir : ".";
 	if (!realpath(dir, pm.workdir)) {
+		if (o.format >= 0)
+			return peer_deny(o.format, "cannot resolve '%s': %s", dir,
+					 strerror(errno));
 		cli_warn("cannot resolve '%s': %s", dir, strerror(errno));
 		return ES_IO;
 	}
 	snprintf(pm.project, sizeof pm.project, "%s/.agent/policy.json",
 		 pm.workdir);
+	if (o.format >= 0) {
+		/* its own exit: an answer, or exit 2 */
+		rc = answer_peer(&pm, o.format, o.dir_opt || (o.dir && *o.dir));
+		policy_free(&pm.pol);
+		return rc;
+	}
 	if (o.trusting)
 		rc = trust(&pm, optind < argc ? argv[optind] : NULL);
 	else if (o.print)

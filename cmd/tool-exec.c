@@ -461,6 +461,50 @@ allow_list(struct sandbox *sb, const char *list, int socket,
 	return rc;
 }
 
+/* --schema: the tools, and those of the session's mcp-bridge
+ * ($AGENT_MCP_SOCKET) after them; a bridge out of reach is said, and
+ * its tools are left out. */
+static int
+print_schema(const struct task_opts *t)
+{
+	struct ah_error err = { 0 };
+	const char *sch = tool_schema(task_offered(t));
+	const char *sock = getenv("AGENT_MCP_SOCKET");
+	cJSON *all, *more, *one;
+	char *extra, *text;
+	int rc;
+
+	if (!sch) {
+		cli_warn("out of memory");
+		return ES_IO;
+	}
+	if (!sock || !*sock)
+		return cli_finish(cli_put_line(sch, strlen(sch), 0)
+				  ? ES_IO : ES_OK);
+	extra = mcp_client_schema(sock, &err);
+	if (!extra) {
+		cli_warn("the MCP tools are left out: %s", err.msg);
+		return cli_finish(cli_put_line(sch, strlen(sch), 0)
+				  ? ES_IO : ES_OK);
+	}
+	all = cJSON_Parse(sch);
+	more = cJSON_Parse(extra);
+	free(extra);
+	while (cJSON_IsArray(all) && cJSON_IsArray(more) &&
+	       (one = cJSON_DetachItemFromArray(more, 0)))
+		cJSON_AddItemToArray(all, one);
+	text = cJSON_IsArray(all) ? cJSON_PrintUnformatted(all) : NULL;
+	cJSON_Delete(all);
+	cJSON_Delete(more);
+	if (!text) {
+		cli_warn("out of memory");
+		return ES_IO;
+	}
+	rc = cli_put_line(text, strlen(text), 1) ? ES_IO : ES_OK;
+	free(text);
+	return cli_finish(rc);
+}
+
 /* What the options and the environment ask for. */
 struct opts {
 	const char *dir, *mode;
@@ -640,16 +684,8 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 		case 'v':
 			verbose = 1;
 			break;
-		case OPT_SCHEMA: {
-			const char *sch = tool_schema(task_offered(&s->task));
-
-			if (!sch) {
-				cli_warn("out of memory");
-				return ES_IO;
-			}
-			return cli_finish(cli_put_line(sch, strlen(sch), 0)
-					  ? ES_IO : ES_OK);
-		}
+		case OPT_SCHEMA:
+			return print_schema(&s->task);
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -708,6 +744,9 @@ setup(struct opts *o, struct state *s)
 		return ES_IO;
 	}
 	ctx->todo_path = todo_default_path();
+	ctx->mcp = getenv("AGENT_MCP_SOCKET");
+	if (ctx->mcp && !*ctx->mcp)
+		ctx->mcp = NULL;
 	s->sandboxed = 1;
 	if (sandbox_init(&s->sandbox, sandbox_mode_parse(o->mode),
 			 ctx->root.path, ctx->todo_path, &err) < 0) {

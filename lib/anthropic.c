@@ -387,24 +387,45 @@ out:
 
 /* --- the answer */
 
+/* The Messages API's stop reasons (agent-step(1), STOP REASONS).  A
+ * paused turn is reported, not continued: what the API wants sent back
+ * to continue it is its content as it came, server tool blocks
+ * included, which the transcript does not keep. */
+static const struct reply_stop stops[] = {
+	{ "end_turn", END_DONE, NULL },
+	{ "stop_sequence", END_DONE, NULL },
+	{ "tool_use", END_CALLS, NULL },
+	{ "max_tokens", END_LENGTH, NULL },
+	{ "refusal", END_REFUSED, NULL },
+	{ "model_context_window_exceeded", END_CONTEXT, NULL },
+	{ "pause_turn", END_FAILED, "the API paused a long turn (its server "
+	  "tools), and agent-step does not continue paused turns" },
+};
+
 static void
 finish(struct reply *r, const cJSON *stop)
 {
-	static const struct { const char *from, *to; } map[] = {
-		{ "end_turn", "stop" }, { "stop_sequence", "stop" },
-		{ "tool_use", "tool_calls" }, { "max_tokens", "length" },
-		{ "refusal", "content_filter" }, { "pause_turn", "stop" },
-	};
-	size_t i;
+	reply_set_stop(r, stop, stops, sizeof stops / sizeof *stops);
+}
 
-	if (!cJSON_IsString(stop))
-		return;
-	for (i = 0; i < sizeof map / sizeof *map; i++)
-		if (!strcmp(stop->valuestring, map[i].from)) {
-			snprintf(r->finish, sizeof r->finish, "%s", map[i].to);
-			return;
-		}
-	snprintf(r->finish, sizeof r->finish, "%s", stop->valuestring);
+/* A refusal's stop_details: its category and explanation, for the
+ * message that reports it. */
+static int
+stop_details(struct reply *r, const cJSON *d, struct ah_error *err)
+{
+	const cJSON *cat = cJSON_GetObjectItemCaseSensitive(d, "category");
+	const cJSON *exp = cJSON_GetObjectItemCaseSensitive(d, "explanation");
+
+	if (!cJSON_IsObject(d) || r->why.len)
+		return 0;
+	if (cJSON_IsString(cat) && (buf_append(&r->why, "category ", 9) < 0 ||
+				    reply_append(&r->why, cat, err) < 0))
+		return -1;
+	if (cJSON_IsString(exp) && *exp->valuestring &&
+	    ((r->why.len && buf_append(&r->why, ": ", 2) < 0) ||
+	     reply_append(&r->why, exp, err) < 0))
+		return -1;
+	return 0;
 }
 
 static double
@@ -496,8 +517,9 @@ block_start(struct reply *r, const cJSON *ev, struct ah_error *err)
 	if (!strcmp(r->block_type, "tool_use")) {
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(b, "id");
 
-		c = reply_new_call(r, r->block, cJSON_IsString(id) ?
-				   id->valuestring : NULL, err);
+		c = reply_new_call(r, r->block, cJSON_IsString(id) &&
+				   id->valuestring[0] ? id->valuestring : NULL,
+				   err);
 		return c ? reply_append(&c->name,
 					cJSON_GetObjectItemCaseSensitive(b,
 									 "name"),
@@ -563,6 +585,63 @@ block_delta(struct reply *r, const cJSON *ev, struct ah_error *err)
 	return 0;
 }
 
+/* The content blocks of a whole message: text, tool_use (its input
+ * printed with the numbers of text, the bytes it came as, when text is
+ * given) and thinking. */
+static int
+whole_blocks(struct reply *r, const cJSON *blocks, cJSON *root,
+	     const char *t, size_t n, struct ah_error *err)
+{
+	const cJSON *b, *type;
+
+	cJSON_ArrayForEach(b, blocks) {
+		type = cJSON_GetObjectItemCaseSensitive(b, "type");
+		if (!cJSON_IsString(type))
+			continue;
+		if (!strcmp(type->valuestring, "text")) {
+			if (text(r, cJSON_GetObjectItemCaseSensitive(b, "text"),
+				 err) < 0)
+				return -1;
+		} else if (!strcmp(type->valuestring, "tool_use")) {
+			const cJSON *id = cJSON_GetObjectItemCaseSensitive(b, "id");
+			const cJSON *in = cJSON_GetObjectItemCaseSensitive(b,
+									   "input");
+			struct reply_call *c = reply_new_call(r, r->ncalls,
+				cJSON_IsString(id) && id->valuestring[0] ?
+				id->valuestring : NULL, err);
+			char *args;
+			int bad;
+
+			if (in && json_exact_numbers(root, in, t, n) < 0)
+				return ah_fail(err, AH_ENOMEM, "out of memory");
+			args = in ? cJSON_PrintUnformatted(in) : strdup("{}");
+			bad = !c || !args ||
+				  reply_append(&c->name,
+					cJSON_GetObjectItemCaseSensitive(b,
+									 "name"),
+					err) < 0 ||
+				  buf_append(&c->args, args, strlen(args)) < 0;
+
+			free(args);
+			if (bad) {
+				if (!err->msg[0])
+					ah_fail(err, AH_ENOMEM, "out of memory");
+				return -1;
+			}
+		} else if (!strcmp(type->valuestring, "thinking") ||
+			   !strcmp(type->valuestring, "redacted_thinking")) {
+			if (keep_thinking(r, b) < 0 ||
+			    reply_append(&r->reasoning,
+					 cJSON_GetObjectItemCaseSensitive(
+						 b, "thinking"), err) < 0) {
+				ah_fail(err, AH_ENOMEM, "out of memory");
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
 int
 anthropic_event(struct reply *r, const char *data, size_t n,
 		struct ah_error *err)
@@ -581,9 +660,19 @@ anthropic_event(struct reply *r, const char *data, size_t n,
 	if (strcmp(t, "ping"))
 		r->events++; /* progress, which a keep-alive ping is not */
 	if (!strcmp(t, "message_start")) {
+		/* the answer so far, as the SDKs start their snapshot: some
+		 * servers send it whole here, content and stop reason */
 		e = cJSON_GetObjectItemCaseSensitive(v, "message");
-		if (usage(r, cJSON_GetObjectItemCaseSensitive(e, "usage")) < 0)
+		if (whole_blocks(r, cJSON_GetObjectItemCaseSensitive(e,
+								     "content"),
+				 v, data, n, err) < 0 ||
+		    stop_details(r, cJSON_GetObjectItemCaseSensitive(
+					 e, "stop_details"), err) < 0)
+			rc = -1;
+		else if (usage(r, cJSON_GetObjectItemCaseSensitive(e,
+								   "usage")) < 0)
 			rc = ah_fail(err, AH_ENOMEM, "out of memory");
+		finish(r, cJSON_GetObjectItemCaseSensitive(e, "stop_reason"));
 	} else if (!strcmp(t, "content_block_start"))
 		rc = block_start(r, v, err);
 	else if (!strcmp(t, "content_block_delta"))
@@ -598,7 +687,11 @@ anthropic_event(struct reply *r, const char *data, size_t n,
 	} else if (!strcmp(t, "message_delta")) {
 		e = cJSON_GetObjectItemCaseSensitive(v, "delta");
 		finish(r, cJSON_GetObjectItemCaseSensitive(e, "stop_reason"));
-		if (usage(r, cJSON_GetObjectItemCaseSensitive(v, "usage")) < 0)
+		if (stop_details(r, cJSON_GetObjectItemCaseSensitive(
+					 e, "stop_details"), err) < 0)
+			rc = -1;
+		else if (usage(r, cJSON_GetObjectItemCaseSensitive(v,
+								   "usage")) < 0)
 			rc = ah_fail(err, AH_ENOMEM, "out of memory");
 	} else if (!strcmp(t, "message_stop"))
 		r->done = 1;
@@ -613,63 +706,21 @@ anthropic_event(struct reply *r, const char *data, size_t n,
 }
 
 int
-anthropic_parse(struct reply *r, const cJSON *v, struct ah_error *err)
+anthropic_parse(struct reply *r, cJSON *v, const char *t, size_t n,
+		struct ah_error *err)
 {
-	const cJSON *blocks, *b, *type;
-	int rc = -1, i = 0;
+	const cJSON *blocks = cJSON_GetObjectItemCaseSensitive(v, "content");
 
-	blocks = cJSON_GetObjectItemCaseSensitive(v, "content");
-	if (!cJSON_IsArray(blocks)) {
-		ah_fail(err, AH_EFORMAT, "the answer has no content blocks: "
-			"not a Messages answer");
-		goto out;
-	}
-	cJSON_ArrayForEach(b, blocks) {
-		type = cJSON_GetObjectItemCaseSensitive(b, "type");
-		if (!cJSON_IsString(type))
-			continue;
-		if (!strcmp(type->valuestring, "text")) {
-			if (text(r, cJSON_GetObjectItemCaseSensitive(b, "text"),
-				 err) < 0)
-				goto out;
-		} else if (!strcmp(type->valuestring, "tool_use")) {
-			const cJSON *id = cJSON_GetObjectItemCaseSensitive(b, "id");
-			const cJSON *in = cJSON_GetObjectItemCaseSensitive(b,
-									   "input");
-			struct reply_call *c = reply_new_call(r, i++,
-				cJSON_IsString(id) ? id->valuestring : NULL, err);
-			char *args = in ? cJSON_PrintUnformatted(in) :
-				     strdup("{}");
-
-			if (!c || !args ||
-			    reply_append(&c->name,
-					 cJSON_GetObjectItemCaseSensitive(b, "name"),
-					 err) < 0 ||
-			    buf_append(&c->args, args, strlen(args)) < 0) {
-				free(args);
-				if (!err->msg[0])
-					ah_fail(err, AH_ENOMEM, "out of memory");
-				goto out;
-			}
-			free(args);
-		} else if (!strcmp(type->valuestring, "thinking") ||
-			   !strcmp(type->valuestring, "redacted_thinking")) {
-			if (keep_thinking(r, b) < 0 ||
-			    reply_append(&r->reasoning,
-					 cJSON_GetObjectItemCaseSensitive(
-						 b, "thinking"), err) < 0) {
-				ah_fail(err, AH_ENOMEM, "out of memory");
-				goto out;
-			}
-		}
-	}
+	if (!cJSON_IsArray(blocks))
+		return ah_fail(err, AH_EFORMAT, "the answer has no content "
+			       "blocks: not a Messages answer");
+	if (whole_blocks(r, blocks, v, t, n, err) < 0 ||
+	    stop_details(r, cJSON_GetObjectItemCaseSensitive(v, "stop_details"),
+			 err) < 0)
+		return -1;
 	finish(r, cJSON_GetObjectItemCaseSensitive(v, "stop_reason"));
-	if (usage(r, cJSON_GetObjectItemCaseSensitive(v, "usage")) < 0) {
-		ah_fail(err, AH_ENOMEM, "out of memory");
-		goto out;
-	}
+	if (usage(r, cJSON_GetObjectItemCaseSensitive(v, "usage")) < 0)
+		return ah_fail(err, AH_ENOMEM, "out of memory");
 	r->done = 1;
-	rc = 0;
-out:
-	return rc;
+	return 0;
 }

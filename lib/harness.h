@@ -415,6 +415,21 @@ struct reply_call {
 /* The API a model speaks. */
 enum model_api { API_CHAT, API_ANTHROPIC };
 
+/* What the stop or finish reason of an answer means, as each API's
+ * table (agent-step(1), STOP REASONS) says: a reason not in the table is
+ * END_UNKNOWN, and only END_NONE, END_DONE and END_CALLS are answers. */
+enum reply_end {
+	END_NONE,     /* no reason came */
+	END_DONE,     /* the answer is whole */
+	END_CALLS,    /* it ends with tool calls */
+	END_LENGTH,   /* cut at the most tokens of an answer */
+	END_FILTERED, /* withheld by a content filter */
+	END_REFUSED,  /* the model refused */
+	END_CONTEXT,  /* the context window is full */
+	END_FAILED,   /* the API says the answer failed (end_why says how) */
+	END_UNKNOWN,  /* a reason the table does not have */
+};
+
 struct reply {
 	struct buf content, reasoning, refusal;
 	int has_content;
@@ -425,7 +440,11 @@ struct reply {
 	char block_type[24];  /*   and its type */
 	struct reply_call *calls;
 	int ncalls;
-	char finish[32];      /* finish_reason, "" when none came */
+	char finish[64];      /* the API's stop or finish reason as it came
+			       * (cut), "" when none came */
+	enum reply_end end;   /* what finish means */
+	const char *end_why;  /* END_FAILED: what the table says of it */
+	struct buf why;       /* a refusal's category and explanation */
 	cJSON *usage;         /* the API's usage object, or NULL */
 	cJSON *error;         /* an error the API sent instead, or NULL */
 	int done;             /* [DONE] came, or the answer was whole */
@@ -507,21 +526,19 @@ int model_call(struct model *m, const struct model_opts *o,
 
 /* --- shsplit.c: shell command lines for permission rules ------------- */
 
-/* Splits a command line into the simple commands it would run, as bash
- * parses it, at ; & && || | newlines, subshells, groups, $(...),
- * backquotes (nested ones unescaped), <(...), sh -c STRING and eval:
+/* Splits a command line into the simple commands it runs:
  * {"commands": [[argv...], ...], "redirects": [targets...],
- *  "outputs": [output targets, a descriptor as "&N"], "complex": b}.
- * Quotes are removed; expansions are kept as text.  A command goes in as
- * written, leading NAME=value assignments included; when it has
- * assignments or is a wrapper (command, env, sudo, time, nice, timeout,
- * xargs, busybox, ...), the command it runs follows as an entry of its
- * own.  "complex" is true when it met something it cannot follow
- * (unbalanced quotes, here-documents, arithmetic, if/for/while/case,
- * function definitions, a command name that is itself an expansion, any
- * expansion but $NAME, ${NAME}, ${#NAME} and the special parameters, a
- * control character, builtins that take code or subscripted names): a
- * rule must then not trust "commands".  NULL when out of memory. */
+ *  "outputs": [output targets, a descriptor as "&N"], "complex": b,
+ *  "literal": b, "dynamic_command": b}.
+ * "complex" is false only for a line within the allow-listed grammar of
+ * hook-perm(1), "The grammar"; then "commands" lists every command bash
+ * runs.  Quotes are removed; expansions are kept as text.  A command goes
+ * in as written, leading assignments included; when it has assignments
+ * or is a wrapper (command, env, nice, timeout, xargs, ...), the command
+ * it runs follows as an entry of its own.  For a complex line a lenient
+ * reader still lists what it finds, for deny rules; no rule may trust it
+ * to allow.  "dynamic_command": a command's name is known only when it
+ * runs.  NULL when out of memory. */
 cJSON *shell_split(const char *cmd);
 
 /* --- policy.c: permission rules in jq ---------------------------------- */
@@ -596,7 +613,8 @@ void policy_free(struct policy *p);
 
 /* The rule input of a call, the contract of every rule (hook-perm(1)):
  * {tool, args, id, workdir}, and for bash what shell_split finds in
- * args.command (commands, redirects, outputs, complex, literal;
+ * args.command (commands, redirects, outputs, complex, literal,
+ * dynamic_command;
  * complex is true when command is not a string).  args is copied.
  * NULL when out of memory. */
 cJSON *policy_input(const char *tool, const cJSON *args, const char *id,
@@ -619,6 +637,35 @@ int policy_is_trusted(const char *file, const char *text, size_t len,
  * file before. */
 int policy_trust(const char *file, const char *text, size_t len,
 		 struct ah_error *err);
+
+/* --- cctool.c: other agents' tool calls, and their hooks' answers ---- */
+
+/* The agents whose PreToolUse hooks hook-perm --format answers. */
+enum { HOOK_AGENT_CLAUDE, HOOK_AGENT_CODEX, HOOK_AGENT_GEMINI };
+
+/* HOOK_AGENT_* for "claude", "codex" or "gemini"; -1 for another name. */
+int hook_agent(const char *name);
+/* The absolute form of path (relative to workdir, an absolute path)
+ * with "." and ".." taken out as text; *inside: it is workdir or under
+ * it.  NULL when out of memory. */
+char *hook_path_in(const char *path, const char *workdir, int *inside);
+/* A tool call of agent (tool_name, tool_input) as ours: *tool our name
+ * (or name, for a tool we do not know, borrowed from the arguments or
+ * a constant), and the arguments returned: file paths as "path"
+ * (relative to workdir when inside it), a command line as "command".
+ * NULL when out of memory. */
+cJSON *hook_our_call(int agent, const char *name, const cJSON *input,
+		     const char *workdir, const char **tool);
+/* One of our calls as Claude Code names it: *name (borrowed), and the
+ * input returned, with absolute "file_path"s and a timeout in
+ * milliseconds.  NULL when out of memory. */
+cJSON *hook_cc_call(const char *tool, const cJSON *args, const char *workdir,
+		    const char **name);
+/* What agent's PreToolUse hook prints for a decision (DECIDE_*): one
+ * line of JSON without newline, or "" when nothing is to be printed
+ * (Codex: an allow).  Codex can neither allow nor ask: an ask is a
+ * deny.  NULL when out of memory. */
+char *hook_answer(int agent, int decision, const char *reason);
 
 /* --- policysrv.c: the compiled rules, kept for other processes ------- */
 
@@ -959,6 +1006,8 @@ struct tool_ctx {
 	struct proc_limits *limits; /* bash: per call, NULL for none */
 	const struct task_opts *task; /* task: subagents, NULL for none */
 	struct proc_helper *helper; /* bash: forks the sandboxed commands */
+	const char *mcp;       /* mcp__SERVER__TOOL calls go to the
+				  mcp-bridge at this socket; NULL: none */
 };
 
 enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };
@@ -1086,6 +1135,140 @@ int todo_write(const char *path, const char *args, size_t n, int dry_run,
 
 /* The todo file: AGENT_TODO_FILE when set, else "todo.json". */
 const char *todo_default_path(void);
+
+/* --- mcp.c: Model Context Protocol servers, for mcp-bridge ----------- */
+
+/* The protocol versions spoken, newest first, NULL-terminated. */
+extern const char *const mcp_versions[];
+
+struct mcp_opts {
+	double start_timeout; /* seconds for initialize and tools/list */
+	double call_timeout;  /* seconds of a call without progress */
+	double max_timeout;   /* seconds of a call, progress or not */
+	size_t max_output;    /* bytes of a result, head and tail kept */
+	size_t max_message;   /* bytes of one message from a server */
+	int max_restarts;     /* of a server that died, in a session */
+	int verbose;          /* progress and logs go to note too */
+	const char *workdir;  /* the servers' working directory */
+	volatile sig_atomic_t *interrupted; /* set: a call is cancelled */
+	/* what the user should hear (a server down, a refused request),
+	 * one line, secrets redacted; NULL: nothing */
+	void (*note)(void *ctx, const char *text);
+	void *note_ctx;
+};
+
+struct mcp_server;
+
+struct mcp {
+	struct mcp_opts opts;
+	struct mcp_server **servers;
+	size_t n;
+	char **secrets;       /* values of the configurations' env: never
+				 in a result, a message or a note */
+	size_t nsecrets;
+};
+
+/* Defaults in m->opts (see mcp-bridge(1)), no server. */
+void mcp_init(struct mcp *m);
+/* Adds the servers of a configuration, {"mcpServers": {NAME: {...}}};
+ * a server of a name added before replaces it.  Anything not understood
+ * is an AH_EFORMAT error naming file and server. */
+int mcp_config_add(struct mcp *m, const char *file, const char *text,
+		   size_t len, int trusted, struct ah_error *err);
+size_t mcp_count(const struct mcp *m);
+/* A line per server: its name, what it runs, and whether it is
+ * sandboxed; secrets redacted.  NULL when out of memory. */
+char *mcp_describe(const struct mcp *m);
+/* Starts every server (initialize, tools/list); one that fails is said
+ * through note and stays down.  Returns the number that started. */
+int mcp_start(struct mcp *m);
+/* The tools of the servers that are up, in Chat Completions form, named
+ * mcp__SERVER__TOOL.  NULL when out of memory. */
+cJSON *mcp_schema(struct mcp *m);
+/* Calls tool name (mcp__SERVER__TOOL) with args (JSON text); *res gets
+ * the text for the model.  Any input on client (a descriptor, or -1)
+ * cancels the call, as does *opts.interrupted.  TOOL_OK, TOOL_ERROR,
+ * TOOL_INTERRUPTED, or -1 when memory ran out. */
+int mcp_call(struct mcp *m, const char *name, const char *args, int client,
+	     char **res);
+/* Stops every server (stdin closed, then TERM, then KILL) and frees. */
+void mcp_free(struct mcp *m);
+
+/* The client side, in tool-exec: the bridge listening at the socket
+ * path.  mcp_client_schema: the tools it offers (a JSON array, text);
+ * mcp_client_call: one call, as tool_call answers it; a set
+ * *interrupted cancels it. */
+char *mcp_client_schema(const char *path, struct ah_error *err);
+int mcp_client_call(const char *path, const char *name, const char *args,
+		    volatile sig_atomic_t *interrupted, double timeout,
+		    char **res);
+
+/* --- snap.c: snapshots of the workspace (agent-snap) ------------------- */
+
+/* A snapshot's id as shown: the first hex digits of its commit. */
+#define SNAP_ID_LEN 12
+
+/* The shadow repository .agent/snap of the working directory (which
+ * every function here takes for the workspace), open and locked. */
+struct snap {
+	char *work;          /* the workspace, absolute */
+	char *git;           /* the git program, absolute */
+	char **env;          /* git's environment, made from nothing */
+	int dirfd;           /* .agent/snap */
+	int lockfd;          /* .agent/snap/lock, held */
+	int include_ignored; /* snapshots hold ignored files too */
+};
+
+/* What a snapshot records besides the files. */
+struct snap_meta {
+	const char *session; /* NULL: none */
+	long step;           /* -1: none */
+	const char *calls;   /* call ids, comma-separated, or NULL */
+	const char *kind;    /* "step" (NULL), "before-restore", "restore" */
+	const char *of;      /* the snapshot a restore went back to */
+};
+
+/* Opens (create: makes) .agent/snap and waits for its lock.  A
+ * .agent/snap that agent-snap did not make for this user there is an
+ * AH_EFORMAT error, and none of it is used.  snap_close frees. */
+int snap_open(struct snap *s, int create, struct ah_error *err);
+void snap_close(struct snap *s);
+
+/* Takes a snapshot of the workspace; id receives its commit (40 hex). */
+int snap_take(struct snap *s, const struct snap_meta *m, char id[41],
+	      struct ah_error *err);
+/* The full commit of snapshot id (a unique prefix of 4 to 40 hex). */
+int snap_resolve(struct snap *s, const char *id, char hash[41],
+		 struct ah_error *err);
+/* Appends the records of the snapshots (of session, unless NULL), newest
+ * first, as JSON Lines, to out. */
+int snap_list(struct snap *s, const char *session, struct buf *out,
+	      struct ah_error *err);
+/* Writes to outfd the unified diff from id to id2, or to the workspace
+ * when id2 is NULL. */
+int snap_diff(struct snap *s, const char *id, const char *id2, int outfd,
+	      struct ah_error *err);
+/* Puts the workspace (or paths[0..npaths) of it) back as it was at id,
+ * after a snapshot of it as it is (before); after is the snapshot of the
+ * result. */
+int snap_restore(struct snap *s, const char *id, char *const *paths,
+		 size_t npaths, char before[41], char after[41],
+		 struct ah_error *err);
+
+/* gc's budget: -1 for no bound. */
+struct snap_budget {
+	long long max_age;   /* seconds */
+	long long max_bytes; /* of the object store */
+};
+struct snap_gc_result {
+	size_t kept, dropped, referenced;
+	long long bytes;
+};
+/* Drops the snapshots past the budget that no transcript of .agent (the
+ * current one, sessions/ *.jsonl) refers to, oldest first, and what git
+ * then no longer needs. */
+int snap_gc(struct snap *s, const struct snap_budget *b,
+	    struct snap_gc_result *res, struct ah_error *err);
 
 #include "banned.h"
 

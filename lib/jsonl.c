@@ -221,6 +221,101 @@ out:
 	return v;
 }
 
+/* The number tokens of text, in order: where each starts, and its
+ * length.  Strings are skipped whole. */
+struct num_spans {
+	size_t *off, *len;
+	size_t n, cap;
+};
+
+static int
+num_spans(struct num_spans *ns, const char *t, size_t n)
+{
+	size_t i = 0, k;
+
+	while (i < n) {
+		if (t[i] == '"') {
+			for (i++; i < n && t[i] != '"'; i++)
+				if (t[i] == '\\')
+					i++;
+			i++;
+			continue;
+		}
+		if (t[i] != '-' && (t[i] < '0' || t[i] > '9')) {
+			i++;
+			continue;
+		}
+		for (k = i; k < n && strchr("+-.eE0123456789", t[k]) && t[k];
+		     k++)
+			;
+		if (ns->n == ns->cap) {
+			size_t cap = ns->cap ? 2 * ns->cap : 16;
+			size_t *o = realloc(ns->off, cap * sizeof *o), *l;
+
+			if (!o)
+				return -1;
+			ns->off = o;
+			l = realloc(ns->len, cap * sizeof *l);
+			if (!l)
+				return -1;
+			ns->len = l;
+			ns->cap = cap;
+		}
+		ns->off[ns->n] = i;
+		ns->len[ns->n++] = k - i;
+		i = k;
+	}
+	return 0;
+}
+
+/* Walks v in document order, *k counting its numbers; those inside sub
+ * (inside once v is sub) become raw items of their text. */
+static int
+exact_walk(cJSON *v, const cJSON *sub, int inside, const char *t,
+	   const struct num_spans *ns, size_t *k)
+{
+	cJSON *c;
+
+	inside |= v == sub;
+	if (cJSON_IsNumber(v)) {
+		size_t at = (*k)++;
+		char *text, *end;
+
+		if (!inside || at >= ns->n)
+			return 0;
+		text = strndup(t + ns->off[at], ns->len[at]);
+		if (!text)
+			return -1;
+		/* the token must be this number, else it is left as it is */
+		if (strtod(text, &end) != v->valuedouble || *end) {
+			free(text);
+			return 0;
+		}
+		v->type = cJSON_Raw;
+		v->valuestring = text;
+		return 0;
+	}
+	for (c = v->child; c; c = c->next)
+		if (exact_walk(c, sub, inside, t, ns, k) < 0)
+			return -1;
+	return 0;
+}
+
+int
+json_exact_numbers(cJSON *root, const cJSON *sub, const char *text, size_t n)
+{
+	struct num_spans ns = { 0 };
+	size_t k = 0;
+	int rc = -1;
+
+	if (num_spans(&ns, text, n) == 0 &&
+	    exact_walk(root, sub, 0, text, &ns, &k) == 0)
+		rc = 0;
+	free(ns.off);
+	free(ns.len);
+	return rc;
+}
+
 int
 jsonl_blank(const char *s, size_t n)
 {

@@ -46,6 +46,13 @@ char *text_bound(const char *s, size_t n, size_t max, size_t *outlen);
  * be open for reading and writing. */
 int jsonl_repair_tail(int fd, size_t *cut, struct ah_error *err);
 
+/* The numbers in sub, a part of root (parsed from text[0..n) by
+ * json_parse), made raw items of their text as it came: printed again,
+ * an integer past 2^53 is its digits, not a rounded double.  -1 when
+ * out of memory. */
+int json_exact_numbers(cJSON *root, const cJSON *sub, const char *text,
+		       size_t n);
+
 /* --- reply.c: the parsers of an answer ---------------------------------- */
 
 /* For the parsers: a new call (NULL and err set when there are too
@@ -54,6 +61,17 @@ int jsonl_repair_tail(int fd, size_t *cut, struct ah_error *err);
 struct reply_call *reply_new_call(struct reply *r, int index, const char *id,
 				  struct ah_error *err);
 int reply_append(struct buf *b, const cJSON *v, struct ah_error *err);
+/* A line of an API's table of stop reasons. */
+struct reply_stop {
+	const char *word;     /* the reason, as the API spells it */
+	enum reply_end end;
+	const char *why;      /* END_FAILED: what it means, for a message */
+};
+/* The reason word (a string, else nothing is done) into r->finish, and
+ * its meaning from the table into r->end: END_UNKNOWN when the table
+ * does not have it. */
+void reply_set_stop(struct reply *r, const cJSON *word,
+		    const struct reply_stop *table, size_t n);
 
 /* A whole (non-streamed) Chat Completions answer. */
 int reply_parse(struct reply *r, const char *body, size_t n,
@@ -71,9 +89,10 @@ int reply_finish_stream(struct reply *r, struct ah_error *err);
  * content_filter) and usage (prompt_tokens counts cached input too). */
 int anthropic_event(struct reply *r, const char *data, size_t n,
 		    struct ah_error *err);
-/* The answer v, a JSON object without "error": reply_parse has parsed
- * and checked it. */
-int anthropic_parse(struct reply *r, const cJSON *v, struct ah_error *err);
+/* The answer v, a JSON object without "error", parsed from
+ * text[0..n) by reply_parse. */
+int anthropic_parse(struct reply *r, cJSON *v, const char *text, size_t n,
+		    struct ah_error *err);
 
 /* --- http.c: HTTP/1.1 for a plain http:// URL ---------------------------- */
 

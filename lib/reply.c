@@ -16,6 +16,7 @@ reply_init(struct reply *r, size_t max)
 	r->content = b;
 	r->reasoning = b;
 	r->refusal = b;
+	r->why = b;
 	r->sse_line = b;
 	r->sse_data = b;
 }
@@ -28,6 +29,7 @@ reply_free(struct reply *r)
 	buf_free(&r->content);
 	buf_free(&r->reasoning);
 	buf_free(&r->refusal);
+	buf_free(&r->why);
 	cJSON_Delete(r->blocks);
 	buf_free(&r->sse_line);
 	buf_free(&r->sse_data);
@@ -226,11 +228,50 @@ apply_call_delta(struct reply *r, const cJSON *d, struct ah_error *err)
 			   cJSON_GetObjectItemCaseSensitive(fn, "arguments"), err);
 }
 
+void
+reply_set_stop(struct reply *r, const cJSON *word,
+	       const struct reply_stop *table, size_t n)
+{
+	size_t i;
+
+	if (!cJSON_IsString(word))
+		return;
+	snprintf(r->finish, sizeof r->finish, "%s", word->valuestring);
+	r->end = END_UNKNOWN;
+	r->end_why = NULL;
+	for (i = 0; i < n; i++)
+		if (!strcmp(word->valuestring, table[i].word)) {
+			r->end = table[i].end;
+			r->end_why = table[i].why;
+			return;
+		}
+}
+
+/* Chat Completions' finish reasons: OpenAI's, and those of the servers
+ * that speak it (agent-step(1), STOP REASONS). */
+static const struct reply_stop chat_stops[] = {
+	{ "stop", END_DONE, NULL },
+	{ "tool_calls", END_CALLS, NULL },
+	{ "eos", END_DONE, NULL }, /* Together */
+	{ "length", END_LENGTH, NULL },
+	{ "content_filter", END_FILTERED, NULL },
+	{ "sensitive", END_FILTERED, NULL }, /* Z.ai */
+	{ "model_context_window_exceeded", END_CONTEXT, NULL }, /* Z.ai */
+	{ "model_length", END_CONTEXT, NULL }, /* Mistral */
+	{ "function_call", END_FAILED, "a legacy function_call, which "
+	  "agent-step never asks for and does not read" },
+	{ "MALFORMED_FUNCTION_CALL", END_FAILED, "the model wrote a tool call "
+	  "the API could not read (Gemini)" },
+	{ "error", END_FAILED, "the provider failed while answering" },
+	{ "network_error", END_FAILED, "the provider failed while answering" },
+	{ "insufficient_system_resource", END_FAILED, "the provider ran out of "
+	  "resources while answering (DeepSeek)" },
+};
+
 static void
 set_finish(struct reply *r, const cJSON *f)
 {
-	if (cJSON_IsString(f))
-		snprintf(r->finish, sizeof r->finish, "%s", f->valuestring);
+	reply_set_stop(r, f, chat_stops, sizeof chat_stops / sizeof *chat_stops);
 }
 
 static void
@@ -420,7 +461,7 @@ reply_parse(struct reply *r, const char *body, size_t n, struct ah_error *err)
 		goto out;
 	}
 	if (r->api == API_ANTHROPIC) {
-		rc = anthropic_parse(r, v, err);
+		rc = anthropic_parse(r, v, body, n, err);
 		goto out;
 	}
 	take_usage(r, v);
@@ -450,8 +491,10 @@ reply_parse(struct reply *r, const char *body, size_t n, struct ah_error *err)
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(call, "id");
 
 		fn = cJSON_GetObjectItemCaseSensitive(call, "function");
-		c = reply_new_call(r, i++, cJSON_IsString(id) ? id->valuestring : NULL,
-			     err);
+		/* an empty id is none, as in a stream: call_N is given */
+		c = reply_new_call(r, i++, cJSON_IsString(id) &&
+				   id->valuestring[0] ? id->valuestring : NULL,
+				   err);
 		if (!c || reply_append(&c->name,
 				     cJSON_GetObjectItemCaseSensitive(fn, "name"),
 				     err) < 0 ||

@@ -1,8 +1,12 @@
 /* shsplit.c: a shell command line split into its simple commands, for
- * permission rules.  It does not run or expand anything: it finds every
- * command a line would start, as bash would parse it, and says when it
- * cannot be sure ("complex").  Whatever it cannot prove harmless to follow
- * is complex: a rule that allows must then not trust the split. */
+ * permission rules.  It does not run or expand anything.
+ *
+ * Two readers.  The grammar (st_*, below) accepts only what it
+ * understands completely, a small allow-listed part of bash, and lists
+ * every command such a line runs; any byte or construct outside it makes
+ * the line "complex".  For a complex line a lenient reader, which follows
+ * as much of bash as it can, still lists the commands it finds, so that
+ * deny rules see them (a best effort); no allow rule may trust it. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +26,10 @@ struct sp {
 	int expanded;     /* a word holds an expansion, a glob, a ~ */
 	int depth;
 	int oom;
+	int strict;       /* read by the grammar: refuse what is not known */
+	int dyncmd;       /* a command word known only when it runs */
+	cJSON *written;   /* the grammar's commands as written, for the round trip */
+	int cmdsub;       /* the grammar's $( ) nesting */
 };
 
 /* The words of one simple command, and which hold an expansion. */
@@ -33,6 +41,7 @@ struct words {
 
 static int parse_list(struct sp *p, char close);
 static void analyse(struct sp *p, struct words *v);
+static void st_sub(struct sp *p, const char *text, size_t len);
 
 static int
 is_op(char c)
@@ -443,6 +452,34 @@ assignment(const char *w)
 	return *q == '=' || (q[0] == '+' && q[1] == '=');
 }
 
+/* May the grammar let a command set NAME (w is NAME=value)?  bash gives
+ * meaning to many upper-case names (PATH, IFS, PS4, BASH_ENV, SHELLOPTS,
+ * BASH_CMDS...), and programs to others (GIT_PAGER, LD_PRELOAD): only
+ * lower-case names are taken, and the locale's. */
+static int
+name_ok(const char *w)
+{
+	static const char *const locale[] = { "LANG", "LANGUAGE", "LC_ALL",
+		"LC_COLLATE", "LC_CTYPE", "LC_MESSAGES", "LC_NUMERIC",
+		"LC_TIME", "TZ", "NO_COLOR", NULL };
+	size_t len = strcspn(w, "=");
+	size_t k;
+	int i;
+
+	if (w[len] != '=' || !len)
+		return 0;
+	for (i = 0; locale[i]; i++)
+		if (strlen(locale[i]) == len && !strncmp(w, locale[i], len))
+			return 1;
+	if (!islower((unsigned char)w[0]))
+		return 0;
+	for (k = 1; k < len; k++)
+		if (!islower((unsigned char)w[k]) &&
+		    !isdigit((unsigned char)w[k]) && w[k] != '_')
+			return 0;
+	return 1;
+}
+
 /* Variables bash gives the integer attribute: a value assigned to them is
  * evaluated as arithmetic, which expands a[$(cmd)]. */
 static int
@@ -662,6 +699,10 @@ in_list(const char *w, const char *const *list)
 	return 0;
 }
 
+/* The shells whose -c string is read as a command line. */
+static const char *const shells[] = { "sh", "bash", "dash", "zsh", "ksh",
+	"mksh", "ash", "yash", "posh", "rbash", NULL };
+
 /* A program that runs the command given in its arguments. */
 struct wrapper {
 	const char *name;
@@ -765,7 +806,8 @@ unwrap(struct sp *p, const struct words *v, size_t i, const char *name)
 {
 	const struct wrapper *wr;
 	size_t k = i + 1;
-	int operands;
+	int operands, xargs = !strcmp(name, "xargs");
+	const char *repl = NULL; /* xargs -I: the string input replaces */
 
 	for (wr = wrappers; wr->name && strcmp(wr->name, name); wr++)
 		;
@@ -787,10 +829,18 @@ unwrap(struct sp *p, const struct words *v, size_t i, const char *name)
 			break;
 		}
 		if (wr->assigns && assignment(a)) {
+			if (p->strict && !name_ok(a))
+				p->complex = 1; /* env GIT_PAGER=cmd git log */
 			k++;
 			continue;
 		}
+		if (wr->assigns && p->strict && strchr(a, '=')) {
+			p->complex = 1; /* env 'a-=1' cmd: env takes it */
+			return 0;
+		}
 		if (!strcmp(a, "-") && !strcmp(wr->name, "env")) {
+			if (p->strict)
+				p->complex = 1; /* env -- - cmd: - is -i */
 			k++;
 			continue;
 		}
@@ -807,6 +857,8 @@ unwrap(struct sp *p, const struct words *v, size_t i, const char *name)
 			}
 			memcpy(opt, a + 2, len);
 			opt[len] = '\0';
+			if (xargs && len >= 3 && !strncmp("replace", opt, len))
+				repl = a[2 + len] ? a + 3 + len : "{}";
 			/* getopt_long takes any unambiguous abbreviation */
 			switch (long_opt(opt, wr)) {
 			case 1:
@@ -833,7 +885,14 @@ unwrap(struct sp *p, const struct words *v, size_t i, const char *name)
 			const char *o;
 
 			for (o = a + 1; *o; o++) {
+				if (xargs && *o == 'i') {
+					repl = o[1] ? o + 1 : "{}";
+					break; /* -i[R]: the rest is its argument */
+				}
 				if (strchr(wr->argopts, *o)) {
+					if (xargs && *o == 'I')
+						repl = o[1] ? o + 1 : k + 1 < v->n
+						       ? v->w[k + 1] : NULL;
 					if (!o[1])
 						k++; /* the argument is the next word */
 					break;
@@ -844,17 +903,35 @@ unwrap(struct sp *p, const struct words *v, size_t i, const char *name)
 		}
 		k++;
 	}
-	while (operands-- > 0 && k < v->n)
+	while (operands-- > 0 && k < v->n) {
+		if (p->strict && v->w[k][0] == '-')
+			p->complex = 1;
 		k++;
-	return k < v->n ? k : 0;
+	}
+	if (k >= v->n)
+		return 0;
+	/* flock f -c CMD, env -- -i: an option where the command should be */
+	if (p->strict && (v->w[k][0] == '-' || strchr(v->w[k], '=')))
+		p->complex = 1;
+	if (repl && *repl) {
+		size_t j;
+		int shell = in_list(base(v->w[k]), shells);
+
+		/* xargs -I{} {}, xargs -I{} sh -c {}: the command comes
+		 * from the input */
+		for (j = k; j < v->n; j++)
+			if ((j == k || shell) && strstr(v->w[j], repl)) {
+				p->dyncmd = 1;
+				p->complex = 1;
+			}
+	}
+	return k;
 }
 
 /* sh -c STRING: the string is a command line to split too. */
 static void
 shell_c(struct sp *p, const struct words *v, size_t i, const char *name)
 {
-	static const char *const shells[] = { "sh", "bash", "dash", "zsh",
-		"ksh", "mksh", "ash", "yash", "posh", "rbash", NULL };
 	static const char *const longarg[] = { "--rcfile", "--init-file", NULL };
 	size_t k;
 	int c = 0;
@@ -883,10 +960,20 @@ shell_c(struct sp *p, const struct words *v, size_t i, const char *name)
 				k++;
 		}
 	}
-	if (!c || k >= v->n)
+	if (c && k >= v->n) {
+		/* xargs sh -c: the command string comes from the input */
+		p->complex = 1;
+		p->dyncmd = 1;
 		return;
+	}
+	if (!c)
+		return;
+	if (p->strict && strstr(v->w[k], "{}"))
+		p->complex = 1; /* find -exec sh -c 'x {}': a file's name */
 	if (v->dyn[k])
 		p->complex = 1;
+	else if (p->strict)
+		st_sub(p, v->w[k], strlen(v->w[k]));
 	else
 		sub_parse(p, v->w[k], strlen(v->w[k]));
 }
@@ -983,6 +1070,66 @@ emit(struct sp *p, struct words *v, size_t from)
 	}
 }
 
+static void
+emit_echo(struct sp *p)
+{
+	struct words e = { 0 };
+
+	if (words_add(&e, "echo", 4, 0))
+		p->oom = 1;
+	else
+		emit(p, &e, 0);
+	words_free(&e);
+}
+
+/* The grammar follows a builtin only when its arguments are inert; any
+ * other (declare, read, mapfile, set, shopt, source, exec, eval, trap,
+ * let, ...) stores or runs code, or changes how bash reads what follows.
+ * A name bash may make a builtin later is a program to it today: the
+ * list is bash 5.2's (enable -a) and its reserved words. */
+static void
+builtin_allowed(struct sp *p, const struct words *v, size_t i)
+{
+	static const char *const bash[] = { ".", ":", "[", "alias", "bg",
+		"bind", "break", "builtin", "caller", "cd", "command",
+		"compgen", "complete", "compopt", "continue", "declare", "dirs",
+		"disown", "echo", "enable", "eval", "exec", "exit", "export",
+		"false", "fc", "fg", "getopts", "hash", "help", "history",
+		"jobs", "kill", "let", "local", "logout", "mapfile", "popd",
+		"printf", "pushd", "pwd", "read", "readarray", "readonly",
+		"return", "set", "shift", "shopt", "source", "suspend", "test",
+		"times", "trap", "true", "type", "typeset", "ulimit", "umask",
+		"unalias", "unset", "wait", "if", "then", "else", "elif", "fi",
+		"case", "esac", "for", "select", "while", "until", "do", "done",
+		"in", "function", "time", "{", "}", "!", "[[", "]]", "coproc",
+		NULL };
+	static const char *const inert[] = { "cd", "pwd", "echo", "printf",
+		"true", "false", ":", "test", "[", "type", "command", NULL };
+	const char *w = v->w[i];
+	size_t k;
+
+	if (!in_list(w, bash))
+		return;
+	if (!in_list(w, inert)) {
+		p->complex = 1;
+		return;
+	}
+	for (k = i + 1; k < v->n; k++) {
+		const char *a = v->w[k];
+
+		/* printf -v NAME, test -v NAME: a[$(cmd)] runs cmd */
+		if ((!strcmp(w, "printf") && !strncmp(a, "-v", 2)) ||
+		    ((!strcmp(w, "test") || !strcmp(w, "[")) &&
+		     (!strcmp(a, "-v") || !strcmp(a, "-R"))))
+			p->complex = 1;
+	}
+	/* command NAME runs NAME (unwrap follows it); command -v, -V only
+	 * say what it is; any other option is not known */
+	if (!strcmp(w, "command") && i + 1 < v->n && v->w[i + 1][0] == '-' &&
+	    strcmp(v->w[i + 1], "-v") && strcmp(v->w[i + 1], "-V"))
+		p->complex = 1;
+}
+
 /* find -exec CMD ... ; (and -execdir, -ok, -okdir): each CMD is a
  * command of the line, seen through wrappers as any other. */
 static void
@@ -1001,6 +1148,10 @@ find_exec(struct sp *p, const struct words *v, size_t i)
 			if (words_add(&sub, v->w[j], strlen(v->w[j]),
 				      v->dyn[j]) != 0)
 				p->oom = 1;
+		if (sub.n && strstr(sub.w[0], "{}")) {
+			p->dyncmd = 1; /* find -exec {}: a file names the command */
+			p->complex = 1;
+		}
 		if (sub.n)
 			analyse(p, &sub);
 		words_free(&sub);
@@ -1032,10 +1183,16 @@ analyse(struct sp *p, struct words *v)
 		if (i > 0)
 			emit(p, v, i);
 		if (v->dyn[i]) {
-			p->complex = 1; /* the command itself is unknown */
+			/* the command itself is unknown; a parameter or a
+			 * substitution (kept as $) names it only when it runs */
+			p->complex = 1;
+			if (strchr(v->w[i], '$'))
+				p->dyncmd = 1;
 			return;
 		}
 		name = base(v->w[i]);
+		if (p->strict)
+			builtin_allowed(p, v, i);
 		if (runner(name))
 			p->complex = 1;
 		if (!strcmp(name, "find"))
@@ -1044,6 +1201,8 @@ analyse(struct sp *p, struct words *v)
 		j = unwrap(p, v, i, name);
 		if (!j) {
 			shell_c(p, v, i, name);
+			if (!strcmp(name, "xargs"))
+				emit_echo(p); /* xargs with no command runs echo */
 			return;
 		}
 		i = j;
@@ -1092,6 +1251,579 @@ parse_list(struct sp *p, char close)
 	}
 }
 
+/* --- the grammar ---------------------------------------------------------
+ *
+ * What the splitter understands completely; anything else makes the line
+ * complex (hook-perm(1), "The grammar", says the same in prose):
+ *
+ *   line     = list
+ *   list     = [cmd] { sep [cmd] }, where a command must follow && || |
+ *   sep      = ";" | "&&" | "||" | "|" | newline
+ *   cmd      = { assign } { word | redir }, at least one of them
+ *   assign   = name "=" [ value ], name lower-case ([a-z][a-z0-9_]*) or a
+ *              locale name (LANG, LC_*, TZ, NO_COLOR), unquoted
+ *   word     = { plain | \c | '...' | "..." | param | $( list ) }
+ *   plain    = [A-Za-z0-9_./,:=+%@^-], and ~ after one of them but = and :
+ *   param    = $name | ${name} | $digit | $? | $# | $$  (not $_)
+ *   "..."    = characters but ` and !, with \\ \$ \" \` and param, $( )
+ *   redir    = [digit] ( "<" | ">" | ">>" ) target | [digit] ">&" digit
+ *   target   = a word with no expansion that does not start with "-"
+ *   comment  = "#" after a blank or a newline, outside $( ), to the end
+ *              of the line
+ *
+ * A backslash-newline is taken only after a blank, where bash's removal
+ * of it leaves a blank.  The first word of a command may not be a
+ * reserved word ('{' and 'time' quoted too), an expansion, or hold a "=";
+ * a word of digits read as a descriptor (2>x) must be unquoted.  Then the
+ * commands go through analyse(): builtins by allow-list, wrappers only
+ * when each of their arguments is classified. */
+
+static int
+st_fail(struct sp *p)
+{
+	p->complex = 1;
+	return -1;
+}
+
+static int
+st_plain(char c)
+{
+	return c && (isalnum((unsigned char)c) || strchr("_./,:=+%@^-", c));
+}
+
+/* Where a word may end: a blank, a newline, an operator of the grammar,
+ * or a ) closing $( ). */
+static int
+st_end(const struct sp *p)
+{
+	char c;
+
+	if (p->i >= p->n)
+		return 1;
+	c = p->s[p->i];
+	return is_blank(c) || c == '\n' || c == ';' || c == '&' || c == '|' ||
+	       c == '<' || c == '>' || (c == ')' && p->cmdsub > 0);
+}
+
+/* Blanks, and a backslash-newline after a blank or a newline. */
+static void
+st_blanks(struct sp *p)
+{
+	while (p->i < p->n) {
+		if (is_blank(p->s[p->i]))
+			p->i++;
+		else if (p->s[p->i] == '\\' && p->i + 1 < p->n &&
+			 p->s[p->i + 1] == '\n' && p->i > 0 &&
+			 (is_blank(p->s[p->i - 1]) || p->s[p->i - 1] == '\n'))
+			p->i += 2;
+		else
+			break;
+	}
+}
+
+static int st_list(struct sp *p);
+
+/* $ at p->i: a parameter or $( list ), kept as text ($( ) as "$"). */
+static int
+st_dollar(struct sp *p, struct buf *w)
+{
+	const char *s = p->s;
+	size_t j = p->i + 1, k;
+	char c = j < p->n ? s[j] : '\0';
+
+	if (c == '(') {
+		int r;
+
+		if ((j + 1 < p->n && s[j + 1] == '(') || p->depth >= SH_MAX_DEPTH)
+			return st_fail(p);
+		p->i = j + 1;
+		p->depth++;
+		p->cmdsub++;
+		r = st_list(p);
+		p->depth--;
+		p->cmdsub--;
+		if (r || p->i >= p->n || s[p->i] != ')')
+			return st_fail(p);
+		p->i++;
+		return push(w, '$', p);
+	}
+	if (c == '{') {
+		/* ${name}, ${#name} */
+		k = j + 1 + (j + 1 < p->n && s[j + 1] == '#');
+		if (k >= p->n || !name_start(s[k]))
+			return st_fail(p);
+		while (k < p->n && name_char(s[k]))
+			k++;
+		if (k >= p->n || s[k] != '}' || (k == j + 2 && s[j + 1] == '_'))
+			return st_fail(p);
+		k++;
+	} else if (name_start(c)) {
+		for (k = j; k < p->n && name_char(s[k]); k++)
+			;
+		if (k == j + 1 && c == '_')
+			return st_fail(p); /* $_: the last word of the last command */
+	} else if ((isdigit((unsigned char)c) || c == '?' ||
+		   c == '#' || c == '$' || c == '@' || c == '*'))
+		k = j + 1;
+	else
+		return st_fail(p);
+	if (buf_append(w, s + p->i, k - p->i) < 0) {
+		p->oom = 1;
+		return -1;
+	}
+	p->i = k;
+	return 0;
+}
+
+/* One word of the grammar into w, its quotes removed.  *dyn when it
+ * holds an expansion, *quoted when some of it was quoted, *plain the
+ * length of its unquoted start. */
+static int
+st_word(struct sp *p, struct buf *w, int *dyn, int *quoted, size_t *plain)
+{
+	const char *s = p->s;
+	int lead = 1;
+	char c;
+
+	*dyn = *quoted = 0;
+	*plain = 0;
+	/* {} alone is a word (find -exec's), no brace expansion */
+	if (p->i + 1 < p->n && s[p->i] == '{' && s[p->i + 1] == '}') {
+		p->i += 2;
+		if (!st_end(p) || buf_append(w, "{}", 2) < 0)
+			return st_fail(p);
+		return 0;
+	}
+	while (p->i < p->n) {
+		c = s[p->i];
+		/* a ~ within a word, not after = or : (HEAD~1): no tilde
+		 * expansion */
+		if (st_plain(c) || (c == '~' && lead && w->len &&
+		    w->data[w->len - 1] != '=' && w->data[w->len - 1] != ':')) {
+			if (push(w, c, p) < 0)
+				return -1;
+			p->i++;
+			if (lead)
+				*plain = w->len;
+			continue;
+		}
+		lead = 0;
+		if (c == '\\') {
+			/* an escaped printable character; a backslash-newline
+			 * inside a word is not taken */
+			if (p->i + 1 >= p->n || s[p->i + 1] < 0x20 ||
+			    s[p->i + 1] > 0x7e)
+				return st_fail(p);
+			if (push(w, s[p->i + 1], p) < 0)
+				return -1;
+			p->i += 2;
+			*quoted = 1;
+		} else if (c == '\'') {
+			for (p->i++; p->i < p->n && s[p->i] != '\''; p->i++)
+				if (push(w, s[p->i], p) < 0)
+					return -1;
+			if (p->i >= p->n)
+				return st_fail(p);
+			p->i++;
+			*quoted = 1;
+		} else if (c == '"') {
+			*quoted = 1;
+			for (p->i++; p->i < p->n && s[p->i] != '"';) {
+				c = s[p->i];
+				if (c == '\\' && p->i + 1 < p->n &&
+				    strchr("$`\"\\", s[p->i + 1])) {
+					if (push(w, s[p->i + 1], p) < 0)
+						return -1;
+					p->i += 2;
+				} else if (c == '\\' && p->i + 1 < p->n &&
+					   s[p->i + 1] == '\n') {
+					return st_fail(p);
+				} else if (c == '`' || c == '!') {
+					return st_fail(p);
+				} else if (c == '$') {
+					*dyn = 1;
+					if (st_dollar(p, w) < 0)
+						return -1;
+				} else {
+					if (push(w, c, p) < 0)
+						return -1;
+					p->i++;
+				}
+			}
+			if (p->i >= p->n)
+				return st_fail(p);
+			p->i++;
+		} else if (c == '$') {
+			*dyn = 1;
+			if (st_dollar(p, w) < 0)
+				return -1;
+		} else
+			break;
+	}
+	/* a glob, a brace, ~, (, #, ` or a byte outside ASCII: not known */
+	if (!st_end(p))
+		return st_fail(p);
+	if (!w->data && buf_append(w, "", 0) < 0) {
+		p->oom = 1;
+		return -1;
+	}
+	return 0;
+}
+
+/* A redirection at p->i (at its descriptor's digit, < or >). */
+static int
+st_redir(struct sp *p)
+{
+	const char *s = p->s;
+	struct buf w = BUF_INIT(1u << 20);
+	char op[3] = "";
+	int dyn, quoted, rc = -1;
+	size_t plain;
+
+	if (isdigit((unsigned char)s[p->i]))
+		p->i++;
+	op[0] = s[p->i++];
+	if (p->i < p->n && op[0] == '>' && (s[p->i] == '>' || s[p->i] == '&'))
+		op[1] = s[p->i++];
+	if (!strcmp(op, ">&")) {
+		/* N>&M with a digit: a duplicated descriptor */
+		if (p->i >= p->n || !isdigit((unsigned char)s[p->i]))
+			return st_fail(p);
+		op[1] = s[p->i++];
+		if (!st_end(p))
+			return st_fail(p);
+		op[2] = '\0';
+		add_redirect(p, ">&", op + 1);
+		return 0;
+	}
+	/* <<, <&, <>, <(, >|, >(, >>&, >>> ... */
+	if (p->i < p->n && strchr("<>&|(", s[p->i]))
+		return st_fail(p);
+	st_blanks(p);
+	if (st_word(p, &w, &dyn, &quoted, &plain) < 0)
+		goto out;
+	/* a target the shell expands, or an option to a reader (<&-) */
+	if (dyn || !w.len || w.data[0] == '-') {
+		st_fail(p);
+		goto out;
+	}
+	add_redirect(p, op, w.data);
+	rc = 0;
+out:
+	buf_free(&w);
+	return rc;
+}
+
+/* A word of the grammar that bash would read otherwise in a command's
+ * first place, once unquoted: a reserved word, { or time. */
+static int
+st_keyword(const char *w)
+{
+	return reserved(w) || !strcmp(w, "{") || !strcmp(w, "}") ||
+	       !strcmp(w, "!") || !strcmp(w, "time") || !strcmp(w, "in") ||
+	       !strcmp(w, "[[") || !strcmp(w, "]]");
+}
+
+static int
+st_written(struct sp *p, const struct words *v)
+{
+	cJSON *a;
+	size_t k;
+
+	if (!p->written)
+		return 0;
+	a = cJSON_CreateArray();
+	if (!a || !cJSON_AddItemToArray(p->written, a)) {
+		cJSON_Delete(a);
+		p->oom = 1;
+		return -1;
+	}
+	for (k = 0; k < v->n; k++)
+		if (!cJSON_AddItemToArray(a, cJSON_CreateString(v->w[k]))) {
+			p->oom = 1;
+			return -1;
+		}
+	return 0;
+}
+
+/* One simple command: 1 when it had a word or a redirection, 0 when
+ * empty, -1 when outside the grammar. */
+static int
+st_simple(struct sp *p)
+{
+	const char *s = p->s;
+	struct buf w = BUF_INIT(1u << 20);
+	struct words v = { 0 };
+	int dyn, quoted, assigns = 1, items = 0, rc = -1, added;
+	size_t plain, k;
+	char c;
+
+	for (;;) {
+		st_blanks(p);
+		if (p->i >= p->n)
+			break;
+		c = s[p->i];
+		if (c == '\n' || c == ';' || c == '&' || c == '|' || c == ')')
+			break;
+		if (c == '#') {
+			if (p->cmdsub > 0 || !p->i || !(is_blank(s[p->i - 1]) ||
+			    s[p->i - 1] == '\n'))
+				goto fail;
+			while (p->i < p->n && s[p->i] != '\n')
+				p->i++;
+			break;
+		}
+		for (k = p->i; k < p->n && isdigit((unsigned char)s[k]); k++)
+			;
+		if (c == '<' || c == '>' || (k == p->i + 1 && k < p->n &&
+		    (s[k] == '<' || s[k] == '>'))) {
+			if (st_redir(p) < 0)
+				goto fail;
+			items++;
+			continue;
+		}
+		if (k > p->i + 1 && k < p->n && (s[k] == '<' || s[k] == '>'))
+			goto fail; /* 10>x: not in the grammar */
+		buf_reset(&w);
+		if (st_word(p, &w, &dyn, &quoted, &plain) < 0)
+			goto fail;
+		/* '2'>x: a quoted word of digits before a redirection */
+		if (p->i < p->n && (s[p->i] == '<' || s[p->i] == '>') &&
+		    w.len && strspn(w.data, "0123456789") == w.len)
+			goto fail;
+		if (dyn)
+			p->expanded = 1;
+		if (assigns && assignment(w.data) &&
+		    strcspn(w.data, "+=") < plain) {
+			if (!name_ok(w.data))
+				goto fail; /* PATH=, PS4=, BASH_ENV=, a+= */
+		} else if (assigns) {
+			assigns = 0;
+			/* the command's name: no keyword, no expansion, no
+			 * 'a'=b that reads like an assignment */
+			if (st_keyword(w.data) || strchr(w.data, '='))
+				goto fail;
+			if (dyn) {
+				p->dyncmd = 1;
+				goto fail;
+			}
+		}
+		added = words_add(&v, w.data, w.len, dyn);
+		if (added > 0)
+			goto fail;
+		if (added < 0) {
+			p->oom = 1;
+			goto fail;
+		}
+		items++;
+	}
+	if (v.n && st_written(p, &v) < 0)
+		goto fail;
+	if (!v.n && p->cmdsub > 0)
+		goto fail; /* $(<file): the file's text as words */
+	analyse(p, &v);
+	rc = items > 0;
+	goto out;
+fail:
+	p->complex = 1;
+out:
+	words_free(&v);
+	buf_free(&w);
+	return rc;
+}
+
+/* A list of commands, up to the end or, in $( ), up to its ). */
+static int
+st_list(struct sp *p)
+{
+	const char *s = p->s;
+	int need = 0, have = 0, any = 0, r;
+	char c;
+
+	for (;;) {
+		st_blanks(p);
+		if (p->i >= p->n)
+			return need || p->cmdsub > 0 ? st_fail(p) : 0;
+		c = s[p->i];
+		if (c == '#') {
+			/* a comment: only where bash surely reads one */
+			if (p->cmdsub > 0 || (p->i && !is_blank(s[p->i - 1]) &&
+			    s[p->i - 1] != '\n'))
+				return st_fail(p);
+			while (p->i < p->n && s[p->i] != '\n')
+				p->i++;
+		} else if (c == '\n') {
+			p->i++;
+			if (!need)
+				have = 0;
+		} else if (c == ')') {
+			if (p->cmdsub == 0 || need || !any)
+				return st_fail(p);
+			return 0; /* st_dollar takes the ) */
+		} else if (c == ';') {
+			if (!have)
+				return st_fail(p);
+			p->i++;
+			have = 0;
+		} else if (c == '&' || c == '|') {
+			if (!have)
+				return st_fail(p);
+			if (p->i + 1 < p->n && s[p->i + 1] == c)
+				p->i += 2; /* && || */
+			else if (c == '|' && (p->i + 1 >= p->n ||
+				 s[p->i + 1] != '&'))
+				p->i++;
+			else
+				return st_fail(p); /* &, |& */
+			need = 1;
+			have = 0;
+		} else {
+			if (have)
+				return st_fail(p);
+			r = st_simple(p);
+			if (r <= 0)
+				return st_fail(p);
+			have = any = 1;
+			need = 0;
+		}
+		if (p->oom)
+			return -1;
+	}
+}
+
+/* Reads text (sh -c STRING) with the grammar, into p. */
+static void
+st_sub(struct sp *p, const char *text, size_t len)
+{
+	struct sp sub = *p;
+
+	if (p->depth >= SH_MAX_DEPTH) {
+		p->complex = 1;
+		return;
+	}
+	sub.s = text;
+	sub.i = 0;
+	sub.n = len;
+	sub.depth = p->depth + 1;
+	sub.cmdsub = 0;
+	sub.written = NULL; /* not words of the line */
+	st_list(&sub);
+	p->complex |= sub.complex;
+	p->expanded |= sub.expanded;
+	p->oom |= sub.oom;
+	p->dyncmd |= sub.dyncmd;
+}
+
+/* Quotes each word of the commands as written, one command a line. */
+static int
+st_render(const cJSON *written, struct buf *out)
+{
+	const cJSON *c, *w;
+	const char *q;
+	int assigns;
+
+	cJSON_ArrayForEach(c, written) {
+		assigns = 1;
+		cJSON_ArrayForEach(w, c) {
+			q = w->valuestring;
+			/* an assignment's name stays unquoted */
+			if (assigns && assignment(q) && name_ok(q)) {
+				if (buf_append(out, q, strcspn(q, "=") + 1) < 0)
+					return -1;
+				q += strcspn(q, "=") + 1;
+			} else
+				assigns = 0;
+			if (buf_putc(out, '\'') < 0)
+				return -1;
+			for (; *q; q++)
+				if ((*q == '\'' ? buf_append(out, "'\\''", 4)
+				     : buf_putc(out, *q)) < 0)
+					return -1;
+			if (buf_append(out, "' ", 2) < 0)
+				return -1;
+		}
+		if (buf_putc(out, '\n') < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The line read with the grammar: 1 when it is within it, with *out the
+ * split; 0 when not (*dyncmd set when a command's name is an
+ * expansion); -1 when out of memory. */
+static int
+st_split(const char *cmd, int roundtrip, cJSON **out, int *dyncmd)
+{
+	struct sp p = { 0 };
+	struct buf r = BUF_INIT(0);
+	cJSON *o = NULL, *back = NULL;
+	int rc = -1, k;
+
+	*out = NULL;
+	p.s = cmd;
+	p.n = strlen(cmd);
+	p.strict = 1;
+	p.cmds = cJSON_CreateArray();
+	p.redirs = cJSON_CreateArray();
+	p.outs = cJSON_CreateArray();
+	p.written = cJSON_CreateArray();
+	o = cJSON_CreateObject();
+	if (!o || !p.cmds || !p.redirs || !p.outs || !p.written)
+		goto out;
+	st_list(&p);
+	if (p.oom)
+		goto out;
+	*dyncmd = p.dyncmd;
+	if (p.complex) {
+		rc = 0;
+		goto out;
+	}
+	/* The round trip: the commands, each word quoted, read again, are
+	 * the same words; a word dropped or invented on the way is not. */
+	if (!roundtrip) {
+		if (st_render(p.written, &r) < 0)
+			goto out;
+		k = st_split(r.data ? r.data : "", 1, &back, dyncmd);
+		if (k < 0)
+			goto out;
+		if (!k || !cJSON_Compare(cJSON_GetObjectItemCaseSensitive(back,
+		    "written"), p.written, 1)) {
+			rc = 0;
+			goto out;
+		}
+	}
+	if (!cJSON_AddItemToObject(o, "commands", p.cmds)) 
+		goto out;
+	p.cmds = NULL;
+	if (!cJSON_AddItemToObject(o, "redirects", p.redirs))
+		goto out;
+	p.redirs = NULL;
+	if (!cJSON_AddItemToObject(o, "outputs", p.outs))
+		goto out;
+	p.outs = NULL;
+	if (!cJSON_AddBoolToObject(o, "complex", 0) ||
+	    !cJSON_AddBoolToObject(o, "literal", !p.expanded) ||
+	    !cJSON_AddBoolToObject(o, "dynamic_command", 0))
+		goto out;
+	if (roundtrip) {
+		if (!cJSON_AddItemToObject(o, "written", p.written))
+			goto out;
+		p.written = NULL;
+	}
+	*out = o;
+	o = NULL;
+	rc = 1;
+out:
+	cJSON_Delete(o);
+	cJSON_Delete(back);
+	cJSON_Delete(p.cmds);
+	cJSON_Delete(p.redirs);
+	cJSON_Delete(p.outs);
+	cJSON_Delete(p.written);
+	buf_free(&r);
+	return rc;
+}
+
 /* bash removes every backslash-newline pair outside single quotes before
  * it reads a token, so "$\<newline>(cmd)" is "$(cmd)".  The same is done
  * here, before splitting.  Quotes are followed roughly (no nesting of
@@ -1138,10 +1870,29 @@ cJSON *
 shell_split(const char *cmd)
 {
 	struct sp p = { 0 };
-	cJSON *o = cJSON_CreateObject();
+	cJSON *o;
 	const unsigned char *c;
-	char *text = join_lines(cmd, &p.complex);
+	char *text;
+	int ctl = 0;
 
+	/* a control character (a carriage return, an escape) is where a
+	 * reader and bash may see different things */
+	for (c = (const unsigned char *)cmd; *c; c++)
+		if ((*c < 0x20 && *c != '\t' && *c != '\n') || *c == 0x7f)
+			ctl = 1;
+	if (!ctl) {
+		switch (st_split(cmd, 0, &o, &p.dyncmd)) {
+		case 1:
+			return o;
+		case -1:
+			return NULL;
+		}
+	}
+	/* Outside the grammar: complex, and the lenient reader lists what
+	 * it finds, for the deny rules. */
+	p.complex = 1;
+	o = cJSON_CreateObject();
+	text = join_lines(cmd, &p.complex);
 	if (!text) {
 		cJSON_Delete(o);
 		return NULL;
@@ -1160,11 +1911,6 @@ shell_split(const char *cmd)
 		free(text);
 		return NULL;
 	}
-	/* a control character (a carriage return, an escape) is where a
-	 * reader and bash may see different things */
-	for (c = (const unsigned char *)cmd; *c; c++)
-		if ((*c < 0x20 && *c != '\t' && *c != '\n') || *c == 0x7f)
-			p.complex = 1;
 	parse_list(&p, 0);
 	/* a field missing for want of memory would read as null: as not
 	 * complex, to a rule */
@@ -1175,7 +1921,8 @@ shell_split(const char *cmd)
 	if (!cJSON_AddItemToObject(o, "outputs", p.outs) && (p.oom = 1))
 		cJSON_Delete(p.outs);
 	if (!cJSON_AddBoolToObject(o, "complex", p.complex) ||
-	    !cJSON_AddBoolToObject(o, "literal", !p.expanded))
+	    !cJSON_AddBoolToObject(o, "literal", !p.expanded) ||
+	    !cJSON_AddBoolToObject(o, "dynamic_command", p.dyncmd))
 		p.oom = 1;
 	free(text);
 	if (p.oom) {

@@ -782,6 +782,10 @@ tool_call(const struct tool_ctx *ctx, const char *name, const char *argstr,
 			break;
 	if (!strcmp(name, "task"))
 		return tool_task(ctx, argstr, res);
+	/* an MCP server's tool: the session's mcp-bridge runs it */
+	if (!strncmp(name, "mcp__", 5) && ctx->mcp)
+		return mcp_client_call(ctx->mcp, name, argstr,
+				       ctx->interrupted, 0, res);
 	if (i == sizeof tools / sizeof *tools && strcmp(name, "run_todo_write"))
 		return answer(res, TOOL_ERROR, "Error: unknown tool '%.100s'; "
 			      "the tools are bash, list_dir, read_file, "

@@ -84,15 +84,15 @@ test_expect_success 'thinking blocks never go to a Chat Completions server' '
 	test "$(req 1 ".messages[1]")" = "{\"role\":\"assistant\",\"content\":\"b\"}"
 '
 
-test_expect_success 'stop reasons: max_tokens is a cut answer (exit 8), refusal withheld' '
+test_expect_success 'stop reasons: max_tokens is a cut answer (exit 8), a refusal too' '
 	printf "%s\n" "{\"content\": \"Half\", \"stop_reason\": \"max_tokens\"}" \
 		"{\"content\": \"\", \"stop_reason\": \"refusal\"}" >script &&
 	start_model script &&
 	echo "{\"role\":\"user\",\"content\":\"x\"}" >t.jsonl &&
 	test_expect_code 8 agent-step <t.jsonl >out 2>err &&
-	test_grep "was cut short (finish_reason length" err &&
+	test_grep "was cut short (stop_reason max_tokens" err &&
 	test_expect_code 8 agent-step <t.jsonl >out 2>err &&
-	test_grep "content filter" err
+	test_grep "the model refused to answer (stop_reason refusal" err
 '
 
 test_expect_success 'errors: 529 overloaded is retried, 401 refused with the message' '

@@ -73,7 +73,7 @@ test_expect_success 'item 1: backslash-newline is joined before splitting, as ba
 	bash_runs "$SCRATCH/bsnl" &&
 	each deny "$SCRATCH/bsnl" --policy "$SCRATCH/git.json" &&
 	printf "%s\n" "git status <\\{NL}<EOF{NL}x{NL}EOF" "\$\\{NL}'\''\\x73udo'\'' id" \
-		"echo a # b \\{NL}touch p" >hidden &&
+		>hidden &&
 	each deny hidden --policy "$SCRATCH/any.json" &&
 	decide bash "$(bash_args "$(nl "\$\\{NL}'\''\\x73udo'\'' id")")" --yes &&
 	test_grep "^deny privilege:" got &&
@@ -81,6 +81,10 @@ test_expect_success 'item 1: backslash-newline is joined before splitting, as ba
 	each allow joined --policy "$SCRATCH/git.json" &&
 	call_msg bash "$(bash_args "$(nl "git status \"\$\\{NL}(touch p)\"")")" none >in &&
 	echo "{\"rules\": [{\"name\": \"sees\", \"if\": \"any_command(. == [\\\"touch\\\", \\\"p\\\"])\", \"decision\": \"deny\"}]}" >p.json &&
+	hook-perm --policy p.json <in >out &&
+	jq -e ".tool_calls[0].permission.rule == \"sees\"" out &&
+	# a comment ends at the newline, backslash or not: touch p is seen
+	call_msg bash "$(bash_args "$(nl "echo a # b \\{NL}touch p")")" none >in &&
 	hook-perm --policy p.json <in >out &&
 	jq -e ".tool_calls[0].permission.rule == \"sees\"" out
 '

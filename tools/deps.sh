@@ -25,6 +25,7 @@ command -v script >/dev/null 2>&1 || missing="$missing util-linux"
 command -v curl >/dev/null 2>&1 || missing="$missing curl"
 command -v wget >/dev/null 2>&1 || missing="$missing wget"
 command -v nc >/dev/null 2>&1 || missing="$missing netcat-openbsd"
+# agent-snap's shadow repository (checkpoints), and the tests
 command -v git >/dev/null 2>&1 || missing="$missing git"
 # examples/parallel.sh, tested by t0550
 command -v parallel >/dev/null 2>&1 || missing="$missing parallel"

@@ -78,11 +78,11 @@ test_input(void)
 	       "{\"tool\":\"bash\",\"args\":{\"command\":\"cat a > b\"},"
 	       "\"id\":\"call_1\",\"workdir\":\"/w\",\"commands\":[[\"cat\","
 	       "\"a\"]],\"redirects\":[\"b\"],\"outputs\":[\"b\"],"
-	       "\"complex\":false,\"literal\":true}",
+	       "\"complex\":false,\"literal\":true,\"dynamic_command\":false}",
 	       strlen("{\"tool\":\"bash\",\"args\":{\"command\":\"cat a > b\"},"
 		      "\"id\":\"call_1\",\"workdir\":\"/w\",\"commands\":[[\"cat\","
 		      "\"a\"]],\"redirects\":[\"b\"],\"outputs\":[\"b\"],"
-		      "\"complex\":false,\"literal\":true}"),
+		      "\"complex\":false,\"literal\":true,\"dynamic_command\":false}"),
 	       "bash: tool, args, id, workdir and the split command");
 	free(s);
 	cJSON_Delete(in);
