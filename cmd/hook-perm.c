@@ -953,6 +953,8 @@ main(int argc, char **argv)
 	const char *dir;
 	int rc;
 
+	if (cli_no_core() < 0)
+		return ES_IO;
 	o.dir = getenv("AGENT_WORKDIR");
 	o.watch = getppid();
 	pm.file = getenv("AGENT_POLICY");

@@ -893,6 +893,8 @@ main(int argc, char **argv)
 	struct state s = { .helper = { 0, -1, 0, BUF_INIT(0) } };
 	int rc;
 
+	if (cli_no_core() < 0)
+		return ES_IO;
 	s.ctx.root.fd = -1;
 	rc = parse_options(argc, argv, &o, &s);
 	if (rc >= 0)
