@@ -16,13 +16,17 @@ LDLIBS  ?=
 override LDLIBS += -ljq -lonig -lcjson -lm -ldl
 override LDFLAGS += -Wl,--as-needed
 
-# prove shows the failing tests and their logs (TAP comments).
+# prove shows the failing tests and their logs (TAP comments).  The shell
+# tests run PROVEJOBS scripts at a time: most of their time is spent
+# waiting on processes, and each script keeps to its own scratch
+# directory, ports and processes.
 PROVEFLAGS ?= --failures --comments
+PROVEJOBS  ?= 2
 
 # Where objects and programs go; the sanitizer build sets another one.
 BUILD   ?= build
 
-PROGS   = todo-write tool-exec agent-step hook-perm hook-audit agent-compact agent-session agent-snap mcp-bridge
+PROGS   = todo-write tool-exec agent-step hook-perm hook-audit agent-compact agent-session agent-snap mcp-bridge hook-cc
 LIBSRC  = $(wildcard lib/*.c)
 # share/NAME.json compiled in as the string data_NAME (lib/priv.h).
 DATA    = policy tools task
@@ -38,14 +42,15 @@ REPLAYS = $(FUZZERS:%=$(BUILD)/fuzz/replay-%)
 MAN1    = $(wildcard man/*.1)
 MAN5    = $(wildcard man/*.5)
 MAN7    = $(wildcard man/*.7)
-SCRIPTS = .ci/run tools/deps.sh cmd/agent-run bench/peers.sh tests/lib.sh $(wildcard tests/*.t) \
+SCRIPTS = .ci/run tools/deps.sh tools/mutate.sh cmd/agent-run bench/peers.sh tests/lib.sh \
+	tests/suite-probe.sh $(wildcard tests/*.t) \
 	$(wildcard examples/*.sh)
 
 SANFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all
 
-.PHONY: all bench bench-peers demo deps check check-plain check-san check-valgrind test-units \
-	test-shell test-corpus fuzz fuzz-shell install uninstall clean lint
+.PHONY: all bench bench-peers check-peers demo deps check check-plain check-san check-valgrind \
+	test-units test-shell test-corpus fuzz fuzz-shell install uninstall clean lint
 
 all: $(BINS) $(UNITS) $(REPLAYS)
 
@@ -62,6 +67,12 @@ bench: $(BINS)
 # with npm into a cache outside the tree; bench/README.md, "Peers").
 bench-peers: $(BINS)
 	sh bench/peers.sh --bin $(abspath $(BUILD)/bin) $(PEERSFLAGS)
+
+# hook-perm --format as the PreToolUse hook of the real Claude Code and
+# Codex CLI (installed as for bench-peers; a peer npm cannot install is
+# skipped, saying so).  Not in `make check`: it needs the npm registry.
+check-peers: $(BINS)
+	sh bench/peers.sh --hooks-check --bin $(abspath $(BUILD)/bin) --timeout 180 $(PEERSFLAGS)
 
 # Missing headers are installed (as root) or the command to install them is
 # printed: a fresh machine gets from nothing to green with `make check`.
@@ -163,7 +174,7 @@ test-units: $(UNITS)
 	prove $(PROVEFLAGS) $(UNITS)
 
 test-shell: $(BINS)
-	AH_BIN=$(abspath $(BUILD)/bin) prove $(PROVEFLAGS) tests/*.t
+	AH_BIN=$(abspath $(BUILD)/bin) prove -j$(PROVEJOBS) $(PROVEFLAGS) tests/*.t
 
 check-plain: all
 	$(MAKE) --no-print-directory test-units test-corpus test-shell
@@ -176,7 +187,12 @@ check-san:
 	$(MAKE) --no-print-directory BUILD=build/san CFLAGS="$(SANFLAGS)" \
 		LDFLAGS="-fsanitize=address,undefined" test-units test-corpus test-shell
 
+# Last, the real peers with hook-perm as their hook, where the npm
+# registry can be reached (make check-peers says which it had to skip).
 check: check-plain check-san
+	@if command -v npm >/dev/null 2>&1 && npm ping >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory check-peers; \
+	else echo "check: the npm registry cannot be reached: check-peers skipped"; fi
 
 # Every program run by the shell tests goes through valgrind (tests/lib.sh
 # wraps them when AH_VALGRIND is set); slow, so not part of `make check`.
@@ -184,6 +200,14 @@ check-valgrind: all
 	AH_VALGRIND=1 $(MAKE) --no-print-directory test-shell
 	for t in $(UNITS); do valgrind -q --error-exitcode=99 --leak-check=full \
 		--errors-for-leak-kinds=definite,indirect $$t >/dev/null || exit 1; done
+
+# Mutation testing: each mutant of tests/mutants/*.txt on a copy of the
+# tree, against the tests that cover it; the score.  Slow (an hour), so
+# not part of `make check`, which only reads the list (t0970).
+# MUTANTS="id ..." picks some; MUTATEFLAGS=-B skips the baseline run.
+.PHONY: mutate
+mutate:
+	sh tools/mutate.sh $(MUTATEFLAGS) $(MUTANTS)
 
 lint:
 	shellcheck -s sh $(SCRIPTS)
@@ -197,6 +221,8 @@ install: $(BINS)
 		cmd/agent-run >$(DESTDIR)$(BINDIR)/agent-run
 	chmod 755 $(DESTDIR)$(BINDIR)/agent-run
 	install -m 644 share/system-prompt.txt $(DESTDIR)$(DATADIR)/
+	mkdir -p $(DESTDIR)$(DATADIR)/examples
+	install -m 755 $(wildcard examples/*.sh) $(DESTDIR)$(DATADIR)/examples/
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
 	install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/

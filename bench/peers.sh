@@ -5,7 +5,7 @@
 # bench/peers-run.py runs every row in interleaved rounds and prints the
 # table.
 usage='usage: bench/peers.sh [--bin DIR] [--cache DIR] [--steps N] [--rounds N]
-                      [--timeout S] [--only LIST] [--update]
+                      [--timeout S] [--only LIST] [--update] [--hooks-check]
   --bin DIR     agent-run and its programs (default: build/bin)
   --cache DIR   where the peers are installed and run (default:
                 ${XDG_CACHE_HOME:-$HOME/.cache}/agent-harness-peers)
@@ -13,13 +13,16 @@ usage='usage: bench/peers.sh [--bin DIR] [--cache DIR] [--steps N] [--rounds N]
   --rounds N    interleaved rounds (5)
   --timeout S   seconds a run may take before it is killed (180)
   --only LIST   the peers to run, of claude,codex,pi, or none (all)
-  --update      install the peers anew (their latest versions)'
+  --update      install the peers anew (their latest versions)
+  --hooks-check instead of the benchmark, check that each peer (claude,
+                codex) runs hook-perm --format as its PreToolUse hook
+                (tests/peers-hooks.py; make check-peers)'
 
 here=$(cd "$(dirname "$0")" && pwd -P)
 src=$(dirname "$here")
 bin=$src/build/bin
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/agent-harness-peers
-steps=20 rounds=5 timeout=180 only=claude,codex,pi update=
+steps=20 rounds=5 timeout=180 only=claude,codex,pi update='' hooks_check=''
 
 die_usage() {
 	printf 'peers: %s\n%s\n' "$1" "$usage" >&2
@@ -34,6 +37,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-h | --help) printf '%s\n' "$usage"; exit 0 ;;
 	--update) update=1; shift; continue ;;
+	--hooks-check) hooks_check=1 only=claude,codex; shift; continue ;;
 	--bin | --cache | --steps | --rounds | --timeout | --only)
 		[ $# -ge 2 ] || die_usage "$1 needs a value" ;;
 	*) die_usage "unknown argument '$1'" ;;
@@ -88,6 +92,7 @@ install() {
 }
 
 set -- --bin "$bin" --steps "$steps" --rounds "$rounds" --timeout "$timeout"
+[ -z "$hooks_check" ] || set -- --bin "$bin" --timeout "$timeout"
 mkdir -p "$cache" || exit 1
 IFS=,
 for p in $only; do
@@ -95,10 +100,12 @@ for p in $only; do
 	case $p in
 	claude) prog=$(install claude @anthropic-ai/claude-code claude) ;;
 	codex) prog=$(install codex @openai/codex codex) ;;
-	pi) prog=$(install pi @mariozechner/pi-coding-agent pi) ;;
+	pi) [ -n "$hooks_check" ] && continue
+	    prog=$(install pi @mariozechner/pi-coding-agent pi) ;;
 	*) prog= ;;
 	esac
 	[ -z "$prog" ] || set -- "$@" --peer "$p=$prog"
 done
 unset IFS
+[ -z "$hooks_check" ] || exec python3 "$src/tests/peers-hooks.py" --tmp "$cache" "$@"
 exec python3 "$here/peers-run.py" --tmp "$cache" "$@"

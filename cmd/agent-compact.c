@@ -43,7 +43,8 @@ static const char usage[] =
 /* Runs agent-step with the request on its stdin; its answer's text goes
  * into summary.  0, or an exit status. */
 static int
-ask(const char *request, size_t len, char **argv, struct buf *summary)
+ask(const char *prog, const char *request, size_t len, char **argv,
+    struct buf *summary)
 {
 	struct buf out = BUF_INIT(1 << 24);
 	FILE *in = tmpfile();
@@ -70,8 +71,8 @@ ask(const char *request, size_t len, char **argv, struct buf *summary)
 			_exit(127);
 		close(pipefd[0]);
 		close(pipefd[1]);
-		execvp(argv[0], argv);
-		dprintf(2, "%s: cannot run %s: %s\n", progname, argv[0],
+		execv(prog, argv);
+		dprintf(2, "%s: cannot run '%s': %s\n", progname, prog,
 			strerror(errno));
 		_exit(127);
 	}
@@ -198,7 +199,7 @@ main(int argc, char **argv)
 	const char *env = getenv("AGENT_CONTEXT_WINDOW");
 	const char *wopt = env && *env ? env : NULL;
 	char *prompt = NULL, *request = NULL, *list = NULL, *entry = NULL;
-	char **sargv = NULL;
+	char **sargv = NULL, step[4096];
 	long keep_bytes = 24000, window = 0;
 	size_t len, before;
 	int c, i, keep, dry_run = 0, quiet = 0, keep_set = 0, rc = ES_OK;
@@ -255,6 +256,14 @@ main(int argc, char **argv)
 	}
 	if (!path)
 		path = todo_default_path();
+	/* the agent-step installed beside us, resolved now: never one found
+	 * on PATH (a workspace directory there could hold the model's) */
+	if (!dry_run && harness_program("agent-step", step, sizeof step,
+					&err) < 0) {
+		cli_report(&err);
+		free(prompt);
+		return ES_IO;
+	}
 	if (dir && chdir(dir) < 0) {
 		cli_warn("cannot change to directory '%s': %s", dir,
 			 strerror(errno));
@@ -320,7 +329,7 @@ main(int argc, char **argv)
 	sargv[3] = "1";
 	for (i = optind; i < argc; i++)
 		sargv[i - optind + 4] = argv[i];
-	rc = ask(request, len, sargv, &summary);
+	rc = ask(step, request, len, sargv, &summary);
 	if (rc)
 		goto out;
 	list = todos(path, &rc);

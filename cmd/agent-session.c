@@ -427,6 +427,12 @@ main(int argc, char **argv)
 	    strcmp(o.how, "resume"))
 		return cli_usage_error("--reopen: '%s' is neither continue nor "
 				       "resume", o.how);
+	/* --list reads beneath the directory without going there, but a
+	 * directory that is not there is an error, not an empty list */
+	if (o.mode == M_LIST && access(o.dir, X_OK) < 0) {
+		cli_warn("cannot read '%s': %s", o.dir, strerror(errno));
+		return ES_IO;
+	}
 	if (o.mode != M_LIST && strcmp(o.dir, ".") && chdir(o.dir) < 0) {
 		cli_warn("cannot change to '%s': %s", o.dir, strerror(errno));
 		return ES_IO;

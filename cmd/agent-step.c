@@ -28,9 +28,10 @@ static const char usage[] =
 	"                         $OPENAI_BASE_URL, else https://api.openai.com/v1)\n"
 	"      --api-key-file F   read the key from F (else $AGENT_API_KEY, else\n"
 	"                         $OPENAI_API_KEY; none for local servers)\n"
-	"      --api API          chat (Chat Completions) or anthropic (the\n"
+	"      --api API          chat (Chat Completions), anthropic (the\n"
 	"                         Messages API; key $ANTHROPIC_API_KEY, base\n"
-	"                         https://api.anthropic.com/v1) ($AGENT_API)\n"
+	"                         https://api.anthropic.com/v1) or responses\n"
+	"                         (OpenAI's Responses API) ($AGENT_API)\n"
 	"      --tools FILE       tool definitions, as tool-exec --schema prints\n"
 	"      --temperature T    sampling temperature\n"
 	"      --max-tokens N     the most tokens of an answer\n"
@@ -186,8 +187,9 @@ on_retry(void *ctx, const char *why)
 static int
 stop_failure(const struct run *r, const struct reply *reply, const char *rid)
 {
-	const char *field = r->mo.api == API_ANTHROPIC ? "stop_reason"
-						       : "finish_reason";
+	const char *field = r->mo.api == API_ANTHROPIC ? "stop_reason" :
+			    r->mo.api == API_RESPONSES ? "status" :
+			    "finish_reason";
 	char where[256];
 	int rc = ES_UNUSABLE;
 
@@ -215,9 +217,10 @@ stop_failure(const struct run *r, const struct reply *reply, const char *rid)
 			rc = ES_FULL;
 		break;
 	case END_FAILED:
-		warn_server(r, "the answer is not usable: %s (%s)",
+		warn_server(r, "the answer is not usable: %s (%s%s%.32s)",
 			    reply->end_why ? reply->end_why : "it failed",
-			    where);
+			    where, reply->foreign[0] ? ", item " : "",
+			    reply->foreign);
 		break;
 	default:
 		warn_server(r, "the answer ended for a reason agent-step does "
@@ -254,10 +257,7 @@ step(struct run *r, struct chat *chat, int *stop)
 	}
 	r->calls++;
 	/* the messages chat keeps are sent as they are, not copied */
-	if (r->mo.api == API_ANTHROPIC ?
-	    chat_prepare(chat) < 0 ||
-	    anthropic_request_parts(chat, r->head, &r->body) < 0 :
-	    chat_request_parts(chat, r->head, &r->body) < 0) {
+	if (answer_request(chat, r->head, &r->body) < 0) {
 		cli_warn("cannot build the request: out of memory");
 		return ES_IO;
 	}
@@ -634,9 +634,11 @@ settle(struct run *r, struct opts *o)
 	r->compact_at = o->compact_at;
 	if (o->api && !strcmp(o->api, "anthropic"))
 		r->mo.api = API_ANTHROPIC;
+	else if (o->api && !strcmp(o->api, "responses"))
+		r->mo.api = API_RESPONSES;
 	else if (o->api && strcmp(o->api, "chat"))
-		return cli_usage_error("--api: unknown API '%s' (use chat or "
-				       "anthropic)", o->api);
+		return cli_usage_error("--api: unknown API '%s' (use chat, "
+				       "anthropic or responses)", o->api);
 	r->mo.base_url = o->base ? o->base : r->mo.api == API_ANTHROPIC ?
 			 "https://api.anthropic.com/v1" :
 			 cli_env("OPENAI_BASE_URL", NULL) ?
@@ -710,6 +712,13 @@ build_head(struct run *r, const struct opts *o)
 	for (i = 0; i < o->nparams; i++)
 		if ((rc = add_params(r->head, o->params[i])) != ES_OK)
 			goto out;
+	/* the Responses API's prompt cache is routed by this key: the
+	 * session's requests go where their prefix is cached */
+	if (r->mo.api == API_RESPONSES && cli_env("AGENT_SESSION", NULL) &&
+	    !cJSON_GetObjectItemCaseSensitive(r->head, "prompt_cache_key") &&
+	    !cJSON_AddStringToObject(r->head, "prompt_cache_key",
+				     cli_env("AGENT_SESSION", NULL)))
+		goto nomem;
 	rc = -1;
 	r->mo.stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r->head,
 								   "stream"));

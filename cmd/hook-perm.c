@@ -88,39 +88,18 @@ struct perm {
 static int
 read_project(struct perm *pm, char **text, size_t *len, struct ah_error *err)
 {
-	char dir[PATH_MAX + 16], name[PATH_MAX + 64];
-	struct stat st;
-	int dfd, fd, rc;
+	char name[PATH_MAX + 64];
+	int fd, rc;
 
 	*text = NULL;
 	*len = 0;
-	snprintf(dir, sizeof dir, "%s/.agent", pm->workdir);
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0) {
-		if (errno == ENOENT)
-			return 0;
-		if (errno == ELOOP || errno == ENOTDIR)
-			return ah_fail(err, AH_EIO, "'%s' is a symbolic link or "
-				       "not a directory: no policy is read "
-				       "through it", dir);
-		return ah_fail_errno(err, errno, "cannot open '%s'", dir);
-	}
-	fd = openat(dfd, "policy.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-		    O_CLOEXEC);
-	close(dfd);
+	/* as every file under .agent: no link followed (agent_open) */
+	fd = agent_open(pm->project, "policy ", O_RDONLY, 0, err);
 	if (fd < 0) {
-		if (errno == ENOENT)
+		if (errno == ENOENT && err->code == AH_EIO)
 			return 0;
-		if (errno == ELOOP)
-			return ah_fail(err, AH_EIO, "policy '%s' is a symbolic "
-				       "link: refusing to follow it", pm->project);
-		return ah_fail_errno(err, errno, "cannot open policy '%s'",
-				     pm->project);
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return ah_fail(err, AH_EIO, "policy '%s' is not a regular file",
-			       pm->project);
+		err->code = AH_EIO; /* a policy that cannot be read (exit 3) */
+		return -1;
 	}
 	snprintf(name, sizeof name, "policy '%s'", pm->project);
 	rc = fd_read(fd, name, 4u << 20, text, len, err);
@@ -296,6 +275,163 @@ note(struct verdict *v, const char *text)
 	snprintf(v->reason + n, sizeof v->reason - n, "; %s", text);
 }
 
+/* The question shows at most this much of a call, and diffs files up to
+ * ASK_DIFF_MAX bytes. */
+#define ASK_LINES 30
+#define ASK_BYTES 2000
+#define ASK_DIFF_MAX (1 << 20)
+
+/* The file at path (under the working directory when relative) as it
+ * is now, for the diff of a change to it: 1 with its text, 0 when there
+ * is none, -1 when it cannot be read (a link, not a regular file, too
+ * large).  Never through a link, never blocking on a FIFO. */
+static int
+current_file(const struct perm *pm, const char *path, char **text,
+	     size_t *len)
+{
+	char full[PATH_MAX * 2];
+	struct ah_error err = { 0 };
+	struct stat st;
+	int fd, rc;
+
+	*text = NULL;
+	*len = 0;
+	if ((size_t)snprintf(full, sizeof full, "%s%s%s", *path == '/' ? ""
+			     : pm->workdir, *path == '/' ? "" : "/", path) >=
+	    sizeof full)
+		return -1;
+	fd = open(full, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+		  O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size > ASK_DIFF_MAX) {
+		close(fd);
+		return -1;
+	}
+	rc = fd_read(fd, full, ASK_DIFF_MAX, text, len, &err);
+	close(fd);
+	return rc < 0 ? -1 : 1;
+}
+
+/* The text of file with edit_file's replacement made: 1, or 0 when
+ * old_string is not there (the call will fail), -1 out of memory. */
+static int
+edited(const char *file, size_t len, const char *old, const char *new,
+       int every, char **out, size_t *outlen)
+{
+	struct buf b = BUF_INIT(0);
+	size_t olen = strlen(old), nlen = strlen(new);
+	const char *p = file, *q, *end = file + len;
+	int n = 0;
+
+	*out = NULL;
+	if (!olen)
+		return 0;
+	while ((q = memmem(p, (size_t)(end - p), old, olen)) &&
+	       (every || !n)) {
+		if (buf_append(&b, p, (size_t)(q - p)) < 0 ||
+		    buf_append(&b, new, nlen) < 0)
+			goto nomem;
+		p = q + olen;
+		n++;
+	}
+	if (!n) {
+		buf_free(&b);
+		return 0;
+	}
+	if (buf_append(&b, p, (size_t)(end - p)) < 0 ||
+	    buf_append(&b, "", 0) < 0)
+		goto nomem;
+	*out = buf_detach(&b, outlen);
+	return 1;
+nomem:
+	buf_free(&b);
+	return -1;
+}
+
+/* What the question shows of a call: a command as it will run, the
+ * change a write_file or an edit_file makes as a unified diff (bounded),
+ * else the arguments; all through ask_text. */
+static int
+call_shown(const struct perm *pm, const char *tool, const cJSON *args,
+	   struct ask_shown *sh)
+{
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(args, "command");
+	const cJSON *path = cJSON_GetObjectItemCaseSensitive(args, "path");
+	const cJSON *content = cJSON_GetObjectItemCaseSensitive(args, "content");
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(args, "old_string");
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(args, "new_string");
+	char *text = NULL, *now = NULL, *after = NULL, *first;
+	size_t nowlen = 0, afterlen = 0;
+	int rc = -1, have;
+
+	if (!strcmp(tool, "bash") && cJSON_IsString(g))
+		return ask_text(g->valuestring, strlen(g->valuestring),
+				ASK_LINES, ASK_BYTES, sh);
+	if ((!strcmp(tool, "write_file") && cJSON_IsString(path) &&
+	     cJSON_IsString(content)) ||
+	    (!strcmp(tool, "edit_file") && cJSON_IsString(path) &&
+	     cJSON_IsString(o) && cJSON_IsString(n))) {
+		have = current_file(pm, path->valuestring, &now, &nowlen);
+		if (have < 0)
+			have = asprintf(&text, "(the file cannot be read now; "
+					"what the call gives:)\n%s",
+					content ? content->valuestring :
+					n->valuestring) < 0 ? -1 : 2;
+		else if (content)
+			have = ask_diff(path->valuestring, now ? now : "", nowlen,
+					content->valuestring,
+					strlen(content->valuestring), &text);
+		else {
+			const cJSON *all = cJSON_GetObjectItemCaseSensitive(
+				args, "replace_all");
+
+			have = edited(now ? now : "", nowlen, o->valuestring,
+				      n->valuestring, cJSON_IsTrue(all), &after,
+				      &afterlen);
+			if (have > 0)
+				have = ask_diff(path->valuestring, now, nowlen,
+						after, afterlen, &text);
+			else if (have == 0)
+				have = asprintf(&text, "(old_string is not in "
+						"the file: the call will fail)"
+						"\n%s", n->valuestring) < 0
+					       ? -1 : 2;
+		}
+		if (have < 0 || !text)
+			goto out;
+		if (ask_text(text, strlen(text), ASK_LINES, ASK_BYTES, sh) < 0)
+			goto out;
+		/* the line repeated by the question: the tool and the file */
+		first = utf8_for_terminal(path->valuestring,
+					  strlen(path->valuestring),
+					  TERM_SHOW_HIDDEN, NULL);
+		free(sh->first);
+		sh->first = NULL;
+		if (!first || asprintf(&sh->first, "%s %.100s%s", tool, first,
+				       strlen(first) > 100 ? " [...]" : "") < 0) {
+			free(first);
+			sh->first = NULL;
+			goto out;
+		}
+		free(first);
+		sh->lines = 1;
+		rc = 0;
+		goto out;
+	}
+	text = cJSON_PrintUnformatted(args);
+	if (text)
+		rc = ask_text(text, strlen(text), ASK_LINES, ASK_BYTES, sh);
+out:
+	if (rc < 0)
+		ask_shown_free(sh);
+	free(text);
+	free(now);
+	free(after);
+	return rc;
+}
+
 /* Text fit for a terminal, at most max bytes of it: control characters
  * (escape sequences a model could use to hide what it asks) shown as \xnn,
  * and what reorders or hides text (bidirectional controls, zero-width
@@ -400,15 +536,15 @@ wait_answer(FILE *tty)
 static int
 ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
 {
-	const char *key = call_gist_key(tool);
-	const cJSON *g = key ? cJSON_GetObjectItemCaseSensitive(args, key) : NULL;
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
 	struct sigaction sa, old[3];
-	char answer[64], *text = NULL;
+	char answer[64];
 	struct ah_error err = { 0 };
 	const char *depth = getenv("AGENT_DEPTH"), *session = getenv("AGENT_SESSION");
 	const char *child_tty = getenv("AGENT_TTY");
 	int child = depth && *depth && strcmp(depth, "0");
+	struct ask_shown sh = { 0 };
+	const char *p, *nl;
 	FILE *tty;
 	int fd, i, got;
 
@@ -460,20 +596,28 @@ ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
 		fputs("] ", tty);
 	}
 	show(tty, tool, 200, 0);
-	fprintf(tty, " wants to %s:\n    ", !strcmp(tool, "bash") ? "run"
+	fprintf(tty, " wants to %s:\n", !strcmp(tool, "bash") ? "run"
 		: "act on");
-	if (cJSON_IsString(g))
-		show(tty, g->valuestring, 2000, 1);
-	else {
-		text = cJSON_PrintUnformatted(args);
-		show(tty, text ? text : "?", 500, 1);
-		free(text);
-	}
-	fputs("\n  (rule '", tty);
+	/* the call as the tool will run it, on one screen (ask_text) */
+	if (call_shown(pm, tool, args, &sh) < 0)
+		fputs("    (out of memory)\n", tty);
+	else
+		for (p = sh.text; *p; p = nl + 1) {
+			nl = strchr(p, '\n');
+			fprintf(tty, "    %.*s\n", (int)(nl - p), p);
+		}
+	fputs("  (rule '", tty);
 	show(tty, v->rule, 200, 0);
 	fputs("': ", tty);
 	show(tty, v->reason, 600, 0);
-	fputs(")\nAllow? [y]es, [n]o, [a]lways: ", tty);
+	fputs(")\n", tty);
+	/* the first line again, next to the question: what scrolled away
+	 * cannot be what is approved */
+	if (sh.first && *sh.first)
+		fprintf(tty, "  %s%s -- ", sh.first, sh.lines > 1 ? "  [line 1 "
+			"of the above]" : "");
+	fputs("Allow? [y]es, [n]o, [a]lways: ", tty);
+	ask_shown_free(&sh);
 	/* what was typed (or pushed into the terminal) before the question
 	 * cannot answer it */
 	tcflush(fd, TCIFLUSH);
@@ -545,6 +689,32 @@ deny_all(cJSON *tc)
 	return 0;
 }
 
+/* A decision a stage before us wrote into the call (hook-cc's hooks)
+ * counts when it is stricter than the rules': it never loosens them, and
+ * one we cannot read is a denial. */
+static void
+upstream(const cJSON *call, struct verdict *v)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(call, "permission");
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(p, "decision");
+	const cJSON *r = cJSON_GetObjectItemCaseSensitive(p, "reason");
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(p, "rule");
+	int up;
+
+	if (!p)
+		return;
+	up = !cJSON_IsString(d) ? DECIDE_DENY
+	     : !strcmp(d->valuestring, "allow") ? DECIDE_ALLOW
+	     : !strcmp(d->valuestring, "ask") ? DECIDE_ASK : DECIDE_DENY;
+	if (up <= v->decision)
+		return;
+	v->decision = up;
+	snprintf(v->rule, sizeof v->rule, "%s", cJSON_IsString(n) ?
+		 n->valuestring : "upstream");
+	snprintf(v->reason, sizeof v->reason, "%s", cJSON_IsString(r) ?
+		 r->valuestring : "a stage before hook-perm said so");
+}
+
 /* Decides one call and writes the decision into it. */
 static int
 decide(struct perm *pm, cJSON *call, struct ah_error *err)
@@ -552,7 +722,8 @@ decide(struct perm *pm, cJSON *call, struct ah_error *err)
 	const char *tool = call_name(call), *dupkey = NULL;
 	cJSON *args = call_arguments(call), *input = NULL;
 	struct verdict v = { 0 };
-	int rc = -1;
+	char *why = NULL;
+	int rc = -1, bad;
 
 	if (!args) {
 		v.decision = DECIDE_DENY;
@@ -565,6 +736,15 @@ decide(struct perm *pm, cJSON *call, struct ah_error *err)
 		snprintf(v.rule, sizeof v.rule, "duplicate-keys");
 		snprintf(v.reason, sizeof v.reason, "the arguments give the key "
 			 "'%.100s' more than once", dupkey);
+	} else if ((bad = tool_args_check(tool, args, 1, &why)) != 0) {
+		/* before any question: the user would be shown keys the
+		 * tool ignores (read_only with a Cyrillic o) */
+		if (bad < 0)
+			goto nomem;
+		v.decision = DECIDE_DENY;
+		snprintf(v.rule, sizeof v.rule, "schema");
+		snprintf(v.reason, sizeof v.reason, "the arguments do not fit "
+			 "the tool's schema: %s", why);
 	} else {
 		input = policy_input(tool, args, call_id(call), pm->workdir);
 		if (!input)
@@ -572,6 +752,7 @@ decide(struct perm *pm, cJSON *call, struct ah_error *err)
 		if (policy_client_eval(&pm->client, &pm->pol, input, pm->timeout,
 				       &v, err) < 0)
 			goto out;
+		upstream(call, &v);
 		if (v.decision == DECIDE_ASK && pm->yes) {
 			note(&v, "approved by --yes");
 			v.decision = DECIDE_ALLOW;
@@ -585,6 +766,7 @@ decide(struct perm *pm, cJSON *call, struct ah_error *err)
 nomem:
 	ah_fail(err, AH_ENOMEM, "out of memory");
 out:
+	free(why);
 	cJSON_Delete(input);
 	cJSON_Delete(args);
 	return rc;

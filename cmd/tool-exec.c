@@ -132,6 +132,46 @@ run_call(const struct tool_ctx *ctx, const cJSON *call, int yes, char **res)
 static int interrupted_mode, verbose;
 static const struct proc_limits *limits_seen;
 
+/* How a bash call ended, for the progress line: "exit N", "timed out
+ * after T s" or "killed by signal N", from the mark tools.c puts on the
+ * result's last lines (after it only the notes of killed background
+ * processes and of a .git the command made); NULL when none is there,
+ * that is the command exited 0.  The model's output comes before the
+ * mark, so it can make a success look like a failure, never the other
+ * way round. */
+static const char *
+bash_ending(const char *res, char *out, size_t n)
+{
+	static const struct { const char *mark, *say; } ends[] = {
+		{ "[exit code: ", "exit " },
+		{ "[timed out after ", "timed out after " },
+		{ "[killed by signal ", "killed by signal " },
+	};
+	const char *end = res + strlen(res), *line, *close;
+	size_t i, k, len;
+
+	for (k = 0; k < 3 && end > res; k++) {
+		line = end;
+		while (line > res && line[-1] != '\n')
+			line--;
+		for (i = 0; i < sizeof ends / sizeof *ends; i++) {
+			len = strlen(ends[i].mark);
+			if (strncmp(line, ends[i].mark, len))
+				continue;
+			close = memchr(line + len, ']', (size_t)(end - line - len));
+			if (!close || close + 1 != end)
+				continue;
+			len = strcspn(line + len, ":]");
+			snprintf(out, n, "%s%.*s", ends[i].say,
+				 len > 20 ? 20 : (int)len,
+				 line + strlen(ends[i].mark));
+			return out;
+		}
+		end = line > res ? line - 1 : line;
+	}
+	return NULL;
+}
+
 /* The gist of a call for a person watching: the command, the path, or
  * the number of todos. */
 static void
@@ -150,8 +190,8 @@ progress(const cJSON *call, int rc, const char *res)
 		!strcmp(tool, "bash") ? "command" :
 		!strcmp(tool, "task") ? "description" : "path");
 	const cJSON *todos = cJSON_GetObjectItemCaseSensitive(args, "todos");
-	const char *end = strrchr(res, '[');
-	char gist[81], *safe_tool, *safe_gist, *safe_res;
+	const char *end;
+	char gist[81], ending[48], *safe_tool, *safe_gist, *safe_res;
 	size_t i;
 
 	if (!strcmp(tool, "run_todo_write") && cJSON_IsArray(todos)) {
@@ -184,8 +224,9 @@ progress(const cJSON *call, int rc, const char *res)
 		cJSON_IsString(g) && strlen(g->valuestring) > 80 ? "..." : "");
 	if (rc == TOOL_ERROR)
 		fprintf(stderr, "%s\n", safe_res ? safe_res : "error");
-	else if (!strcmp(tool, "bash") && end && !strncmp(end, "[exit code: ", 12))
-		fprintf(stderr, "%.40s\n", end + 1);
+	else if (rc == TOOL_OK && !strcmp(tool, "bash") &&
+		 (end = bash_ending(res, ending, sizeof ending)))
+		fprintf(stderr, "%s\n", end);
 	else if (rc == TOOL_INTERRUPTED)
 		fprintf(stderr, "interrupted\n");
 	else if (!strcmp(tool, "run_todo_write"))

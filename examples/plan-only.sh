@@ -1,6 +1,7 @@
 #!/bin/sh
 # Plan only: the model may read and keep a todo list, nothing else; the
-# plan is printed at the end.
+# plan is printed at the end, also when the session failed, and the exit
+# status is agent-run's.
 #
 #   examples/plan-only.sh -C project "migrate the build to meson"
 set -eu
@@ -15,6 +16,9 @@ cat >"$policy" <<'JSON'
 JSON
 dir=.
 if [ "${1:-}" = -C ]; then dir=$2; shift 2; fi
+rc=0
 agent-run -q --policy "$policy" --stop-checks 0 --max-steps 20 -C "$dir" \
-	"Only plan, do not change anything: read what you need, then write the plan with run_todo_write and stop. The task: $*" >/dev/null || true
-todo-write -C "$dir" --show
+	"Only plan, do not change anything: read what you need, then write the plan with run_todo_write and stop. The task: $*" >/dev/null ||
+	rc=$?
+todo-write -C "$dir" --show || :
+exit "$rc"

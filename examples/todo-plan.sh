@@ -2,9 +2,9 @@
 # Keeps a task list from the shell, the way the model keeps it: every
 # change is a whole new snapshot sent to todo-write.
 #
-#   examples/todo-plan.sh add "Run the tests"
-#   examples/todo-plan.sh start test-1
-#   examples/todo-plan.sh done test-1
+#   examples/todo-plan.sh add "Run the tests"    # the first item is task-1
+#   examples/todo-plan.sh start task-1
+#   examples/todo-plan.sh done task-1
 #   examples/todo-plan.sh show
 set -eu
 

@@ -127,42 +127,21 @@ agent_path_inside(const char *path)
 	return agent_component(path) >= 0;
 }
 
-int
-agent_open(const char *path, const char *what, int flags, mode_t mode,
-	   struct ah_error *err)
+/* The directory of path's last component (the whole of path when
+ * whole), as an O_PATH descriptor: from the component named .agent on
+ * (at, its offset), each directory is opened beneath the one before
+ * without following a link, ".." refused; with create, a missing one is
+ * made (.agent 0777, those under it 0700, less the umask).  *last is set
+ * to the last component (unless whole).  -1 on error. */
+static int
+walk(const char *path, long at, const char *what, int create, int whole,
+     const char **last, struct ah_error *err)
 {
 	char shown[PATH_MAX], *dir = NULL;
-	long at = agent_component(path);
 	const char *p, *slash;
-	int dfd = -1, next, fd = -1;
+	int dfd, next;
 	size_t n;
 
-	if (!what)
-		what = "";
-	if (strlen(path) >= sizeof shown)
-		return ah_fail(err, AH_EFORMAT, "cannot open %s'%.200s...': "
-			       "the path is too long", what, path);
-	if (at < 0) {
-		/* a file the user named elsewhere: its last component */
-		slash = strrchr(path, '/');
-		if (!slash)
-			return open_file(AT_FDCWD, path, what, path, flags, mode,
-					 0, err);
-		if (!slash[1])
-			return ah_fail(err, AH_EFORMAT, "cannot open %s'%s': "
-				       "it names a directory", what, path);
-		dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
-		if (!dir)
-			return ah_fail(err, AH_ENOMEM, "out of memory");
-		dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		free(dir);
-		if (dfd < 0)
-			return ah_fail_errno(err, errno, "cannot open %s'%s'",
-					     what, path);
-		fd = open_file(dfd, slash + 1, what, path, flags, mode, 0, err);
-		close(dfd);
-		return fd;
-	}
 	/* what comes before .agent is resolved as usual */
 	if (at == 0)
 		dfd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -176,24 +155,26 @@ agent_open(const char *path, const char *what, int flags, mode_t mode,
 	if (dfd < 0)
 		return ah_fail_errno(err, errno, "cannot open %s'%s'", what, path);
 	p = path + at;
-	for (;;) {
+	while (*p) {
 		n = strcspn(p, "/");
 		slash = p + n;
 		while (*slash == '/')
 			slash++;
 		memcpy(shown, path, (size_t)(p - path) + n);
 		shown[(p - path) + n] = '\0';
-		if (!*slash && (n != 1 || *p != '.'))
-			break; /* p is the file */
+		if (!whole && !*slash && (n != 1 || *p != '.')) {
+			*last = p; /* p is the file */
+			return dfd;
+		}
 		if (n == 2 && !memcmp(p, "..", 2)) {
 			ah_fail(err, AH_EFORMAT, "cannot open %s'%s': '..' under "
 				".agent is refused", what, path);
-			goto out;
+			goto fail;
 		}
-		if (!*slash) {
+		if (!whole && !*slash) {
 			ah_fail(err, AH_EFORMAT, "cannot open %s'%s': it names "
 				"a directory", what, path);
-			goto out;
+			goto fail;
 		}
 		if (n == 1 && *p == '.') {
 			p = slash;
@@ -206,20 +187,20 @@ agent_open(const char *path, const char *what, int flags, mode_t mode,
 			if (n > NAME_MAX) {
 				ah_fail_errno(err, ENAMETOOLONG, "cannot open "
 					      "%s'%s'", what, path);
-				goto out;
+				goto fail;
 			}
 			memcpy(comp, p, n);
 			comp[n] = '\0';
 			next = openat(dfd, comp, O_PATH | O_DIRECTORY |
 				      O_NOFOLLOW | O_CLOEXEC);
-			/* the .agent a new log needs is made here, as before */
-			if (next < 0 && errno == ENOENT && (flags & O_CREAT) &&
-			    p == path + at) {
-				if (mkdirat(dfd, comp, 0777) < 0 &&
-				    errno != EEXIST) {
+			/* the directories a new file needs are made here,
+			 * beneath the one before, never through a link */
+			if (next < 0 && errno == ENOENT && create) {
+				if (mkdirat(dfd, comp, p == path + at ? 0777
+					    : 0700) < 0 && errno != EEXIST) {
 					ah_fail_errno(err, errno, "cannot create "
 						      "'%s'", shown);
-					goto out;
+					goto fail;
 				}
 				next = openat(dfd, comp, O_PATH | O_DIRECTORY |
 					      O_NOFOLLOW | O_CLOEXEC);
@@ -243,32 +224,107 @@ agent_open(const char *path, const char *what, int flags, mode_t mode,
 				} else
 					ah_fail_errno(err, e, "cannot open "
 						      "%s'%s'", what, path);
-				goto out;
+				goto fail;
 			}
 		}
 		close(dfd);
 		dfd = next;
 		p = slash;
 	}
-	{
+	if (!whole) {
+		ah_fail(err, AH_EFORMAT, "cannot open %s'%s': it names a "
+			"directory", what, path);
+		goto fail;
+	}
+	return dfd;
+fail:
+	n = (size_t)errno; /* the caller may look at errno (ENOENT) */
+	close(dfd);
+	errno = (int)n;
+	return -1;
+}
+
+int
+agent_open(const char *path, const char *what, int flags, mode_t mode,
+	   struct ah_error *err)
+{
+	char *dir = NULL;
+	long at = agent_component(path);
+	const char *slash, *last = NULL;
+	int dfd = -1, fd = -1;
+	size_t n;
+
+	if (!what)
+		what = "";
+	if (strlen(path) >= PATH_MAX)
+		return ah_fail(err, AH_EFORMAT, "cannot open %s'%.200s...': "
+			       "the path is too long", what, path);
+	if (at < 0) {
+		/* a file the user named elsewhere: its last component */
+		slash = strrchr(path, '/');
+		if (!slash)
+			return open_file(AT_FDCWD, path, what, path, flags, mode,
+					 0, err);
+		if (!slash[1])
+			return ah_fail(err, AH_EFORMAT, "cannot open %s'%s': "
+				       "it names a directory", what, path);
+		dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+		if (!dir)
+			return ah_fail(err, AH_ENOMEM, "out of memory");
+		dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		free(dir);
+		if (dfd < 0)
+			return ah_fail_errno(err, errno, "cannot open %s'%s'",
+					     what, path);
+		fd = open_file(dfd, slash + 1, what, path, flags, mode, 0, err);
+		close(dfd);
+		return fd;
+	}
+	dfd = walk(path, at, what, (flags & O_CREAT) != 0, 0, &last, err);
+	if (dfd < 0)
+		return -1;
+	n = strcspn(last, "/");
+	if (n > NAME_MAX)
+		ah_fail_errno(err, ENAMETOOLONG, "cannot open %s'%s'", what,
+			      path);
+	else if (n == 2 && !memcmp(last, "..", 2))
+		ah_fail(err, AH_EFORMAT, "cannot open %s'%s': '..' under "
+			".agent is refused", what, path);
+	else {
 		char name[NAME_MAX + 1];
 
-		if (n > NAME_MAX) {
-			ah_fail_errno(err, ENAMETOOLONG, "cannot open %s'%s'",
-				      what, path);
-			goto out;
-		}
-		if (n == 2 && !memcmp(p, "..", 2)) {
-			ah_fail(err, AH_EFORMAT, "cannot open %s'%s': '..' under "
-				".agent is refused", what, path);
-			goto out;
-		}
-		memcpy(name, p, n);
+		memcpy(name, last, n);
 		name[n] = '\0';
 		fd = open_file(dfd, name, what, path, flags, mode, 1, err);
 	}
-out:
-	if (dfd >= 0)
-		close(dfd);
+	n = (size_t)errno; /* the caller may look at errno (ENOENT) */
+	close(dfd);
+	errno = (int)n;
+	return fd;
+}
+
+int
+agent_open_dir(const char *path, int create, struct ah_error *err)
+{
+	long at = agent_component(path);
+	int dfd, fd;
+
+	if (strlen(path) >= PATH_MAX)
+		return ah_fail(err, AH_EFORMAT, "cannot open '%.200s...': the "
+			       "path is too long", path);
+	if (at < 0) {
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return ah_fail_errno(err, errno, "cannot open directory "
+					     "'%s'", path);
+		return fd;
+	}
+	dfd = walk(path, at, "", create, 1, NULL, err);
+	if (dfd < 0)
+		return -1;
+	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		ah_fail_errno(err, errno, "cannot open directory '%s'", path);
+	close(dfd);
 	return fd;
 }

@@ -489,19 +489,6 @@ keep_thinking(struct reply *r, const cJSON *block)
 }
 
 static int
-text(struct reply *r, const cJSON *t, struct ah_error *err)
-{
-	if (!cJSON_IsString(t))
-		return 0;
-	r->has_content = 1;
-	if (reply_append(&r->content, t, err) < 0)
-		return -1;
-	if (r->on_text && t->valuestring[0])
-		r->on_text(r->ctx, t->valuestring);
-	return 0;
-}
-
-static int
 block_start(struct reply *r, const cJSON *ev, struct ah_error *err)
 {
 	const cJSON *b = cJSON_GetObjectItemCaseSensitive(ev, "content_block");
@@ -513,7 +500,7 @@ block_start(struct reply *r, const cJSON *ev, struct ah_error *err)
 	snprintf(r->block_type, sizeof r->block_type, "%s",
 		 cJSON_IsString(type) ? type->valuestring : "");
 	if (!strcmp(r->block_type, "text"))
-		return text(r, cJSON_GetObjectItemCaseSensitive(b, "text"), err);
+		return reply_text(r, cJSON_GetObjectItemCaseSensitive(b, "text"), err);
 	if (!strcmp(r->block_type, "tool_use")) {
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(b, "id");
 
@@ -567,7 +554,7 @@ block_delta(struct reply *r, const cJSON *ev, struct ah_error *err)
 	const char *t = cJSON_IsString(type) ? type->valuestring : "";
 
 	if (!strcmp(t, "text_delta"))
-		return text(r, cJSON_GetObjectItemCaseSensitive(d, "text"), err);
+		return reply_text(r, cJSON_GetObjectItemCaseSensitive(d, "text"), err);
 	if (!strcmp(t, "input_json_delta") && r->ncalls &&
 	    !strcmp(r->block_type, "tool_use"))
 		return reply_append(&r->calls[r->ncalls - 1].args,
@@ -599,7 +586,7 @@ whole_blocks(struct reply *r, const cJSON *blocks, cJSON *root,
 		if (!cJSON_IsString(type))
 			continue;
 		if (!strcmp(type->valuestring, "text")) {
-			if (text(r, cJSON_GetObjectItemCaseSensitive(b, "text"),
+			if (reply_text(r, cJSON_GetObjectItemCaseSensitive(b, "text"),
 				 err) < 0)
 				return -1;
 		} else if (!strcmp(type->valuestring, "tool_use")) {

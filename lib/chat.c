@@ -98,7 +98,8 @@ static cJSON *
 clean_message(const cJSON *msg, const char *role, int api, int *bad)
 {
 	static const char *const keep[] = { "content", "name", "tool_call_id",
-					    "refusal", "thinking_blocks" };
+					    "refusal", "thinking_blocks",
+					    "reasoning_items" };
 	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
 	const cJSON *v, *call;
 	cJSON *o = cJSON_CreateObject(), *arr, *c;
@@ -109,6 +110,9 @@ clean_message(const cJSON *msg, const char *role, int api, int *bad)
 	for (i = 0; i < sizeof keep / sizeof *keep; i++) {
 		/* Anthropic's thinking blocks go back to it, and only to it */
 		if (!strcmp(keep[i], "thinking_blocks") && api != API_ANTHROPIC)
+			continue;
+		/* and the Responses API's reasoning items to it alone */
+		if (!strcmp(keep[i], "reasoning_items") && api != API_RESPONSES)
 			continue;
 		v = cJSON_GetObjectItemCaseSensitive(msg, keep[i]);
 		if (v && !cJSON_AddItemToObject(o, keep[i],
@@ -222,10 +226,12 @@ keep_output(const char *dir, const char *name, const char *text)
 	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >=
 	    sizeof path)
 		return -1;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+	/* under .agent, made and opened without following a link at any
+	 * depth (agent_open): a repository could ship .agent/outputs as a
+	 * link to ~/.bashrc.d */
+	if (!agent_path_inside(dir) && mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -1;
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		  0600);
+	fd = agent_open(path, NULL, O_WRONLY | O_CREAT | O_EXCL, 0600, NULL);
 	if (fd < 0) {
 		struct ah_error err;
 
@@ -621,52 +627,6 @@ int
 chat_prepare(struct chat *c)
 {
 	return budget_point(c);
-}
-
-int
-chat_request_parts(struct chat *c, const cJSON *head, struct model_body *out)
-{
-	char *h;
-	int rc;
-
-	model_body_reset(out, NULL, NULL);
-	if (budget_point(c) < 0)
-		return -1;
-	h = cJSON_PrintUnformatted(head);
-	if (!h)
-		return -1;
-	/* head is an object (with "model"): the messages go in before
-	 * its closing brace, without re-encoding them, nor copying them.
-	 * The head (the tools, the model's options) comes first: the
-	 * same in every request, it is part of the prefix a prompt cache
-	 * keeps, where after the messages it was sent anew each time. */
-	rc = model_body_hold(out, h, strlen(h) - 1) < 0 ||
-	     (h[1] != '}' && model_body_hold(out, ",", 1) < 0) ||
-	     model_body_hold(out, "\"messages\":[", 12) < 0 ||
-	     model_body_borrow(out, c->msgs.data, c->msgs.len) < 0 ||
-	     model_body_hold(out, "]}", 2) < 0 ? -1 : 0;
-	free(h);
-	return rc;
-}
-
-const char *
-chat_request(struct chat *c, const cJSON *head, size_t *len)
-{
-	struct model_body body;
-	const char *flat;
-	int rc = -1;
-
-	model_body_init(&body, NULL, NULL);
-	buf_reset(&c->req);
-	if (chat_request_parts(c, head, &body) == 0 &&
-	    (flat = model_body_flat(&body, NULL)) &&
-	    buf_append(&c->req, flat, body.len) == 0)
-		rc = 0;
-	model_body_free(&body);
-	if (rc < 0)
-		return NULL;
-	*len = c->req.len;
-	return c->req.data;
 }
 
 int

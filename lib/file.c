@@ -64,7 +64,20 @@ file_read(const char *path, size_t max, char **data, size_t *len,
 
 	*data = NULL;
 	*len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* under .agent, never through a link (agent_open) */
+	if (agent_path_inside(path)) {
+		struct ah_error e = { 0, "" };
+
+		fd = agent_open(path, NULL, O_RDONLY, 0, &e);
+		if (fd < 0) {
+			if (errno == ENOENT && e.code == AH_EIO)
+				return 0;
+			if (err)
+				*err = e;
+			return -1;
+		}
+	} else
+		fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return 0;
@@ -254,10 +267,10 @@ file_replace(const char *path, const void *data, size_t len,
 		snprintf(dir, sizeof dir, ".");
 		base = path;
 	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* under .agent, no link followed (agent_open_dir) */
+	dfd = agent_open_dir(dir, 0, err);
 	if (dfd < 0)
-		return ah_fail_errno(err, errno, "cannot open directory '%s'",
-				     dir);
+		return -1;
 	rc = file_replace_at(dfd, base, path, data, len, err);
 	close(dfd);
 	return rc;

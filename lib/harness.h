@@ -12,6 +12,7 @@
 #ifndef HARNESS_H
 #define HARNESS_H
 
+#include <regex.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -108,6 +109,7 @@ size_t utf8_strip(const char *s, size_t n, size_t *start);
 enum {
 	TERM_KEEP_LINES = 1, /* newlines and tabs pass as they are */
 	TERM_SHOW_HIDDEN = 2, /* invisible characters as \u{XXXX} too */
+	TERM_ASCII = 4, /* every character past ASCII as \u{XXXX} */
 };
 
 /* A copy of s[0..n) that is safe to write to a terminal: nothing in it
@@ -353,8 +355,8 @@ long chat_model_window(const char *model);
 /* Applies the budget before a request is made (chat_request does it
  * too): -1 when out of memory. */
 int chat_prepare(struct chat *c);
-/* The request body into out (reset first, then valid while c is
- * unchanged): head (an object with "model" and the other fields) with
+/* completions.c: the Chat Completions request body into out (reset
+ * first, then valid while c is unchanged): head (an object with "model" and the other fields) with
  * "messages" spliced in, the messages borrowed from c rather than
  * copied.  Applies the budget first.  -1 when out of memory. */
 int chat_request_parts(struct chat *c, const cJSON *head,
@@ -413,7 +415,7 @@ struct reply_call {
 };
 
 /* The API a model speaks. */
-enum model_api { API_CHAT, API_ANTHROPIC };
+enum model_api { API_CHAT, API_ANTHROPIC, API_RESPONSES };
 
 /* What the stop or finish reason of an answer means, as each API's
  * table (agent-step(1), STOP REASONS) says: a reason not in the table is
@@ -430,12 +432,24 @@ enum reply_end {
 	END_UNKNOWN,  /* a reason the table does not have */
 };
 
+/* Server-sent events, read as they come (sse.c, in priv.h). */
+struct sse {
+	struct buf line;      /* a line not ended yet */
+	struct buf data;      /* the event's data lines, joined by LF */
+	char event[32];       /* its event: field, "" when none */
+	int ready;            /* data and event are a whole event */
+};
+
 struct reply {
 	struct buf content, reasoning, refusal;
 	int has_content;
 	int choices;          /* the n asked for: above 1, only choice 0 counts */
 	enum model_api api;
 	cJSON *blocks;        /* Anthropic: thinking blocks, to send back */
+	cJSON *items;         /* Responses: reasoning items, to send back */
+	int items_seen;       /* Responses: a stream's output items came */
+	int summary_streamed; /* Responses: reasoning summary deltas came */
+	char foreign[32];     /* Responses: a client call of a kind not run */
 	int block;            /* Anthropic: the index of the open block */
 	char block_type[24];  /*   and its type */
 	struct reply_call *calls;
@@ -451,9 +465,7 @@ struct reply {
 	/* called with each piece of text as it streams in */
 	void (*on_text)(void *ctx, const char *text);
 	void *ctx;
-	/* server-sent events parsing */
-	struct buf sse_line, sse_data;
-	int sse_event_error;
+	struct sse sse;       /* a streamed answer's events */
 	/* data events applied so far: what counts as progress (comments and
 	 * keep-alives do not) */
 	unsigned long events;
@@ -479,6 +491,27 @@ cJSON *reply_message(const struct reply *r, const char *request_id);
  * length is learnt once, and kept in c); -1 when out of memory. */
 int anthropic_request_parts(struct chat *c, const cJSON *head,
 			    struct model_body *out);
+
+/* --- responses.c: OpenAI's Responses API, at the wire ---------------- */
+
+/* The Responses request for what c sends: head's fields (max_tokens as
+ * max_output_tokens; store false and include
+ * ["reasoning.encrypted_content"] unless head has them), the tools as
+ * function tools, then "input": each message as input items (system and
+ * user messages as message items, an assistant's as its reasoning items,
+ * its text and its function_call items, a result as a
+ * function_call_output).  Into out (reset first); -1 when out of
+ * memory. */
+int responses_request_parts(struct chat *c, const cJSON *head,
+			    struct model_body *out);
+
+/* --- answer.c: the request of the chat's API -------------------------- */
+
+/* The request body for what c sends, in the shape of c->api: Chat
+ * Completions (chat_request_parts), Messages (anthropic_request_parts) or
+ * Responses (responses_request_parts); the budget applied first.  -1
+ * when out of memory. */
+int answer_request(struct chat *c, const cJSON *head, struct model_body *out);
 
 /* --- model.c: calling the endpoint ------------------------------------ */
 
@@ -667,6 +700,87 @@ cJSON *hook_cc_call(const char *tool, const cJSON *args, const char *workdir,
  * deny.  NULL when out of memory. */
 char *hook_answer(int agent, int decision, const char *reason);
 
+/* --- hooks.c: Claude Code-style hooks ------------------------------- */
+
+enum { HOOK_PRE_TOOL_USE, HOOK_POST_TOOL_USE, HOOK_USER_PROMPT_SUBMIT,
+       HOOK_SESSION_START, HOOK_STOP, HOOK_SUBAGENT_STOP, HOOK_PRE_COMPACT,
+       HOOK_NOTIFICATION, HOOK_SESSION_END, HOOK_NEVENTS };
+
+#define HOOK_TIMEOUT 60            /* seconds, when a hook gives none */
+#define HOOK_OUTPUT_MAX (64 * 1024) /* bytes kept of a hook's stdout, stderr */
+
+struct hook {
+	int event;
+	char *command;   /* for a type we cannot run, the type */
+	char *matcher;   /* "" for all */
+	char *source;    /* the settings file */
+	double timeout;
+	int runnable;    /* a "command" hook */
+	int is_regex;
+	regex_t re;
+};
+
+struct hooks {
+	struct hook *h;
+	int n;
+	char *ignored;   /* the events of the settings we do not run, or NULL */
+};
+
+/* HOOK_* of an event's name, -1 for another; and back. */
+int hooks_event(const char *name);
+const char *hooks_event_name(int event);
+/* Adds the hooks of a settings file's text ({"hooks": {EVENT: [{"matcher",
+ * "hooks": [{"type", "command", "timeout"}]}]}}; other members are not
+ * ours).  A shape we do not know is an error naming source. */
+int hooks_add(struct hooks *h, const char *text, size_t len,
+	      const char *source, struct ah_error *err);
+void hooks_free(struct hooks *h);
+/* Nonzero when hook x runs for event on subject (a tool's name, ...):
+ * no matcher, "" or "*": always; letters, digits, '_' and '|': one of
+ * the names; else an extended regular expression, anywhere in it. */
+int hooks_match(const struct hook *x, int event, const char *subject);
+
+enum { HOOK_RAN = 0, HOOK_UNRUNNABLE, HOOK_NOSTART, HOOK_TIMEOUT_HIT,
+       HOOK_SIGNALED, HOOK_UNREADABLE, HOOK_EXITED };
+
+struct hook_result {
+	const struct hook *hook;
+	int status;          /* its exit status, or -1 */
+	int failed;          /* HOOK_* above; HOOK_RAN when it ran to its end */
+	int overflow;        /* stdout or stderr passed HOOK_OUTPUT_MAX */
+	struct buf out, err;
+};
+
+/* Runs the hooks of event matching subject, at once, each `sh -c
+ * COMMAND` in a process group of its own, in cwd, with env, the input
+ * on stdin; one past its timeout is killed with its group.  *out (free
+ * with hook_results_free) gets the *nout results, in the settings'
+ * order.  -1 when they could not be run at all. */
+int hooks_run(const struct hooks *h, int event, const char *subject,
+	      const char *input, char *const *env, const char *cwd,
+	      struct hook_result **out, int *nout, struct ah_error *err);
+void hook_results_free(struct hook_result *r, int n);
+
+/* What the hooks of one event answered, the strictest first. */
+struct hook_answer {
+	int decision;        /* DECIDE_*, or -1: nobody decided */
+	struct buf reason;   /* the reasons of that decision, a line each */
+	struct buf context;  /* additionalContext (and plain stdout where
+				Claude Code takes it as context) */
+	struct buf failures; /* the hooks that failed, a line each */
+	cJSON *updated;      /* PreToolUse: the last updatedInput, unless
+				denied */
+	int stop;            /* a hook said "continue": false */
+};
+
+/* Reads the results as Claude Code does (exit 2: block, stderr the
+ * reason; exit 0: the JSON on stdout), but a failing hook (another exit,
+ * a signal, a timeout, stdout that is not an answer) denies a
+ * PreToolUse call unless fail_open. */
+void hooks_answer(const struct hook_result *r, int n, int event,
+		  int fail_open, struct hook_answer *a);
+void hook_answer_free(struct hook_answer *a);
+
 /* --- policysrv.c: the compiled rules, kept for other processes ------- */
 
 /* Creates the socket at path, for this user only; it must not exist. */
@@ -823,7 +937,8 @@ int write_all(int fd, const char *p, size_t len);
 
 /* Reads the whole file at path, at most max bytes (a larger file is an
  * AH_ETOOBIG error).  Returns 1 and sets *data and *len (NUL-terminated,
- * the caller frees), 0 when the file does not exist, -1 on error. */
+ * the caller frees), 0 when the file does not exist, -1 on error.  A
+ * path under .agent is opened with agent_open (no link followed). */
 int file_read(const char *path, size_t max, char **data, size_t *len,
 	      struct ah_error *err);
 
@@ -838,7 +953,8 @@ int fd_read(int fd, const char *name, size_t max, char **data, size_t *len,
  * random name, O_CREAT | O_EXCL | O_NOFOLLOW: nothing planted there is
  * ever opened), fsyncs it, renames it over path and fsyncs the directory;
  * on failure the temporary file is removed.  An existing file keeps its
- * permission bits but for set-user-ID and set-group-ID. */
+ * permission bits but for set-user-ID and set-group-ID.  The directory of
+ * a path under .agent is opened with agent_open_dir (no link followed). */
 int file_replace(const char *path, const void *data, size_t len,
 		 struct ah_error *err);
 
@@ -850,7 +966,10 @@ int file_replace(const char *path, const void *data, size_t len,
  * component after it are opened beneath the one before without
  * following symbolic links (O_DIRECTORY|O_NOFOLLOW, the file O_NOFOLLOW)
  * and ".." there is refused; what comes before .agent is resolved as
- * usual.  With O_CREAT a missing .agent is made (0777 less the umask).
+ * usual.  With O_CREAT the missing directories are made, beneath the one
+ * before (.agent 0777, those under it 0700, less the umask).  Every file
+ * the harness reads or writes under .agent is opened through it (or
+ * agent_open_dir), at any depth.
  * Any other path: its last component is not followed.  In both cases
  * the file must be a regular file: a symbolic link, a FIFO, a device, a
  * socket or a directory is an AH_EFORMAT error naming the path, found
@@ -860,6 +979,51 @@ int file_replace(const char *path, const void *data, size_t len,
  * in messages.  Returns the descriptor (blocking), or -1. */
 int agent_open(const char *path, const char *what, int flags, mode_t mode,
 	       struct ah_error *err);
+
+/* The directory path, opened O_RDONLY | O_DIRECTORY (for flock, fsync
+ * and the *at calls): under .agent, walked as agent_open walks it (no
+ * link followed from .agent on, ".." refused), the missing directories
+ * made when create; any other path opened as usual.  -1 on error. */
+int agent_open_dir(const char *path, int create, struct ah_error *err);
+
+/* --- ask.c: what a person approving a call is shown ------------------ */
+
+struct ask_shown {
+	char *text;   /* the lines to show, each ending in a newline */
+	char *first;  /* the first line that is not blank, at most 100 bytes
+			 of it ("" when there is none) */
+	size_t lines; /* the lines of the text given */
+};
+
+/* s[0..n) as a terminal may show it (utf8_for_terminal: controls as \xnn,
+ * what hides or reorders text as \u{XXXX}, newlines and tabs kept), on
+ * one screen: each run of blank lines (empty, or spaces and tabs only)
+ * becomes one line "[N blank lines]", and past max_lines lines or
+ * max_bytes bytes the rest is replaced by a line that counts it.  Both
+ * strings of *out are the caller's (ask_shown_free).  -1 when out of
+ * memory. */
+int ask_text(const char *s, size_t n, size_t max_lines, size_t max_bytes,
+	     struct ask_shown *out);
+void ask_shown_free(struct ask_shown *s);
+
+/* A unified diff of old (the file as it is) and new (as the call would
+ * leave it), one hunk with three lines of context, headed by path (as
+ * given, not escaped: pass the result through ask_text).  Lines are
+ * compared one by one while the changed part is under 500 lines or so;
+ * past that, all of it is shown removed and added.  *out is the
+ * caller's.  -1 when out of memory. */
+int ask_diff(const char *path, const char *old, size_t olen, const char *new,
+	     size_t nlen, char **out);
+
+/* --- self.c: the harness's own programs, never found on PATH ---------- */
+
+/* The path of the harness's program name (agent-run, agent-step, ...):
+ * name in the directory of the running program (/proc/self/exe), read
+ * at the first call and kept.  PATH is never searched.  path gets at
+ * most size bytes.  0, or -1 when that file is not there or cannot be
+ * run. */
+int harness_program(const char *name, char *path, size_t size,
+		    struct ah_error *err);
 
 /* --- path.c: files the model names, kept inside the working directory -- */
 
@@ -1016,6 +1180,16 @@ enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };
  * the task tool too (task_offered). */
 const char *tool_schema(int with_task);
 
+/* Checks the arguments of a call of tool (an object) against its schema
+ * (share/tools.json, share/task.json), which allows no other key: 0 when
+ * they fit, or when tool is none of ours (not judged here); 1 with *why
+ * set (the caller frees) to what does not fit: a key the tool does not
+ * take (shown in ASCII, so that a look-alike letter shows), and with all
+ * a value of the wrong type or a required key missing; -1 when out of
+ * memory.  A null value counts as absent. */
+int tool_args_check(const char *tool, const cJSON *args, int all,
+		    char **why);
+
 /* Does now what the first bash call would otherwise wait for: the limits'
  * cgroups, the sandbox's temporary directory and .git search, and the
  * start of ctx->helper, which sets itself up while the caller reads its
@@ -1064,6 +1238,7 @@ struct task_opts {
 				 asks (AGENT_TTY); "" for none */
 	const struct proc_helper *helper; /* the sandbox helper, our child:
 				 not a process a child left; or NULL */
+	char agent_run[4096]; /* the agent-run beside us (harness_program) */
 };
 
 /* One task call: the caller sets id and args (the JSON text the model
@@ -1082,7 +1257,8 @@ struct task {
  * TASK_DEPTH_LIMIT is clamped to it, and said in o->clamped. */
 int task_config(struct task_opts *o, struct ah_error *err);
 
-/* Nonzero when the depth allows a child: depth < max_depth. */
+/* Nonzero when the depth allows a child (depth < max_depth) and there is
+ * an agent-run beside us to run it. */
 int task_offered(const struct task_opts *o);
 
 /* Runs the n task calls: each call is checked, then run as

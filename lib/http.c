@@ -271,7 +271,7 @@ connect_new(struct xfer *x)
 	struct http *h = x->h;
 	struct addrinfo hints = { 0 }, *res, *ai;
 	double until = mono_now() + h->connect_timeout;
-	int r, last = ECONNREFUSED;
+	int r, n, last = ECONNREFUSED;
 
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -279,16 +279,22 @@ connect_new(struct xfer *x)
 	if (r)
 		return fail(x, "cannot resolve '%s': %s", h->name,
 			    r == EAI_SYSTEM ? strerror(errno) : gai_strerror(r));
-	for (ai = res; ai; ai = ai->ai_next) {
-		r = connect_one(x, ai, until);
-		if (r <= 0 || r == ETIMEDOUT)
+	for (n = 0, ai = res; ai; ai = ai->ai_next)
+		n++;
+	/* each address its share of the time left: one that does not
+	 * answer leaves time for the next */
+	for (ai = res; ai; ai = ai->ai_next, n--) {
+		double now = mono_now();
+
+		r = connect_one(x, ai, now + (until - now) / n);
+		if (r <= 0)
 			break;
 		last = r;
 	}
 	freeaddrinfo(res);
 	if (r <= 0)
 		return r;
-	if (r == ETIMEDOUT)
+	if (last == ETIMEDOUT)
 		return fail(x, "cannot connect to %s port %s within %g s",
 			    h->name, h->port, h->connect_timeout);
 	return fail(x, "cannot connect to %s port %s: %s", h->name, h->port,
@@ -363,7 +369,7 @@ send_request(struct xfer *x, const char *const *headers, const char *flat,
 out:
 	/* the head holds the API key */
 	if (head.data)
-		memset(head.data, 0, head.len);
+		explicit_bzero(head.data, head.len);
 	buf_free(&head);
 	return r;
 }

@@ -72,7 +72,8 @@ struct attempt {
 
 /* Does url go through libcurl: not plain http://, or a proxy set for it
  * (libcurl's variables for http://: http_proxy, lowercase only, and
- * all_proxy in either case)? */
+ * all_proxy in either case), or AGENT_HTTP=curl (the tests run every
+ * request through both clients)? */
 static int
 needs_curl(const char *url)
 {
@@ -83,6 +84,8 @@ needs_curl(const char *url)
 	size_t i;
 
 	if (!http_url_plain(url))
+		return 1;
+	if ((v = getenv("AGENT_HTTP")) && !strcmp(v, "curl"))
 		return 1;
 	for (i = 0; i < sizeof proxies / sizeof *proxies; i++)
 		if ((v = getenv(proxies[i])) && *v)
@@ -133,6 +136,20 @@ curl_open(struct model *m, const struct model_opts *o, struct ah_error *err)
 	struct curl_slist *h = NULL;
 	size_t i;
 
+	/* refused as lib/http.c refuses them, before anything is sent: a
+	 * plain http:// URL by its own reader, the others' spaces and
+	 * control characters */
+	if (http_url_plain(m->url)) {
+		struct http *probe = http_new(m->url, o->timeout, err);
+
+		if (!probe)
+			return -1;
+		http_free(probe);
+	}
+	for (i = 0; m->url[i]; i++)
+		if ((unsigned char)m->url[i] <= ' ' || m->url[i] == 0x7f)
+			return ah_fail(err, AH_EFORMAT, "the URL holds a space "
+				       "or a control character");
 	if (curl_load(err) < 0)
 		return -1;
 	m->curl = cu.easy_init();
@@ -170,6 +187,7 @@ model_new(const struct model_opts *o, struct ah_error *err)
 	struct model *m = calloc(1, sizeof *m);
 	const char *base = o->base_url;
 	size_t n = strlen(base), k = 0;
+	const char *e;
 	int bad;
 
 	if (!m) {
@@ -183,7 +201,7 @@ model_new(const struct model_opts *o, struct ah_error *err)
 		goto fail;
 	}
 	snprintf(m->url, sizeof m->url, "%.*s/%s", (int)n, base,
-		 o->api == API_ANTHROPIC ? "messages" : "chat/completions");
+		 answer_path(o->api));
 	if (o->api_key && strlen(o->api_key) > 4000) {
 		ah_fail(err, AH_EFORMAT, "the API key is too long");
 		goto fail;
@@ -212,6 +230,11 @@ model_new(const struct model_opts *o, struct ah_error *err)
 		ah_fail(err, AH_ENOMEM, "out of memory");
 		goto fail;
 	}
+	if ((e = getenv("AGENT_HTTP")) && *e && strcmp(e, "curl")) {
+		ah_fail(err, AH_EFORMAT, "AGENT_HTTP is '%.20s': it is curl, "
+			"or empty", e);
+		goto fail;
+	}
 	if (!needs_curl(m->url)) {
 		m->http = http_new(m->url, o->timeout, err);
 		if (!m->http)
@@ -235,12 +258,17 @@ model_free(struct model *m)
 	http_free(m->http);
 	if (m->curl)
 		cu.cleanup(m->curl);
-	if (m->curl_headers)
+	/* one header holds the API key, and libcurl's copy of it */
+	if (m->curl_headers) {
+		struct curl_slist *l;
+
+		for (l = m->curl_headers; l; l = l->next)
+			explicit_bzero(l->data, strlen(l->data));
 		cu.slist_free_all(m->curl_headers);
-	/* one holds the API key */
+	}
 	for (i = 0; i < sizeof m->headers / sizeof *m->headers; i++)
 		if (m->headers[i]) {
-			memset(m->headers[i], 0, strlen(m->headers[i]));
+			explicit_bzero(m->headers[i], strlen(m->headers[i]));
 			free(m->headers[i]);
 		}
 	free(m);
@@ -411,7 +439,7 @@ got_body(void *ctx, const char *p, size_t len)
 	if (a->status == 200 && a->event_stream) {
 		unsigned long events = a->reply->events;
 
-		if (reply_feed(a->reply, p, len, &a->err) < 0) {
+		if (answer_feed(a->reply, p, len, &a->err) < 0) {
 			a->failed = 1;
 			return 1;
 		}
@@ -683,9 +711,9 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 		err->code = AH_ENET;
 	} else if (a.status == 200) {
 		if (a.event_stream) {
-			if (reply_finish_stream(reply, err) < 0)
+			if (answer_end(reply, err) < 0)
 				goto out;
-		} else if (reply_parse(reply, a.body.data ? a.body.data : "",
+		} else if (answer_parse(reply, a.body.data ? a.body.data : "",
 				       a.body.len, err) < 0)
 			goto out;
 		if (reply->error) {
@@ -693,7 +721,10 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 			redact_json(reply->error, secrets);
 			api_error(NULL, 0, reply->error, msg, sizeof msg, code,
 				  sizeof code);
-			ah_fail(err, AH_EAPI, "the stream ended with an error: "
+			/* a context too long said in the answer (the
+			 * Responses API's response.failed) is one too */
+			ah_fail(err, model_too_long(0, code, msg) ? AH_ETOOLONG
+				: AH_EAPI, "the stream ended with an error: "
 				"%.500s%s%.100s%s", msg[0] ? msg : "no message",
 				code[0] ? " (" : "", code, code[0] ? ")" : "");
 			goto out;

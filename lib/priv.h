@@ -53,14 +53,34 @@ int jsonl_repair_tail(int fd, size_t *cut, struct ah_error *err);
 int json_exact_numbers(cJSON *root, const cJSON *sub, const char *text,
 		       size_t n);
 
-/* --- reply.c: the parsers of an answer ---------------------------------- */
+/* --- sse.c: server-sent events ----------------------------------------- */
 
-/* For the parsers: a new call (NULL and err set when there are too
- * many, or no memory), and the text of v appended to b (nothing when v
- * is not a string). */
+/* max bounds a line and an event. */
+void sse_init(struct sse *s, size_t max);
+void sse_free(struct sse *s);
+/* Reads p[0..n) up to the end of the next event: *used is the bytes
+ * taken; 1 when s->data (and s->event) hold a whole event, to be taken
+ * before the next call; 0 when all was taken and no event ended; -1 when
+ * a line or an event is too large (err). */
+int sse_feed(struct sse *s, const char *p, size_t n, size_t *used,
+	     struct ah_error *err);
+/* The end of the stream: 1 when a last event, not ended by a blank
+ * line, is whole; 0 when none is left; -1 (err). */
+int sse_end(struct sse *s, struct ah_error *err);
+
+/* --- reply.c: the reply builder, for the files of the APIs ------------- */
+
+/* A new call (NULL and err set when there are too many, or no memory);
+ * the text of v appended to b (nothing when v is not a string); text of
+ * the answer appended (and shown, when r->on_text is set); arguments
+ * appended, text or an object as its JSON text; the usage object, a
+ * copy of u when it is one. */
 struct reply_call *reply_new_call(struct reply *r, int index, const char *id,
 				  struct ah_error *err);
 int reply_append(struct buf *b, const cJSON *v, struct ah_error *err);
+int reply_text(struct reply *r, const cJSON *v, struct ah_error *err);
+int reply_append_args(struct buf *b, const cJSON *v, struct ah_error *err);
+void reply_set_usage(struct reply *r, const cJSON *u);
 /* A line of an API's table of stop reasons. */
 struct reply_stop {
 	const char *word;     /* the reason, as the API spells it */
@@ -73,26 +93,40 @@ struct reply_stop {
 void reply_set_stop(struct reply *r, const cJSON *word,
 		    const struct reply_stop *table, size_t n);
 
-/* A whole (non-streamed) Chat Completions answer. */
-int reply_parse(struct reply *r, const char *body, size_t n,
-		struct ah_error *err);
-/* Bytes of a text/event-stream answer, as they come. */
-int reply_feed(struct reply *r, const char *p, size_t n, struct ah_error *err);
-/* The end of a stream. */
-int reply_finish_stream(struct reply *r, struct ah_error *err);
+/* --- the files of the APIs: each turns the transcript into its request,
+ * and its events and whole answers into the reply.  v, a whole answer,
+ * is a JSON object without "error", parsed from text[0..n). */
 
-/* --- anthropic.c -------------------------------------------------------- */
+/* completions.c: Chat Completions.  event is the SSE event: field. */
+int completions_event(struct reply *r, const char *event, const char *data,
+		      size_t n, struct ah_error *err);
+int completions_parse(struct reply *r, const cJSON *v, struct ah_error *err);
 
-/* One event of a Messages stream, and a whole Messages answer, into r
- * as Chat Completions: text, tool calls, thinking blocks, finish reason
- * (end_turn stop, tool_use tool_calls, max_tokens length, refusal
- * content_filter) and usage (prompt_tokens counts cached input too). */
+/* anthropic.c: the Messages API.  Text, tool calls, thinking blocks,
+ * the stop reason and usage (prompt_tokens counts cached input too). */
 int anthropic_event(struct reply *r, const char *data, size_t n,
 		    struct ah_error *err);
-/* The answer v, a JSON object without "error", parsed from
- * text[0..n) by reply_parse. */
 int anthropic_parse(struct reply *r, cJSON *v, const char *text, size_t n,
 		    struct ah_error *err);
+
+/* responses.c: the Responses API.  Text, function calls, reasoning
+ * items (kept, to be sent back) and their summaries, refusals, the
+ * status (incomplete_details.reason for an incomplete one) and usage. */
+int responses_event(struct reply *r, const char *data, size_t n,
+		    struct ah_error *err);
+int responses_parse(struct reply *r, const cJSON *v, struct ah_error *err);
+
+/* --- answer.c: the answer of the API of the reply ---------------------- */
+
+/* A whole answer's body. */
+int answer_parse(struct reply *r, const char *body, size_t n,
+		 struct ah_error *err);
+/* Bytes of a text/event-stream answer, as they come. */
+int answer_feed(struct reply *r, const char *p, size_t n, struct ah_error *err);
+/* The end of a stream. */
+int answer_end(struct reply *r, struct ah_error *err);
+/* The path of the API's endpoint below the base URL. */
+const char *answer_path(enum model_api api);
 
 /* --- http.c: HTTP/1.1 for a plain http:// URL ---------------------------- */
 

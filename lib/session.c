@@ -192,7 +192,7 @@ session_write(const char *path, const cJSON *rec, struct ah_error *err)
 static int
 lock_held(const char *lock_path)
 {
-	int fd = open(lock_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	int fd = agent_open(lock_path, NULL, O_RDONLY, 0, NULL);
 	int held;
 
 	if (fd < 0)

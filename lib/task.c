@@ -117,13 +117,18 @@ task_config(struct task_opts *o, struct ah_error *err)
 	if (p && !strcmp(p, "8") && fcntl(TASK_EVENTS_FD, F_GETFD) >= 0)
 		o->events_fd = fcntl(TASK_EVENTS_FD, F_DUPFD_CLOEXEC, 10);
 	terminal_path(o->tty, sizeof o->tty);
+	/* resolved now, once: the children run the agent-run installed
+	 * beside us, never one found on PATH; without one, no task tool */
+	if (harness_program("agent-run", o->agent_run, sizeof o->agent_run,
+			    err) < 0)
+		o->agent_run[0] = '\0';
 	return 0;
 }
 
 int
 task_offered(const struct task_opts *o)
 {
-	return o && o->depth < o->max_depth;
+	return o && o->depth < o->max_depth && o->agent_run[0];
 }
 
 /* --- one child */
@@ -323,8 +328,9 @@ child_env(const struct task_opts *o, char **own, int *nown)
 /* In the new process: becomes the child session, or exits 127 saying
  * why on the stderr pipe. */
 static void
-child_exec(const char *id, int read_only, const char *prompt, char **env,
-	   pid_t parent, int out, int errfd, int events)
+child_exec(const char *prog, const char *id, int read_only,
+	   const char *prompt, char **env, pid_t parent, int out, int errfd,
+	   int events)
 {
 	const char *argv[8];
 	sigset_t none;
@@ -371,8 +377,8 @@ child_exec(const char *id, int read_only, const char *prompt, char **env,
 	argv[i++] = "--";
 	argv[i++] = prompt;
 	argv[i] = NULL;
-	execvpe("agent-run", (char *const *)argv, env);
-	dprintf(2, "tool-exec: cannot run agent-run: %s\n", strerror(errno));
+	execve(prog, (char *const *)argv, env);
+	dprintf(2, "tool-exec: cannot run '%s': %s\n", prog, strerror(errno));
 	_exit(127);
 }
 
@@ -449,8 +455,18 @@ child_start(const struct task_opts *o, struct task *t, struct child *c,
 		rc = asprintf(&t->result, "Error: arguments for task give the "
 			      "key '%.100s' more than once.", dup) < 0
 			     ? -1 : TOOL_ERROR;
-	else
-		rc = task_args(args, &prompt, &ro, &t->result);
+	else {
+		char *why = NULL;
+
+		/* the schema allows no other key (tool_args_check) */
+		rc = tool_args_check("task", args, 0, &why);
+		if (rc > 0) {
+			rc = asprintf(&t->result, "Error: %s.", why) < 0 ? -1
+								     : TOOL_ERROR;
+			free(why);
+		} else if (rc == 0)
+			rc = task_args(args, &prompt, &ro, &t->result);
+	}
 	if (rc) {
 		if (rc < 0)
 			t->result = NULL;
@@ -475,7 +491,7 @@ child_start(const struct task_opts *o, struct task *t, struct child *c,
 		goto fail;
 	}
 	if (pid == 0)
-		child_exec(t->id, ro, prompt, env, parent, op[1], ep[1],
+		child_exec(o->agent_run, t->id, ro, prompt, env, parent, op[1], ep[1],
 			   o->events_fd);
 	close(op[1]);
 	close(ep[1]);
@@ -721,11 +737,15 @@ task_run(const struct task_opts *o, struct task *t, int n,
 		c[i].out = c[i].err = -1;
 	for (i = 0; i < n; i++)
 		if (!t[i].result && !task_offered(o)) {
-			if (asprintf(&t[i].result, "Error: task: no subagent "
+			if ((o->agent_run[0] ? asprintf(&t[i].result,
+				     "Error: task: no subagent "
 				     "can be started at this depth "
 				     "(AGENT_DEPTH=%d, AGENT_MAX_DEPTH=%d); "
 				     "do this part yourself.", o->depth,
-				     o->max_depth) < 0) {
+				     o->max_depth) : asprintf(&t[i].result,
+				     "Error: task: no subagent can be started: "
+				     "there is no agent-run beside tool-exec; "
+				     "do this part yourself.")) < 0) {
 				t[i].result = NULL;
 				goto out;
 			}

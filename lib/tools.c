@@ -49,6 +49,114 @@ tool_schema(int with_task)
 	return both;
 }
 
+/* The parameters of tool in the schema, or NULL when it has none. */
+static const cJSON *
+tool_params(const char *tool)
+{
+	static cJSON *all;
+	const cJSON *t, *fn, *name;
+
+	if (!all) {
+		const char *both = tool_schema(1);
+
+		all = both ? cJSON_Parse(both) : NULL;
+		if (!all)
+			return NULL;
+	}
+	cJSON_ArrayForEach(t, all) {
+		fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+		name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+		if (cJSON_IsString(name) && !strcmp(name->valuestring, tool))
+			return cJSON_GetObjectItemCaseSensitive(fn,
+								"parameters");
+	}
+	return NULL;
+}
+
+/* Does v have the JSON Schema type named type? */
+static int
+has_type(const cJSON *v, const char *type)
+{
+	if (!strcmp(type, "string"))
+		return cJSON_IsString(v);
+	if (!strcmp(type, "boolean"))
+		return cJSON_IsBool(v);
+	if (!strcmp(type, "number"))
+		return cJSON_IsNumber(v);
+	if (!strcmp(type, "integer"))
+		return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble);
+	if (!strcmp(type, "array"))
+		return cJSON_IsArray(v);
+	if (!strcmp(type, "object"))
+		return cJSON_IsObject(v);
+	return 0;
+}
+
+int
+tool_args_check(const char *tool, const cJSON *args, int all, char **why)
+{
+	const cJSON *params = tool_params(tool), *props, *req, *a, *p, *type;
+	struct buf names = BUF_INIT(0);
+	char *key;
+	int rc = 0;
+
+	*why = NULL;
+	if (!params)
+		return tool_schema(1) ? 0 : -1;
+	if (!cJSON_IsObject(args))
+		return asprintf(why, "the arguments of %s must be a JSON object",
+				tool) < 0 ? -1 : 1;
+	props = cJSON_GetObjectItemCaseSensitive(params, "properties");
+	req = cJSON_GetObjectItemCaseSensitive(params, "required");
+	cJSON_ArrayForEach(a, args) {
+		p = cJSON_GetObjectItemCaseSensitive(props, a->string);
+		if (!p) {
+			/* which keys there are, to say so */
+			cJSON_ArrayForEach(p, props)
+				if (buf_printf(&names, "%s%s", names.len ? ", "
+					       : "", p->string) < 0)
+					goto nomem;
+			key = utf8_for_terminal(a->string, strlen(a->string),
+						TERM_ASCII, NULL);
+			if (!key)
+				goto nomem;
+			rc = asprintf(why, "%s takes no argument '%.200s' (it "
+				      "takes: %s; nothing else)", tool, key,
+				      names.len ? names.data : "none") < 0
+				     ? -1 : 1;
+			free(key);
+			goto out;
+		}
+		type = cJSON_GetObjectItemCaseSensitive(p, "type");
+		if (all && !cJSON_IsNull(a) && cJSON_IsString(type) &&
+		    !has_type(a, type->valuestring)) {
+			rc = asprintf(why, "%s: '%s' must be %s %s", tool,
+				      a->string, strchr("aeiou",
+				      type->valuestring[0]) ? "an" : "a",
+				      type->valuestring) < 0 ? -1 : 1;
+			goto out;
+		}
+	}
+	cJSON_ArrayForEach(p, req) {
+		if (!all || !cJSON_IsString(p))
+			continue;
+		a = cJSON_GetObjectItemCaseSensitive(args, p->valuestring);
+		if (!a || cJSON_IsNull(a)) {
+			rc = asprintf(why, "%s needs '%s'", tool,
+				      p->valuestring) < 0 ? -1 : 1;
+			goto out;
+		}
+	}
+	goto out;
+nomem:
+	rc = -1;
+out:
+	if (rc < 0)
+		*why = NULL;
+	buf_free(&names);
+	return rc;
+}
+
 /* Sets *res to a printf-formatted text and returns rc. */
 static int
 answer(char **res, int rc, const char *fmt, ...)
@@ -806,6 +914,23 @@ tool_call(const struct tool_ctx *ctx, const char *name, const char *argstr,
 			    "key '%.100s' more than once.", name, dup);
 		cJSON_Delete(args);
 		return rc;
+	}
+	/* the schema allows no other key: one that a person approving the
+	 * call would read as another (read_only with a Cyrillic o) is an
+	 * error, not ignored (types and required keys: each tool's own
+	 * checks say more) */
+	{
+		char *why = NULL;
+
+		rc = tool_args_check(name, args, 0, &why);
+		if (rc) {
+			cJSON_Delete(args);
+			if (rc < 0)
+				return -1;
+			rc = answer(res, TOOL_ERROR, "Error: %s.", why);
+			free(why);
+			return rc;
+		}
 	}
 	if (i == sizeof tools / sizeof *tools)
 		rc = tool_todo(ctx, argstr, res);

@@ -12,11 +12,30 @@
 # the script's scratch directory ($SCRATCH, removed at exit), so a failing
 # command fails the test and nothing leaks from one test to the next.
 
+# Whoever started the suite (a terminal, nohup, a job in the background,
+# CI), every script runs in a session of its own, without a controlling
+# terminal, with every signal at its default and none blocked
+# (tests/detach.py): no program under test can ask a person on
+# /dev/tty, and each can trap what it traps in real use.  A test that
+# needs a terminal makes its own (tests/pty-run.py).
+if [ -z "${AH_DETACHED:-}" ]; then
+	AH_DETACHED=1
+	export AH_DETACHED
+	exec python3 "$(dirname "$0")/detach.py" /bin/sh "$0" "$@"
+fi
+unset AH_DETACHED
+
 LC_ALL=C
 export LC_ALL
 unset AGENT_TODO_FILE AGENT_WORKDIR AGENT_POLICY AGENT_AUDIT_LOG \
 	AGENT_SESSION AGENT_API_KEY OPENAI_API_KEY AGENT_BASE_URL \
-	OPENAI_BASE_URL AGENT_MODEL
+	OPENAI_BASE_URL AGENT_MODEL AGENT_HTTP
+# AH_HTTP=curl: agent-step speaks through libcurl to the http:// test
+# servers too (tNNN1-*-curl.t run the model tests so)
+if [ -n "${AH_HTTP:-}" ]; then
+	AGENT_HTTP=$AH_HTTP
+	export AGENT_HTTP
+fi
 
 TEST_DIR=$(cd "$(dirname "$0")" && pwd)
 SRC_DIR=$(dirname "$TEST_DIR")
@@ -29,8 +48,17 @@ if [ ! -d "$AH_BIN" ]; then
 fi
 
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/ah-test.XXXXXX") || exit 1
-trap 'stop_models; rm -rf "$SCRATCH"' EXIT
+trap 'stop_models "$SCRATCH"/.servers*; rm -rf "$SCRATCH"' EXIT
 trap 'exit 130' INT TERM HUP
+# What the programs make in $TMPDIR (agent-run's run directory, left
+# behind by the tests that kill it with -9) goes with the scratch, which
+# only its owner can enter; a test that needs a directory another user
+# can reach makes it in $AH_TMPDIR, the machine's own.
+# shellcheck disable=SC2034 # used by the tests
+AH_TMPDIR=${TMPDIR:-/tmp}
+mkdir "$SCRATCH/tmp" || exit 1
+TMPDIR=$SCRATCH/tmp
+export TMPDIR
 
 # Under AH_VALGRIND every program is run through valgrind: a leak or an
 # invalid access makes it exit 99, which fails the test.
@@ -39,8 +67,12 @@ if [ -n "${AH_VALGRIND:-}" ]; then
 	for prog in "$AH_BIN"/*; do
 		[ -x "$prog" ] || continue
 		# the C programs; agent-run is a script, and the leaks of the
-		# shell that runs it are not ours (it calls the wrapped ones)
-		[ "$(head -c 2 "$prog")" = '#!' ] && continue
+		# shell that runs it are not ours: it is copied beside the
+		# wrapped ones, which it runs (those installed beside it)
+		if [ "$(head -c 2 "$prog")" = '#!' ]; then
+			cp "$prog" "$SCRATCH/.valgrind-bin/" || exit 1
+			continue
+		fi
 		cat >"$SCRATCH/.valgrind-bin/${prog##*/}" <<-WRAP
 		#!/bin/sh
 		exec valgrind -q --error-exitcode=99 --leak-check=full \
@@ -57,21 +89,29 @@ else
 fi
 export PATH
 
-# The sandbox is on by default; where this machine cannot have it (no
-# Landlock, no mount namespace), the tests of everything else run without
-# it, and the sandbox's own tests skip (AH_NO_SANDBOX).
-if [ -z "${AGENT_SANDBOX:-}" ]; then
-	mkdir -p "$SCRATCH/probe/.agent"
-	probe=$(cd "$SCRATCH/probe" && printf '%s\n' '{"role":"assistant","content":null,"tool_calls":[{"id":"p","type":"function","function":{"name":"bash","arguments":"{\"command\":\"true\"}"}}]}' |
-		tool-exec --yes 2>&1)
-	case $probe in
-	*'"content":"(no output)"'*) ;;
+# The sandbox is on by default.  Whether this machine can have one is
+# asked of the kernel (tests/sandbox-probe.py: Landlock, seccomp, the
+# namespaces), never read off a failure of tool-exec: where the kernel
+# can confine commands, a sandbox that fails to set up fails the tests.
+# AH_NO_SANDBOX=1 (or AGENT_SANDBOX=off from outside) runs everything
+# without it, and the sandbox's own tests skip (need_sandbox).
+[ "${AGENT_SANDBOX:-}" = off ] && AH_NO_SANDBOX=1
+if [ -n "${AH_NO_SANDBOX:-}" ]; then
+	AGENT_SANDBOX=off AH_NO_SANDBOX=1
+	export AGENT_SANDBOX AH_NO_SANDBOX
+else
+	unset AGENT_SANDBOX
+	ah_kernel_=$(python3 "$TEST_DIR/sandbox-probe.py") || {
+		echo "Bail out! tests/sandbox-probe.py failed"
+		exit 1
+	}
+	case $ah_kernel_ in
+	yes) ;;
 	*)
-		echo "# no sandbox on this machine, tests run with AGENT_SANDBOX=off: $probe"
+		echo "# this kernel cannot confine commands ($ah_kernel_): tests run with AGENT_SANDBOX=off"
 		AGENT_SANDBOX=off AH_NO_SANDBOX=1
 		export AGENT_SANDBOX AH_NO_SANDBOX ;;
 	esac
-	rm -rf "$SCRATCH/probe"
 fi
 
 mkdir "$SCRATCH/work"
@@ -131,10 +171,14 @@ test_expect_success() {
 			return
 		fi
 	fi
-	if (cd "$SCRATCH/t$test_count" && test_run_ "$2") >"$SCRATCH/.log" 2>&1 \
+	# shellcheck disable=SC2030 # the test's own list, in its subshell only
+	if (ah_servers_=$SCRATCH/.servers.t$test_count &&
+	    cd "$SCRATCH/t$test_count" && test_run_ "$2") >"$SCRATCH/.log" 2>&1 \
 		</dev/null; then
+		stop_models "$SCRATCH/.servers.t$test_count"
 		echo "ok $test_count - $1"
 	else
+		stop_models "$SCRATCH/.servers.t$test_count"
 		test_failures=$((test_failures + 1))
 		echo "not ok $test_count - $1"
 		sed 's/^/#	/' <<-EOF
@@ -250,6 +294,35 @@ call_msg() {
 		    reason: "test says \($d)", rule: "test"}} end)]}'
 }
 
+# user TEXT: a user message, as one line
+user() { jq -nc --arg c "$1" '{role: "user", content: $c}'; }
+
+# req N FILTER: jq FILTER over the body of the Nth request the model
+# server got (requests.jsonl)
+req() { jq -c --argjson n "$1" "select(.n == \$n) | .body | $2" requests.jsonl; }
+
+# bash_args COMMAND: the arguments of a bash call of COMMAND
+bash_args() { jq -nc --arg c "$1" '{command: $c}'; }
+
+# decide TOOL ARGS [OPTION...]: the permission hook-perm [OPTION...]
+# writes for one call of TOOL, as "decision rule: reason" in file "got"
+decide() {
+	t=$1 a=$2
+	shift 2
+	call_msg "$t" "$a" none >in &&
+	hook-perm "$@" <in >out 2>err &&
+	jq -r '.tool_calls[0].permission | "\(.decision) \(.rule): \(.reason)"' out >got
+}
+
+# gone PID: no such process, or a zombie
+gone() {
+	! read -r gone_l_ 2>/dev/null <"/proc/$1/stat" || {
+		# shellcheck disable=SC2086 # the fields after the command's name
+		set -- ${gone_l_##*) }
+		test "$1" = Z
+	}
+}
+
 # valid TRANSCRIPT: every line a JSON object, every call answered once,
 # before the next message
 valid() {
@@ -294,22 +367,42 @@ some_left() {
 }
 
 # kill_session SID: SIGKILL to every process of session SID, as a power
-# cut would.  One pkill is not enough: a process forked after it read
-# /proc escapes it, and can then hold the session's lock for good (a
-# stage blocked opening the ring's FIFO).  Passes until none is left
-# (zombies still match, hence the bound).  An empty SID (ps found no
-# process) is refused: to pkill it means the caller's own session, the
-# test script's and prove's.
+# cut would.  The processes are stopped first: killed one after the
+# other, those still running could see the others die and act on it
+# (agent-run's reaper interrupting the stages, which then answer the
+# calls), which a power cut never lets them do.  One pkill is not
+# enough: a process forked after it read /proc escapes it, and can then
+# hold the session's lock for good (a stage blocked opening the ring's
+# FIFO).  Passes until none is left (zombies still match, hence the
+# bound).  An empty SID (ps found no process) is refused: to pkill it
+# means the caller's own session, the test script's and prove's.
 kill_session() {
 	case $1 in
 	''|*[!0-9]*|0)
 		echo "kill_session: '$1' is not a session id" >&2
 		return 1 ;;
 	esac
+	for _ in 1 2 3; do
+		pkill -STOP -s "$1" || return 0
+	done
 	for _ in 1 2 3 4 5 6; do
 		pkill -9 -s "$1" || return 0
 		sleep 0.01
 	done
+}
+
+# wait_all PID...: waits for each of the processes the test started in
+# the background (never a bare wait, which waits for the model server
+# too, and loses their statuses); fails, saying which, when one failed.
+wait_all() {
+	wa_rc_=0
+	for wa_pid_; do
+		wait "$wa_pid_" || {
+			echo "wait_all: process $wa_pid_ exited $?" >&2
+			wa_rc_=1
+		}
+	done
+	return "$wa_rc_"
 }
 
 # wait_for FILE LINES [SECONDS]: waits until FILE has LINES lines.
@@ -350,7 +443,7 @@ start_model() {
 	shift
 	python3 "$TEST_DIR/model-server.py" --script "$sm_script_" \
 		--port-file "$PWD/port" --log "$PWD/requests.jsonl" --idle 120 "$@" &
-	echo $! >>"$SCRATCH/.servers"
+	echo $! >>"$(servers_file)"
 	i=0
 	while [ ! -s port ]; do
 		i=$((i + 1))
@@ -361,10 +454,23 @@ start_model() {
 	export AGENT_BASE_URL
 }
 
+# servers_file: where the pids of the model servers started here are
+# kept: the test's own list in a test body, the script's outside one.
+servers_file() {
+	# shellcheck disable=SC2031 # set in the test's subshell, on purpose
+	echo "${ah_servers_:-$SCRATCH/.servers}"
+}
+
+# stop_models [LIST...]: stops the model servers of the lists (default:
+# those started in this test, or at the script's top level).  Each test's
+# servers are stopped when it ends, the script's when it exits.
 stop_models() {
-	[ -f "$SCRATCH/.servers" ] || return 0
-	while read -r pid; do kill "$pid" 2>/dev/null; done <"$SCRATCH/.servers"
-	rm -f "$SCRATCH/.servers"
+	[ $# -gt 0 ] || set -- "$(servers_file)"
+	for sm_list_; do
+		[ -f "$sm_list_" ] || continue
+		while read -r pid; do kill "$pid" 2>/dev/null; done <"$sm_list_"
+		rm -f "$sm_list_"
+	done
 }
 
 # fg_signals CMD... &: runs CMD in the background with SIGINT and SIGQUIT

@@ -43,7 +43,12 @@ sent.
 Requests to .../responses get them as OpenAI Responses answers (message
 and function_call output items; "input_tokens" and "output_tokens" in the
 usage), streamed as its events (response.created, output_item.added and
-.done, output_text.delta, response.completed) when asked.
+.done, output_text.delta, response.completed) when asked.  There
+"thinking" is a reasoning item first (its summary; "signature" its
+encrypted_content), "web_search": "query" a web_search_call item, "items"
+more output items as they are, "finish_reason" length or content_filter
+an incomplete answer (response.incomplete), "failed": {...} a failed one
+(response.failed with that error), "response_status" another status.
 
 Other agents' requests beside the session's, with --side-requests (for
 bench/peers-run.py): a request without tools (a title to make, a quota to
@@ -363,6 +368,17 @@ def serve_messages(conn, entry, n, model, req, extra, args, side=False):
 def responses_answer(entry, n, model):
     """The entry as an OpenAI Responses answer: its output items."""
     out = []
+    if entry.get("thinking") is not None:
+        out.append({"type": "reasoning", "id": "rs_%d" % n,
+                    "summary": [{"type": "summary_text",
+                                 "text": entry["thinking"]}],
+                    "encrypted_content": entry.get("signature", "enc-%d" % n)})
+    if entry.get("web_search"):
+        out.append({"type": "web_search_call", "id": "ws_%d" % n,
+                    "status": "completed",
+                    "action": {"type": "search", "query": entry["web_search"]}})
+    for item in entry.get("items", []):
+        out.append(item)
     if entry.get("content"):
         out.append({"type": "message", "id": "msg_%d" % n, "status": "completed",
                     "role": "assistant",
@@ -378,8 +394,16 @@ def responses_answer(entry, n, model):
                                 "output_tokens": 5,
                                 "output_tokens_details": {"reasoning_tokens": 0},
                                 "total_tokens": prompt_tokens(n) + 5})
+    status, details = "completed", None
+    reason = entry.get("finish_reason")
+    if reason in ("length", "content_filter"):
+        status = "incomplete"
+        details = {"reason": "max_output_tokens" if reason == "length"
+                   else reason}
+    status = entry.get("response_status", status)
     return {"id": "resp_%d" % n, "object": "response",
-            "created_at": int(time.time()), "status": "completed",
+            "created_at": int(time.time()), "status": status,
+            "error": entry.get("failed"), "incomplete_details": details,
             "model": model, "output": out, "usage": usage}
 
 
@@ -393,7 +417,25 @@ def responses_events(entry, n, model):
     if "sse_error" in entry:
         return ev + [{"type": "error", "error": entry["sse_error"]}]
     for i, item in enumerate(whole["output"]):
-        if item["type"] == "message":
+        if item["type"] == "reasoning":
+            text = item["summary"][0]["text"]
+            ev.append({"type": "response.output_item.added", "output_index": i,
+                       "item": dict(item, summary=[], encrypted_content=None)})
+            ev.append({"type": "response.reasoning_summary_part.added",
+                       "item_id": item["id"], "output_index": i,
+                       "summary_index": 0,
+                       "part": {"type": "summary_text", "text": ""}})
+            for p in pieces(text, k):
+                ev.append({"type": "response.reasoning_summary_text.delta",
+                           "item_id": item["id"], "output_index": i,
+                           "summary_index": 0, "delta": p})
+            ev.append({"type": "response.reasoning_summary_text.done",
+                       "item_id": item["id"], "output_index": i,
+                       "summary_index": 0, "text": text})
+        elif item["type"] != "message" and item["type"] != "function_call":
+            ev.append({"type": "response.output_item.added", "output_index": i,
+                       "item": dict(item, status="in_progress")})
+        elif item["type"] == "message":
             text = item["content"][0]["text"]
             ev.append({"type": "response.output_item.added", "output_index": i,
                        "item": dict(item, status="in_progress", content=[])})
@@ -420,7 +462,10 @@ def responses_events(entry, n, model):
                        "arguments": item["arguments"]})
         ev.append({"type": "response.output_item.done", "output_index": i,
                    "item": item})
-    ev.append({"type": "response.completed", "response": whole})
+    end = {"completed": "response.completed", "incomplete":
+           "response.incomplete", "failed": "response.failed"}
+    ev.append({"type": end.get(whole["status"], "response.completed"),
+               "response": whole})
     return ev
 
 
@@ -676,6 +721,7 @@ def main():
     ap.add_argument("--script", required=True)
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--log")
+    ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--sent-log")
     ap.add_argument("--idle", type=float, default=300)
     ap.add_argument("--window-bytes", type=int, default=0)
@@ -691,7 +737,7 @@ def main():
                            if l.strip() and not l.startswith("#")]
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", 0))
+    srv.bind((args.host, 0))
     srv.listen(64)
     srv.settimeout(0.5)
     tmp = args.port_file + ".tmp"

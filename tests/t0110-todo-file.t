@@ -219,7 +219,7 @@ test_expect_success '8 concurrent writers: todo.json is always one whole list' '
 		done
 		[ $match -eq 1 ] || { bad=1; cp snap badsnap; }
 	done &&
-	wait &&
+	wait_all $pids &&
 	echo "reader saw $seen snapshots" &&
 	test $seen -gt 20 &&
 	test $bad -eq 0 &&

@@ -46,10 +46,10 @@ test_expect_success 'bash: a killed shell says by which signal' '
 '
 
 test_expect_success 'bash: timeout kills the whole group, and says so' '
-	call_msg bash "{\"command\":\"sleep 31.5 & sleep 31.5; echo never\",\"timeout\":0.3}" >in &&
+	call_msg bash "{\"command\":\"sleep 31.5$$ & sleep 31.5$$; echo never\",\"timeout\":0.3}" >in &&
 	tool-exec <in >out &&
 	test "$(content out)" = "[timed out after 0.3 s: killed]" &&
-	! pgrep -f "sleep 31.5"
+	! pgrep -f "sleep 31[.]5$$\$"
 '
 
 test_expect_success 'bash: the timeout is capped by --max-timeout' '
@@ -59,26 +59,26 @@ test_expect_success 'bash: the timeout is capped by --max-timeout' '
 '
 
 test_expect_success 'bash: a background child does not hang it, and dies' '
-	call_msg bash "{\"command\":\"sleep 33.5 & echo started\"}" >in &&
+	call_msg bash "{\"command\":\"sleep 33.5$$ & echo started\"}" >in &&
 	start=$(date +%s) &&
 	tool-exec <in >out &&
 	test $(( $(date +%s) - start )) -lt 5 &&
 	content out >actual &&
 	printf "started\n[background processes still holding the output were killed]" >expect &&
 	test_cmp expect actual &&
-	! pgrep -f "sleep 33.5"
+	! pgrep -f "sleep 33[.]5$$\$"
 '
 
 test_expect_success 'bash: setsid and nohup children are killed too' '
-	cat >cmd <<-\EOF &&
-	setsid sleep 34.5 >/dev/null 2>&1 &
-	nohup sleep 34.6 >/dev/null 2>&1 &
-	(setsid sh -c "sleep 34.7" >/dev/null 2>&1 &)
+	cat >cmd <<-EOF &&
+	setsid sleep 34.5$$ >/dev/null 2>&1 &
+	nohup sleep 34.6$$ >/dev/null 2>&1 &
+	(setsid sh -c "sleep 34.7$$" >/dev/null 2>&1 &)
 	echo ok
 	EOF
 	bash_call cmd | tool-exec >out &&
 	test "$(content out)" = "ok" &&
-	! pgrep -f "sleep 34\.[567]"
+	! pgrep -f "sleep 34[.][567]$$\$"
 '
 
 test_expect_success 'bash: 50 MB of output is cut, head and tail kept' '
@@ -242,9 +242,14 @@ test_expect_success 'run_todo_write: same code and texts as todo-write' '
 
 # --- the working directory is a boundary for the file tools
 
+# (set, even empty, AH_NO_OPENAT2 turns openat2 off: unset for the first run)
 for fallback in "" 1; do
-AH_NO_OPENAT2=$fallback
-export AH_NO_OPENAT2
+if [ -n "$fallback" ]; then
+	AH_NO_OPENAT2=1
+	export AH_NO_OPENAT2
+else
+	unset AH_NO_OPENAT2
+fi
 test_expect_success "boundaries: .., absolute, symlinks, string prefixes${fallback:+ (without openat2)}" '
 	mkdir -p root rootx outside && echo secret >outside/s && echo s2 >rootx/s &&
 	ln -s ../outside/s root/filelink && ln -s ../outside root/dirlink &&
@@ -252,7 +257,13 @@ test_expect_success "boundaries: .., absolute, symlinks, string prefixes${fallba
 	for p in ../outside/s ../../../../etc/passwd /etc/passwd filelink dirlink/s \
 		abslink/passwd "$(pwd -P)/rootx/s" "$(pwd -P)/root/../outside/s"; do
 		for t in read_file list_dir write_file edit_file; do
-			args=$(jq -nc --arg p "$p" "{path: \$p, content: \"x\", old_string: \"s\", new_string: \"x\"}")
+			# each tool takes its own keys, and no other
+			case $t in
+			write_file) more=", content: \"x\"" ;;
+			edit_file) more=", old_string: \"s\", new_string: \"x\"" ;;
+			*) more= ;;
+			esac
+			args=$(jq -nc --arg p "$p" "{path: \$p$more}")
 			call_msg "$t" "$args" | tool-exec -C root >out || return 1
 			content out | grep -q "^Error: .*outside the working directory" || {
 				echo "$t $p was not refused:"; cat out; return 1; }
@@ -260,6 +271,25 @@ test_expect_success "boundaries: .., absolute, symlinks, string prefixes${fallba
 	done &&
 	test "$(cat outside/s)" = secret && test "$(cat rootx/s)" = s2 &&
 	test ! -e outside/x
+'
+
+# what does not exist yet is refused as well as what does (without
+# RESOLVE_BENEATH, ../new would be created); and the root /w/root does not
+# hold /w/rootx, which a link inside can lead to
+test_expect_success "boundaries: new files, .., a sibling named like the root${fallback:+ (without openat2)}" '
+	mkdir -p root rootx outside && echo s2 >rootx/s &&
+	ln -s ../rootx/s root/sib && ln -s ../rootx root/sibdir &&
+	for c in "write_file ../new" "write_file ../outside/new" "write_file sibdir/new" \
+		"write_file sib" "edit_file sib" "read_file sib" "read_file sibdir/s" \
+		"list_dir .." "list_dir ../outside" "list_dir sibdir"; do
+		set -- $c &&
+		args=$(jq -nc --arg p "$2" "{path: \$p, content: \"x\", old_string: \"s2\", new_string: \"x\"}") &&
+		call_msg "$1" "$args" | tool-exec -C root >out || return 1
+		content out | grep -q "^Error: .*outside the working directory" || {
+			echo "$c was not refused:"; cat out; return 1; }
+	done &&
+	test ! -e new && test ! -e outside/new && test ! -e rootx/new &&
+	test "$(cat rootx/s)" = s2
 '
 
 test_expect_success "boundaries: no creation through a symlinked directory${fallback:+ (without openat2)}" '
@@ -339,21 +369,21 @@ test_expect_success 'bad arguments and unknown tools get an Error: result' '
 
 test_expect_success 'streaming: answers each message as it arrives' '
 	mkfifo fifo &&
-	{ tool-exec <fifo >out & } &&
+	{ tool-exec <fifo >out & pid=$!; } &&
 	exec 3>fifo &&
 	call_msg bash "{\"command\":\"echo first\"}" allow a >&3 &&
 	wait_for out 1 &&
 	call_msg bash "{\"command\":\"echo second\"}" allow b >&3 &&
 	wait_for out 2 &&
 	exec 3>&- &&
-	wait &&
+	wait_all $pid &&
 	jq -rj ".content" out >actual &&
 	printf "first\nsecond\n" >expect && test_cmp expect actual
 '
 
 test_expect_success 'SIGINT mid-call: one result per call, exit 130' '
 	jq -nc "{role:\"assistant\",tool_calls:[
-		{id:\"a\",function:{name:\"bash\",arguments:({command:\"echo begun; sleep 35.5\"}|tojson)},permission:{decision:\"allow\"}},
+		{id:\"a\",function:{name:\"bash\",arguments:({command:\"echo begun; sleep 35.5$$\"}|tojson)},permission:{decision:\"allow\"}},
 		{id:\"b\",function:{name:\"bash\",arguments:({command:\"touch ran-b\"}|tojson)},permission:{decision:\"allow\"}},
 		{id:\"c\",function:{name:\"list_dir\",arguments:\"{}\"},permission:{decision:\"allow\"}}]}" >in &&
 	mkfifo fifo &&
@@ -366,7 +396,7 @@ test_expect_success 'SIGINT mid-call: one result per call, exit 130' '
 	jq -rs ".[0].content" out | grep -q "^\[interrupted by signal 2: killed\]" &&
 	jq -rs ".[1].content" out | grep -q "^Error: interrupted by signal 2 before it ran" &&
 	test ! -e ran-b &&
-	! pgrep -f "sleep 35.5" &&
+	! pgrep -f "sleep 35[.]5$$\$" &&
 	test_contains err "tool-exec: interrupted by signal 2"
 '
 
@@ -404,10 +434,22 @@ test_expect_success '-v: a line per call: decision, tool, gist (cut whole charac
 	test_cmp expect line
 '
 
+test_expect_success '-v: the progress line says how a command ended: exit N, timed out, killed' '
+	printf "%s\n" "exit 3" "sleep 30.3$$" "kill -9 \$\$" "echo fine" "sleep 30.4$$ & echo x; exit 4" |
+		jq -Rsc "{role: \"assistant\", content: null, tool_calls: [split(\"\n\")[:-1]
+			| to_entries[] | {id: \"c\(.key)\", type: \"function\",
+			  permission: {decision: \"allow\"}, function: {name: \"bash\",
+			  arguments: ({command: .value, timeout: 1} | tojson)}}]}" >in &&
+	tool-exec -v <in >out 2>err &&
+	sed -n "s/^tool-exec: allow bash .* -> //p" err >actual &&
+	printf "%s\n" "exit 3" "timed out after 1 s" "killed by signal 9" ok "exit 4" >expect &&
+	test_cmp expect actual
+'
+
 test_expect_success '-v: escape sequences of the model are shown, not sent to the terminal' '
 	printf "echo \033]2;pwned\007 \302\233" >cmd &&
 	bash_call cmd | tool-exec -v --sandbox off >out 2>err &&
-	test_contains err "tool-exec: allow bash echo \\x1b]2;pwned\\x07 \\u{009B} -> exit code: 127]" &&
+	test_contains err "tool-exec: allow bash echo \\x1b]2;pwned\\x07 \\u{009B} -> exit 127" &&
 	call_msg run_todo_write "{\"todos\":[{\"id\":\"a\",\"content\":\"do \\u001b[2Ja \\u202etxt.exe\",\"status\":\"pending\"}]}" >in &&
 	tool-exec -v <in >out 2>err &&
 	test_contains err "[ ] a - do \\x1b[2Ja $(printf "\342\200\256")txt.exe" &&

@@ -254,7 +254,7 @@ test_expect_success 'without privilege (a user namespace): the same, for an ordi
 	   ! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$AH_BIN/tool-exec"; then
 		echo "# skipped: needs root, setpriv, and programs nobody can run" >&2
 	else
-		u=$(mktemp -d "${TMPDIR:-/tmp}/ah-nobody.XXXXXX") &&
+		u=$(mktemp -d "$AH_TMPDIR/ah-nobody.XXXXXX") &&
 		test_when_finished "rm -rf \"$u\"" &&
 		mkdir "$u/w" && echo secret >"$u/key" && chmod 600 "$u/key" && echo x >"$u/w/f" &&
 		chmod 755 "$u" && chown -R 65534:65534 "$u" && meta "$u/key" >before &&
@@ -266,7 +266,7 @@ test_expect_success 'without privilege (a user namespace): the same, for an ordi
 			| map(select(length > 0)) | to_entries[] | {id: \"call_\(.key + 1)\",
 			type: \"function\", permission: {decision: \"allow\"},
 			function: {name: \"bash\", arguments: ({command: .value} | tojson)}}]}" cmds >"$u/in" &&
-		(cd "$u/w" && HOME=$u setpriv --reuid=65534 --regid=65534 --clear-groups \
+		(cd "$u/w" && HOME=$u TMPDIR=$AH_TMPDIR setpriv --reuid=65534 --regid=65534 --clear-groups \
 			timeout 60 "$AH_BIN/tool-exec" <../in >"$u/out") &&
 		cp "$u/out" out && exits >codes &&
 		printf "call_1 1\ncall_2 1\ncall_3 0\ncall_4 0\ncall_5 0\n" >expect && test_cmp expect codes &&

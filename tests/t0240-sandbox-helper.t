@@ -22,14 +22,6 @@ lines() {
 kids() {
 	tr ' ' '\n' <"/proc/$1/task/$1/children" | grep .
 }
-# gone PID: no such process, or a zombie.
-gone() {
-	! read -r l_ 2>/dev/null <"/proc/$1/stat" || {
-		# shellcheck disable=SC2086 # the fields after the command's name
-		set -- ${l_##*) }
-		test "$1" = Z
-	}
-}
 # zombie_kids PID: the children of PID that are zombies, one a line.
 zombie_kids() {
 	for z_ in $(kids "$1"); do

@@ -4,9 +4,6 @@
 
 AGENT_MODEL=test-model
 export AGENT_MODEL
-user() { jq -nc --arg c "$1" '{role: "user", content: $c}'; }
-# req N FILTER: jq FILTER over the body of the Nth request the server got.
-req() { jq -c --argjson n "$1" "select(.n == \$n) | .body | $2" requests.jsonl; }
 test_expect_success 'a plain answer: one assistant line, usage and request id' '
 	echo "{\"content\": \"Hello there\"}" >script &&
 	start_model script &&
@@ -243,14 +240,14 @@ test_expect_success 'a long-lived run: three turns over one connection' '
 	EOF
 	start_model script &&
 	mkfifo in &&
-	{ agent-step --until-done <in >out & } &&
+	{ agent-step --until-done <in >out & pid=$!; } &&
 	exec 3>in &&
 	user "go" >&3 &&
 	wait_for out 1 &&
 	echo "{\"role\":\"tool\",\"tool_call_id\":\"t1\",\"content\":\"1\"}" >&3 &&
 	wait_for out 2 &&
 	echo "{\"role\":\"tool\",\"tool_call_id\":\"t2\",\"content\":\"2\"}" >&3 &&
-	wait &&
+	wait_all $pid &&
 	exec 3>&- &&
 	jq -s -e "length == 3 and .[2].content == \"all done\"" out &&
 	test "$(jq -s "map(.conn) | unique | length" requests.jsonl)" = 1 &&

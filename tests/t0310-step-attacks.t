@@ -7,7 +7,6 @@
 
 AGENT_MODEL=test-model
 export AGENT_MODEL
-user() { jq -nc --arg c "$1" '{role: "user", content: $c}'; }
 
 # --- item 9: nothing under .agent is opened through a link --------------
 

@@ -7,7 +7,6 @@
 
 AGENT_MODEL=test-model
 export AGENT_MODEL
-user() { jq -nc --arg c "$1" '{role: "user", content: $c}'; }
 # sse FILE: the JSON lines of FILE as one SSE body, ended by [DONE], in a
 # script entry served as text/event-stream.
 sse() {

@@ -7,7 +7,6 @@ AGENT_MODEL=claude-test
 AGENT_API=anthropic
 export AGENT_MODEL AGENT_API
 # req N FILTER: jq FILTER over the body of the Nth request the server got.
-req() { jq -c --argjson n "$1" "select(.n == \$n) | .body | $2" requests.jsonl; }
 
 test_expect_success 'a text answer: /messages, x-api-key, anthropic-version, usage' '
 	echo "{\"content\": \"Hello\"}" >script &&
@@ -210,7 +209,7 @@ fi
 
 test_expect_success '--api: an unknown one is a usage error' '
 	test_must_fail 2 agent-step --api bedrock </dev/null 2>err &&
-	test_grep "unknown API .bedrock. (use chat or anthropic)" err
+	test_grep "unknown API .bedrock. (use chat, anthropic or responses)" err
 '
 
 test_done

@@ -6,7 +6,10 @@
 
 AGENT_MODEL=test-model
 export AGENT_MODEL
-user() { jq -nc --arg c "$1" '{role: "user", content: $c}'; }
+# own: agent-step speaks through its own client, as it does to http://;
+# t0341 runs these tests again with AGENT_HTTP=curl, where the same
+# answers must fail as surely, with libcurl's words for why
+own() { [ "${AGENT_HTTP:-}" != curl ]; }
 # wire BYTES [close|reset]: a script line answering with these bytes as
 # they are (python's escapes: \r, \n, \x1b), the JSON body of an answer
 # ($body, else $answer) where the text BODY stands, its length where LEN
@@ -46,7 +49,7 @@ two_turns() {
 	fi
 }
 
-test_expect_success 'a plain http:// URL: libcurl is not loaded' '
+test_expect_success 'a plain http:// URL: libcurl is not loaded (with AGENT_HTTP=curl, it is)' '
 	echo "{\"delay\": 1, \"content\": \"late\"}" >script &&
 	start_model script &&
 	{ user hi | agent-step >out & } &&
@@ -54,7 +57,8 @@ test_expect_success 'a plain http:// URL: libcurl is not loaded' '
 	test_when_finished "kill $pid 2>/dev/null || :" &&
 	wait_until 20 test -s requests.jsonl &&
 	grep -c "" /proc/$pid/maps >/dev/null &&
-	test_grep ! libcurl /proc/$pid/maps &&
+	if own; then test_grep ! libcurl /proc/$pid/maps
+	else test_grep libcurl /proc/$pid/maps; fi &&
 	wait $pid &&
 	jq -e ".content == \"late\"" out
 '
@@ -66,6 +70,13 @@ test_expect_success 'with http_proxy set, libcurl takes the request, through the
 		AGENT_BASE_URL=http://example.invalid/v1 agent-step >out &&
 	jq -e ".content == \"via the proxy\"" out &&
 	test "$(jq -r .path requests.jsonl)" = http://example.invalid/v1/chat/completions
+'
+
+test_expect_success 'AGENT_HTTP other than curl or empty is refused' '
+	user hi >in.json &&
+	AGENT_HTTP=own AGENT_BASE_URL=http://127.0.0.1:1/v1 \
+		test_expect_code 3 agent-step <in.json 2>err &&
+	test_contains err "AGENT_HTTP is '\''own'\'': it is curl, or empty"
 '
 
 test_expect_success 'the request: Host, the headers, the length, the key' '
@@ -112,6 +123,56 @@ test_expect_success 'a kept connection the server closed: the next request goes 
 	test "$(jq -s "map(.conn) | unique | length" requests.jsonl)" = 2
 '
 
+# agent-step(1): a request is sent again at once only when a kept
+# connection was found closed; on a fresh one the server may have taken
+# it (a POST is billed), so that is a failure, retried as one only with
+# --retries
+test_expect_success 'a fresh connection closed without an answer: the request is not sent again' '
+	wire "" close >script &&
+	echo "{\"content\": \"second\"}" >>script &&
+	start_model script &&
+	user hi >in.json &&
+	test_expect_code 7 agent-step --retries 0 <in.json >out 2>err &&
+	! test -s out &&
+	test_line_count = 1 requests.jsonl
+'
+
+# two.test is 127.0.0.1 and 127.0.0.2 (an /etc/hosts of a mount namespace
+# of our own); on 127.0.0.1 a listener whose queue is full, so that a
+# connection there times out; on 127.0.0.2 the model
+if unshare -rm true 2>/dev/null; then
+test_expect_success 'after a connect timeout, the next address is tried' '
+	echo "{\"content\": \"second address\"}" >script &&
+	start_model script --host 127.0.0.2 &&
+	{ python3 -c "
+import socket, sys, time
+s = socket.socket()
+s.bind((\"127.0.0.1\", int(sys.argv[1])))
+s.listen(0)
+held = []
+for _ in range(3):
+    c = socket.socket()
+    c.setblocking(False)
+    c.connect_ex((\"127.0.0.1\", int(sys.argv[1])))
+    held.append(c)
+open(\"full\", \"w\").close()
+time.sleep(60)
+" "$(cat port)" & } &&
+	full_pid=$! &&
+	test_when_finished "kill $full_pid" &&
+	wait_until 10 test -e full &&
+	printf "127.0.0.1 two.test\n127.0.0.2 two.test\n" >hosts &&
+	user hi >in.json &&
+	AGENT_BASE_URL=http://two.test:$(cat port)/v1 unshare -rm sh -c "
+		mount --bind hosts /etc/hosts &&
+		exec agent-step --timeout 6 --retries 0" <in.json >out 2>err &&
+	jq -e ".content == \"second address\"" out
+'
+else
+	test_skip 'after a connect timeout, the next address is tried' \
+		'no user and mount namespaces here (unshare -rm)'
+fi
+
 test_expect_success 'Retry-After as an HTTP date is honoured' '
 	when=$(date -u -d "+3 seconds" "+%a, %d %b %Y %H:%M:%S GMT") &&
 	jq -nc --arg when "$when" "{status: 429, headers: {\"retry-after\": \$when},
@@ -129,8 +190,15 @@ hostile() {
 	wire "$2" "${4:-close}" >script &&
 	start_model script &&
 	user hi >in.json &&
-	test_expect_code 7 agent-step --retries 0 <in.json >out 2>err &&
-	test_contains err "$3" &&
+	if own; then
+		test_expect_code 7 agent-step --retries 0 <in.json >out 2>err &&
+		test_contains err "$3"
+	else
+		# libcurl takes some of these whole, and what it makes of
+		# them is not an answer (exit 8) rather than unreadable
+		test_must_fail agent-step --retries 0 <in.json >out 2>err &&
+		test_grep -E "cannot reach http://127.0.0.1:|the answer is not" err
+	fi &&
 	! test -s out
 }
 
@@ -179,7 +247,8 @@ test_expect_success 'URLs: an IPv6 address, an empty port, a port out of range' 
 	start_model script &&
 	user hi >in.json &&
 	AGENT_BASE_URL=http://[::1]:1/v1 test_expect_code 7 agent-step --retries 0 <in.json 2>err &&
-	test_contains err "cannot connect to ::1 port 1: " &&
+	if own; then test_contains err "cannot connect to ::1 port 1: "
+	else test_contains err "Failed to connect to ::1 port 1"; fi &&
 	AGENT_BASE_URL=http://127.0.0.1:99999/v1 test_expect_code 3 agent-step <in.json 2>err &&
 	test_contains err "cannot read the host and port of '\''http://127.0.0.1:99999/v1/chat/completions'\''" &&
 	http_proxy=http://127.0.0.1:$(cat port) AGENT_BASE_URL=http://example.invalid:/v1 \
@@ -196,11 +265,15 @@ test_expect_success 'hostile configuration: a space or line end in the URL is re
 X-Injected: 1
 Y: /v1" test_expect_code 3 agent-step --retries 0 <in.json 2>err &&
 	test_contains err "the URL holds a space or a control character" &&
+	AGENT_BASE_URL="http://127.0.0.1:$(cat port)/v1 x" \
+		test_expect_code 3 agent-step --retries 0 <in.json 2>err &&
+	test_contains err "the URL holds a space or a control character" &&
 	AGENT_BASE_URL="http://127.0.0.1:$(cat port)/v1$(printf "\r")" \
 		test_expect_code 3 agent-step --retries 0 <in.json 2>err &&
 	! test -s requests.jsonl &&
 	AGENT_BASE_URL="http://127.0.0.1:$(cat port)/v1/é" agent-step <in.json >out &&
-	test "$(jq -r .path requests.jsonl)" = /v1/%C3%A9/chat/completions
+	# (libcurl writes the hex digits in lowercase)
+	test "$(jq -r ".path | ascii_upcase" requests.jsonl)" = /V1/%C3%A9/CHAT/COMPLETIONS
 '
 
 test_expect_success 'hostile configuration: a line end in the API key is refused, not sent' '
@@ -238,7 +311,8 @@ test_expect_success 'hostile: an answer with a length and chunks is not kept ali
 	start_model script &&
 	two_turns &&
 	jq -s -e "length == 2 and .[1].content == \"second\"" out &&
-	test "$(jq -s "map(.conn) | unique | length" requests.jsonl)" = 2
+	# (libcurl keeps such a connection: it takes the chunks)
+	{ ! own || test "$(jq -s "map(.conn) | unique | length" requests.jsonl)" = 2; }
 '
 
 test_expect_success 'a chunk size with leading zeros past 12 digits' '
@@ -256,9 +330,14 @@ test_expect_success 'hostile: the key echoed where a message cuts the server'\''
 	wire "HTTP/1.1 200 OK\r\nTransfer-Encoding: $x$x$key\r\n\r\n" close >>script &&
 	start_model script &&
 	user hi >in.json &&
-	AGENT_API_KEY=$key test_expect_code 7 agent-step --retries 1 <in.json 2>err &&
-	test_contains err "does not begin as HTTP/1.x does" &&
-	test_contains err "Transfer-Encoding is" &&
+	if own; then
+		AGENT_API_KEY=$key test_expect_code 7 agent-step --retries 1 <in.json 2>err &&
+		test_contains err "does not begin as HTTP/1.x does" &&
+		test_contains err "Transfer-Encoding is"
+	else
+		AGENT_API_KEY=$key test_must_fail agent-step --retries 1 <in.json 2>err &&
+		test_contains err "HTTP/0.9"
+	fi &&
 	! grep -q mysecret err
 '
 
@@ -286,7 +365,7 @@ time.sleep(60)
 test_expect_success 'an answer sent before the request was read whole (413), then a close, is read' '
 	rm -f port &&
 	{ python3 -c "$early" & } &&
-	echo $! >>"$SCRATCH/.servers" &&
+	echo $! >>"$(servers_file)" &&
 	wait_until 20 test -s port &&
 	python3 -c "import json; print(json.dumps({\"role\": \"user\", \"content\": \"x\" * 8000000}))" >big.json &&
 	AGENT_BASE_URL=http://127.0.0.1:$(cat port)/v1 \

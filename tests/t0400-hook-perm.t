@@ -4,17 +4,6 @@
 # a project's policy is used once trusted; the trust store is under $HOME
 unset XDG_CONFIG_HOME
 
-# decide TOOL ARGS [OPTIONS...]: the permission hook-perm writes for one
-# call, as "decision rule: reason" in file "got".
-decide() {
-	t=$1 a=$2
-	shift 2
-	call_msg "$t" "$a" none >in &&
-	hook-perm "$@" <in >out 2>err &&
-	jq -r ".tool_calls[0].permission | \"\(.decision) \(.rule): \(.reason)\"" out >got
-}
-bash_args() { jq -nc --arg c "$1" "{command: \$c}"; }
-
 test_expect_success 'default policy: the seed cases' '
 	decide run_todo_write "{\"todos\":[]}" &&
 	test "$(cat got)" = "allow todo-write: todo write only updates internal task state" &&

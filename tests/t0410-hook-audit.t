@@ -94,9 +94,9 @@ test_expect_success '--tee: the transcript gets each line before it goes on' '
 test_expect_success '--tee: a reader gone downstream loses nothing of the transcript' '
 	jq -nc "range(2000) | {role: \"tool\", tool_call_id: \"c\(.)\", content: (\"x\" * 200)}" >in &&
 	mkfifo fifo &&
-	{ head -n 1 fifo >first & } &&
+	{ head -n 1 fifo >first & pid=$!; } &&
 	test_expect_code 3 hook-audit --log log --tee t.jsonl <in >fifo 2>err &&
-	wait &&
+	wait_all $pid &&
 	test_contains err "hook-audit: cannot write stdout: Broken pipe" &&
 	test "$(grep -c "cannot write stdout" err)" -eq 1 &&
 	cmp in t.jsonl && test "$(wc -l <log)" -eq 2000

@@ -4,8 +4,6 @@
 # a project's policy is used once trusted; the trust store is under $HOME
 unset XDG_CONFIG_HOME
 
-bash_args() { jq -nc --arg c "$1" "{command: \$c}"; }
-
 # serve [OPTIONS...]: starts a server on $PWD/s (it ends with this test
 # script at the latest); its pid in $srv.
 serve() {
@@ -14,18 +12,8 @@ serve() {
 	test -n "$srv"
 }
 
-# gone PID [SECONDS]: waits until PID has ended.
-gone() {
-	i=0
-	while kill -0 "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -gt $((${2:-5} * 50)) ] && {
-			echo "process $1 is still there" >&2
-			return 1
-		}
-		sleep 0.02
-	done
-}
+# ends PID [SECONDS]: waits until PID has ended (5 s at most).
+ends() { wait_until "${2:-5}" gone "$1"; }
 
 # A rule whose result says who evaluated it: the server was started with
 # WHO=server, the clients run with WHO=client.
@@ -47,7 +35,7 @@ test_expect_success 'a client has its rules evaluated by the server' '
 	WHO=server serve --policy "$SCRATCH/who.json" &&
 	test "$(perm in --policy "$SCRATCH/who.json" --connect "$PWD/s")" = "deny who" &&
 	test "$(perm in --policy "$SCRATCH/who.json")" = "allow default" &&
-	kill "$srv" && gone "$srv"
+	kill "$srv" && ends "$srv"
 '
 
 test_expect_success 'the server decides as hook-perm alone does (the built-in policy)' '
@@ -63,7 +51,7 @@ test_expect_success 'the server decides as hook-perm alone does (the built-in po
 	hook-perm --yes --connect "$PWD/s" <in >served &&
 	test_cmp alone served &&
 	test "$(grep -c "\"decision\":\"deny\"" served)" -eq 6 &&
-	kill "$srv" && gone "$srv"
+	kill "$srv" && ends "$srv"
 '
 
 test_expect_success 'other rules than the server has are evaluated by the client' '
@@ -72,7 +60,7 @@ test_expect_success 'other rules than the server has are evaluated by the client
 	echo "{\"default\": \"allow\", \"rules\": [{\"name\": \"mine\", \"if\": \".tool == \\\"bash\\\"\", \"decision\": \"deny\"}]}" >mine.json &&
 	test "$(perm in --policy mine.json --connect "$PWD/s")" = "deny mine" &&
 	test "$(perm in --connect "$PWD/s" --yes)" = "allow shell" &&
-	kill "$srv" && gone "$srv"
+	kill "$srv" && ends "$srv"
 '
 
 test_expect_success 'when the policy file changes, the server reads it again' '
@@ -86,7 +74,7 @@ test_expect_success 'when the policy file changes, the server reads it again' '
 	hook-perm -C . --trust >/dev/null &&
 	test "$(perm in -C . --connect "$PWD/s")" = "deny who2" &&
 	test "$(perm in -C .)" = "allow default" &&
-	kill "$srv" && gone "$srv"
+	kill "$srv" && ends "$srv"
 '
 
 test_expect_success 'names and reasons come from the client'\''s policy' '
@@ -98,7 +86,7 @@ test_expect_success 'names and reasons come from the client'\''s policy' '
 	hook-perm -C . --trust >/dev/null &&
 	test "$(perm in -C . --connect "$PWD/s")" = "deny who" &&
 	jq -e ".tool_calls[0].permission.reason == \"changed\"" out &&
-	kill "$srv" && gone "$srv"
+	kill "$srv" && ends "$srv"
 '
 
 test_expect_success 'without a server, or when it is gone, the client decides alone' '
@@ -106,7 +94,7 @@ test_expect_success 'without a server, or when it is gone, the client decides al
 	test "$(perm in --yes --connect "$PWD/none")" = "deny rm-root-or-home" &&
 	serve &&
 	test "$(perm in --yes --connect "$PWD/s")" = "deny rm-root-or-home" &&
-	kill -9 "$srv" && gone "$srv" &&
+	kill -9 "$srv" && ends "$srv" &&
 	test "$(perm in --yes --connect "$PWD/s")" = "deny rm-root-or-home" &&
 	: >notsock &&
 	test "$(perm in --yes --connect "$PWD/notsock")" = "deny rm-root-or-home"
@@ -141,7 +129,7 @@ test_expect_success 'a rule that never ends, in the server: denied in time, and 
 	while pgrep -P "$srv" >/dev/null; do
 		i=$((i + 1)) && test $i -lt 150 && sleep 0.02 || return 1
 	done &&
-	kill "$srv" && gone "$srv"
+	kill "$srv" && ends "$srv"
 '
 
 test_expect_success 'a policy that does not compile: the client reports it at start, naming the rule' '
@@ -152,7 +140,7 @@ test_expect_success 'a policy that does not compile: the client reports it at st
 	test_contains err "hook-perm: policy p.json: rule '\''broken'\'' does not compile" &&
 	test_must_fail 4 hook-perm --policy p.json --connect "$PWD/s" </dev/null 2>err &&
 	test_contains err "rule '\''broken'\'' does not compile" &&
-	kill "$srv" && gone "$srv"
+	kill "$srv" && ends "$srv"
 '
 
 test_expect_success 'the server ends with the process it watches, or with its socket' '
@@ -160,10 +148,10 @@ test_expect_success 'the server ends with the process it watches, or with its so
 	test_when_finished "kill $w 2>/dev/null || :" &&
 	srv=$(hook-perm --serve "$PWD/s" --watch $w) &&
 	kill -0 "$srv" &&
-	kill $w && gone "$srv" 3 &&
+	kill $w && ends "$srv" 3 &&
 	test ! -e s &&
-	serve && rm s && gone "$srv" 3 &&
-	serve && kill "$srv" && gone "$srv" && test ! -e s
+	serve && rm s && ends "$srv" 3 &&
+	serve && kill "$srv" && ends "$srv" && test ! -e s
 '
 
 test_expect_success 'the socket is for its user only; one in the way is not replaced' '
@@ -171,7 +159,7 @@ test_expect_success 'the socket is for its user only; one in the way is not repl
 	test "$(stat -c %a s)" = 700 &&
 	test_must_fail 3 hook-perm --serve "$PWD/s" 2>err &&
 	test_contains err "hook-perm: cannot listen on '\''$PWD/s'\'': Address already in use" &&
-	kill -0 "$srv" && kill "$srv" && gone "$srv"
+	kill -0 "$srv" && kill "$srv" && ends "$srv"
 '
 
 test_expect_success 'usage errors' '

@@ -6,19 +6,8 @@
 . "$(dirname "$0")/lib.sh"
 unset XDG_CONFIG_HOME
 
-bash_args() { jq -nc --arg c "$1" '{command: $c}'; }
-
 # nl TEXT: TEXT with each {NL} made a real newline.
 nl() { printf '%s' "$1" | sed 's/{NL}/\n/g'; }
-
-# decide TOOL ARGS [OPTIONS...]: "decision rule: reason" in file "got".
-decide() {
-	t=$1 a=$2
-	shift 2
-	call_msg "$t" "$a" none >in &&
-	hook-perm "$@" <in >out 2>err &&
-	jq -r '.tool_calls[0].permission | "\(.decision) \(.rule): \(.reason)"' out >got
-}
 
 # each WANT FILE [OPTIONS...]: every line of FILE ({NL} a newline), a
 # bash command, gets the decision WANT.

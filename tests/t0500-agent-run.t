@@ -117,7 +117,7 @@ for mode in ring step; do
 
 	test_expect_success "$mode: SIGINT during a long bash call, then --resume" "
 		cat >script <<-\\EOF &&
-		{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"echo started >started; sleep 36.5\"}}, {\"name\": \"bash\", \"arguments\": {\"command\": \"touch second\"}}]}
+		{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"echo started >started; sleep 36.5$$\"}}, {\"name\": \"bash\", \"arguments\": {\"command\": \"touch second\"}}]}
 		{\"content\": \"Resumed and done.\"}
 		EOF
 		start_model script && mkdir w &&
@@ -128,7 +128,7 @@ for mode in ring step; do
 		test_expect_code 130 wait \$pid &&
 		test_contains progress 'Resume with: agent-run --resume' &&
 		valid w/.agent/transcript.jsonl &&
-		! pgrep -f 'sleep 36.5' &&
+		! pgrep -f 'sleep 36[.]5$$\$' &&
 		test ! -e w/second &&
 		jq -s -e 'map(select(.role == \"tool\")) | length == 2 and (.[1].content | startswith(\"Error: interrupted by signal 2\"))' w/.agent/transcript.jsonl &&
 		agent-run $flag -y --resume -C w >answer 2>progress &&
@@ -139,7 +139,7 @@ for mode in ring step; do
 	test_expect_success "$mode: kill -9 mid-session, then --resume finishes it" "
 		cat >script <<-\\EOF &&
 		{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"echo one >>log\"}}]}
-		{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"echo two >>log; touch killme; sleep 37.5\"}}]}
+		{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"echo two >>log; touch killme; sleep 37.5$$\"}}]}
 		{\"content\": \"Finished after the crash.\"}
 		EOF
 		start_model script && mkdir w &&
@@ -148,7 +148,7 @@ for mode in ring step; do
 		test_when_finished \"kill_session \$sid\" &&
 		wait_until 10 test -e w/killme &&
 		kill_session \"\$sid\" && { wait \$pid || :; } && sleep 0.2 &&
-		! pgrep -f 'sleep 37.5' &&
+		! pgrep -f 'sleep 37[.]5$$\$' &&
 		! valid w/.agent/transcript.jsonl &&
 		agent-run $flag -y --resume -C w >answer 2>progress &&
 		test \"\$(cat answer)\" = 'Finished after the crash.' &&
@@ -185,6 +185,11 @@ export WHO
 exec "$(command -v hook-perm)" "\$@"
 SH
 chmod +x "$SCRATCH/who/hook-perm"
+# agent-run runs the programs installed beside it (never others found on
+# PATH): the rest of them, beside the wrapper
+for p in "$AH_BIN"/*; do
+	[ -e "$SCRATCH/who/${p##*/}" ] || ln -s "$p" "$SCRATCH/who/"
+done
 cat >"$SCRATCH/who.json" <<'JSON'
 {"default": "allow", "rules": [
  {"name": "who", "if": "env.WHO == \"server\"", "decision": "deny",

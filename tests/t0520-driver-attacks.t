@@ -64,8 +64,6 @@ ptyrun() { python3 "$SCRATCH/ptyrun.py" "$@"; }
 
 # session_empty SID: no process is left in session SID
 session_empty() { ! pgrep -s "$1" >/dev/null; }
-# gone PID: PID has ended (a zombie counts as ended)
-gone() { ! kill -0 "$1" 2>/dev/null || test "$(ps -o stat= -p "$1")" = Z; }
 # lock_holders SID: the processes of session SID with w/.agent/lock open
 lock_holders() {
 	lh_lock_=$(pwd -P)/w/.agent/lock
@@ -92,6 +90,9 @@ test_expect_success 'a kill between the system prompt and the task leaves nothin
 	exec "$real" "\$@"
 	EOF
 	chmod +x fake/hook-audit &&
+	for p in "$AH_BIN"/*; do
+		[ -e "fake/${p##*/}" ] || ln -s "$p" fake/ || return 1
+	done &&
 	{ PATH="$PWD/fake:$PATH" setsid agent-run -y -C w "the task" 2>err & pid=$!; } &&
 	test_when_finished "kill_session $pid" &&
 	test_expect_code 137 wait $pid &&

@@ -34,6 +34,19 @@ echo $$ >"$log/$id.pid"
 eval "$prompt"
 EOF
 chmod +x "$SCRATCH/fake/agent-run"
+# tool-exec runs the agent-run installed beside it, never one found on
+# PATH: a copy of it goes beside the stand-in (under valgrind, run
+# through it: /proc/self/exe is still the copy)
+if [ -n "${AH_VALGRIND:-}" ]; then
+	cp "$AH_BIN/tool-exec" "$SCRATCH/fake/tool-exec-real" &&
+	printf '#!/bin/sh
+exec valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect "%s" "$@"
+' \
+		"$SCRATCH/fake/tool-exec-real" >"$SCRATCH/fake/tool-exec" &&
+	chmod +x "$SCRATCH/fake/tool-exec" || exit 1
+else
+	cp "$AH_BIN/tool-exec" "$SCRATCH/fake/" || exit 1
+fi
 PATH=$SCRATCH/fake:$PATH
 export PATH
 
@@ -54,11 +67,6 @@ result() { jq -j --arg id "$2" 'select(.tool_call_id == $id) | .content' "$1"; }
 now() { date +%s.%N; }
 # within START SECONDS: less than SECONDS passed since START
 within() { awk -v s="$1" -v e="$(now)" -v m="$2" 'BEGIN { exit !(e - s < m) }'; }
-# gone PID: no such process, or a zombie
-gone() {
-	! kill -0 "$1" 2>/dev/null ||
-		sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | grep -q '^Z'
-}
 # ran ID: the stand-in ran for ID
 ran() { test -f "log/$1.argv"; }
 
@@ -273,13 +281,15 @@ test_expect_success 'bad arguments are refused, never run' '
 	ls log >list && test_line_count = 0 list
 '
 
-test_expect_success 'no agent-run on PATH: the call fails and says so' '
+test_expect_success 'no agent-run beside tool-exec: no task tool, a call fails and says so' '
 	task_msg n1 "echo x" >in &&
-	mkdir empty &&
-	PATH=$PWD/empty "$AH_BIN/tool-exec" --sandbox off <in >out &&
+	mkdir alone log && TASK_LOG=$PWD/log && cp "$AH_BIN/tool-exec" alone/ &&
+	alone/tool-exec --schema >schema &&
+	jq -e "map(.function.name) | index(\"task\") == null" schema &&
+	alone/tool-exec --sandbox off <in >out &&
 	result out n1 >got &&
-	test_grep "^Error: task: the subagent failed with exit status 127\.$" got &&
-	test_grep "cannot run agent-run: No such file or directory" got
+	test_grep "^Error: task: no subagent can be started: there is no agent-run beside tool-exec" got &&
+	ls log >list && test_line_count = 0 list
 '
 
 test_expect_success 'Ctrl-C: each running child gets SIGTERM and is gone, each call an interrupted result' '

@@ -48,7 +48,7 @@ test_expect_success 'files in .agent/sessions that are no records (junk, a link,
 	test_line_count = 1 list
 '
 
-test_expect_success 'a task call with an empty id starts no session of the directory (its depth and terminal reset)' '
+test_expect_success 'a task call with an empty id: agent-step names it call_1, and the child is a session of its own, never the directory'"'"'s' '
 	python3 -c "
 import json
 call = {\"id\": \"\", \"type\": \"function\", \"function\": {\"name\": \"task\", \"arguments\": json.dumps({\"description\": \"d\", \"prompt\": \"the child\"})}}
@@ -60,8 +60,9 @@ print(json.dumps({\"match\": \"parent\", \"content\": \"done\"}))
 	start_model script && mkdir w &&
 	agent-run -y -C w "parent" >answer 2>progress &&
 	test "$(cat answer)" = done &&
-	jq -s -e "map(select(.role == \"tool\"))[0].content | contains(\"the call id is empty\")" w/.agent/transcript.jsonl &&
-	test "$(jq -s "map(select(.body.messages[-1].content == \"the child\")) | length" requests.jsonl)" = 0
+	jq -s -e "map(select(.role == \"tool\")) == [{role: \"tool\", tool_call_id: \"call_1\", content: \"child done\"}]" w/.agent/transcript.jsonl &&
+	sid=$(sed -n "s/^agent-run: session //p" progress) && test -n "$sid" &&
+	test_grep -F "[task call_1] agent-run: session $sid.call_1" progress
 '
 
 # task DESCRIPTION PROMPT: a script entry whose one call is a task

@@ -35,17 +35,17 @@ test_expect_success 'todo-write: killed while storing, todo.json always holds on
 '
 
 test_expect_success 'todo-write: 8 writers at once, 20 lists each: always one whole list, no temp file left' '
-	w=1 && while [ $w -le 8 ]; do
-		jq -nc --arg w "$w" "{todos: [range(50) | {id: \"\(.)\", content: \"writer \(\$w) item \(.)\", status: \"pending\"}]}" >list$w
-		{ i=0; while [ $i -lt 20 ]; do todo-write -q <list$w || exit 1; i=$((i + 1)); done & }
-		w=$((w + 1))
+	pids= && w=1 && while [ $w -le 8 ]; do
+		jq -nc --arg w "$w" "{todos: [range(50) | {id: \"\(.)\", content: \"writer \(\$w) item \(.)\", status: \"pending\"}]}" >list$w &&
+		{ i=0; while [ $i -lt 20 ]; do todo-write -q <list$w || exit 1; i=$((i + 1)); done & pids="$pids $!"; } &&
+		w=$((w + 1)) || return 1
 	done &&
 	r=0 && while [ $r -lt 100 ]; do
 		! test -e todo.json || jq -e ".todos | length == 50" todo.json >/dev/null ||
 			{ echo "a reader saw a list that is not whole" >&2; return 1; }
 		r=$((r + 1))
 	done &&
-	wait &&
+	wait_all $pids &&
 	jq -e ".todos | length == 50 and (map(.content | split(\" \")[1]) | unique | length == 1)" todo.json &&
 	test -z "$(ls -A | grep tmp)"
 '

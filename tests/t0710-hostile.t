@@ -117,13 +117,13 @@ test_expect_success 'a command that prints 1 GB: cut, in bounded memory' '
 '
 
 test_expect_success 'a command that closes its output and keeps running: the timeout ends it' '
-	cat >script <<-\EOF &&
-	{"tool_calls": [{"name": "bash", "arguments": {"command": "echo before; exec >/dev/null 2>&1; sleep 38.5", "timeout": 1}}, {"name": "bash", "arguments": {"command": "(sleep 38.6 &) ; setsid sleep 38.7 & echo started"}}]}
+	cat >script <<-EOF &&
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "echo before; exec >/dev/null 2>&1; sleep 38.5$$", "timeout": 1}}, {"name": "bash", "arguments": {"command": "(sleep 38.6$$ &) ; setsid sleep 38.7$$ & echo started"}}]}
 	{"content": "Done."}
 	EOF
 	session script && valid w/.agent/transcript.jsonl &&
 	result 0 >r && test_contains r "before" && test_contains r "[timed out after 1 s: killed]" &&
-	result 1 | grep started && ! pgrep -f "sleep 38\\.[567]"
+	result 1 | grep started && ! pgrep -f "sleep 38[.][567]$$\$"
 '
 
 test_expect_success 'server: connection reset mid-stream, exit 7, nothing written' '

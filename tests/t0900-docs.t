@@ -107,11 +107,19 @@ if command -v shellcheck >/dev/null 2>&1; then
 	test_expect_success 'shell scripts are shellcheck-clean' '
 		cd "$SRC_DIR" &&
 		shellcheck -s sh .ci/run tools/deps.sh cmd/agent-run tests/lib.sh \
-			tests/*.t examples/*.sh
+			tests/suite-probe.sh tests/*.t examples/*.sh
 	'
 else
 	test_skip 'shell scripts are shellcheck-clean' 'shellcheck not installed'
 fi
+
+test_expect_success 'CI runs exactly the test command of the README' '
+	sed -n "s/^    \(make [a-z-]*\) *# every test.*/\1/p" "$SRC_DIR/README.md" >readme &&
+	test_line_count = 1 readme &&
+	grep -v -e "^#" -e "^set -eu$" -e "^cd " "$SRC_DIR/.ci/run" >ci &&
+	echo "exec $(cat readme)" >expect &&
+	test_cmp expect ci
+'
 
 test_expect_success 'examples/todo-plan.sh keeps a list by snapshots' '
 	"$SRC_DIR/examples/todo-plan.sh" add "Write the code" >/dev/null &&

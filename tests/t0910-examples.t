@@ -22,8 +22,6 @@ python3 "$TEST_DIR/examples.py" extract "$EX" "$SRC_DIR/README.md" $pages ||
 
 AGENT_MODEL=gpt-4o-mini AGENT_API_KEY=sk-test
 export AGENT_MODEL AGENT_API_KEY
-# what an example makes with mktemp goes away with the scratch directory
-mkdir "$SCRATCH/tmp" && TMPDIR=$SCRATCH/tmp && export TMPDIR
 echo '{"repeat": true, "content": "Done."}' >"$SCRATCH/done.jsonl"
 start_model "$SCRATCH/done.jsonl" --summaries || exit 1
 

@@ -16,6 +16,8 @@ need libcurl4-openssl-dev curl/curl.h
 # Tools the test suite uses: prove (perl), jq, shellcheck, mandoc (man
 # lint), pgrep (procps), script (util-linux, for the terminal tests).
 command -v prove >/dev/null 2>&1 || missing="$missing perl"
+# The scripted model server, the terminal and signal helpers of the tests
+command -v python3 >/dev/null 2>&1 || missing="$missing python3"
 command -v jq >/dev/null 2>&1 || missing="$missing jq"
 command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
 command -v mandoc >/dev/null 2>&1 || missing="$missing mandoc"

@@ -1,0 +1,237 @@
+#!/bin/sh
+# What the harness trusts (issue 30, items 6-20): the programs it runs,
+# the files under .agent, what the user is asked, and whose voice each
+# message has.  Each test is an attack that worked before.
+. "$(dirname "$0")/lib.sh"
+
+AGENT_MODEL=scripted
+export AGENT_MODEL
+
+# plant DIR NAME...: DIR/NAME, for each NAME, a program that leaves a mark
+# in $SCRATCH/pwned (its name) and fails
+plant() {
+	pl_dir_=$1
+	shift
+	mkdir -p "$pl_dir_" &&
+	for pl_name_; do
+		printf '#!/bin/sh\necho %s >>"%s/pwned"\nexit 1\n' "$pl_name_" "$SCRATCH" >"$pl_dir_/$pl_name_" &&
+		chmod +x "$pl_dir_/$pl_name_" || return 1
+	done
+}
+
+# every program the harness runs, and a few utilities of the driver (used
+# in the test bodies)
+# shellcheck disable=SC2034
+harness_progs='agent-run agent-step agent-compact agent-session hook-perm hook-audit tool-exec todo-write'
+# shellcheck disable=SC2034
+driver_utils='rm mv mkdir sed grep head wc cat mktemp flock sh tr cut date tail od truncate sleep'
+
+test_expect_success 'a workspace directory on PATH: no program of the model runs outside the sandbox (item 6)' '
+	test_when_finished "rm -f \"$SCRATCH/pwned\"" &&
+	{
+		echo "{\"match\": \"main job\", \"tool_calls\": [{\"name\": \"task\", \"arguments\": {\"description\": \"sub\", \"prompt\": \"sub-job please\"}}]}" &&
+		echo "{\"match\": \"sub-job\", \"content\": \"child done\"}" &&
+		echo "{\"match\": \"main job\", \"content\": \"all done\"}"
+	} >script &&
+	start_model script && mkdir w &&
+	# shellcheck disable=SC2086
+	plant "$PWD/w/.venv/bin" $harness_progs $driver_utils &&
+	# a relative entry and an empty one (the working directory) too
+	plant "$PWD/w/rel" $harness_progs $driver_utils &&
+	PATH="$PWD/w/.venv/bin:rel::$PATH" "$AH_BIN/agent-run" -y -C w "main job" >answer 2>progress &&
+	test "$(cat answer)" = "all done" &&
+	test ! -e "$SCRATCH/pwned" &&
+	jq -s -e "map(select(.role == \"tool\"))[0].content == \"child done\"" w/.agent/transcript.jsonl
+'
+
+test_expect_success 'commands still see the PATH the user gave (an activated .venv works)' '
+	echo "{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"hello-venv\"}}]}" >script &&
+	echo "{\"content\": \"done\"}" >>script &&
+	start_model script && mkdir -p w/.venv/bin &&
+	printf "#!/bin/sh\necho venv says hi\n" >w/.venv/bin/hello-venv &&
+	chmod +x w/.venv/bin/hello-venv &&
+	PATH="$PWD/w/.venv/bin:$PATH" "$AH_BIN/agent-run" -y -C w "go" >answer 2>progress &&
+	jq -s -e "map(select(.role == \"tool\"))[0].content | contains(\"venv says hi\")" w/.agent/transcript.jsonl
+'
+
+test_expect_success 'tool-exec starts the agent-run beside it for a task call, not one on PATH (item 6)' '
+	test_when_finished "rm -f \"$SCRATCH/pwned\"" &&
+	echo "{\"content\": \"child done\"}" >script &&
+	start_model script && mkdir w &&
+	plant "$PWD/w/bin" agent-run &&
+	call_msg task "{\"description\": \"sub\", \"prompt\": \"do it\"}" >call &&
+	(cd w && AGENT_SESSION=s1 PATH="$PWD/bin:$PATH" "$AH_BIN/tool-exec" --yes <../call >../out 2>../err) &&
+	test ! -e "$SCRATCH/pwned" &&
+	jq -e ".content == \"child done\"" out
+'
+
+test_expect_success 'agent-compact runs the agent-step beside it, not one on PATH (item 6)' '
+	test_when_finished "rm -f \"$SCRATCH/pwned\"" &&
+	echo "{\"content\": \"a summary\"}" >script &&
+	start_model script && mkdir w &&
+	plant "$PWD/w/bin" agent-step &&
+	long_session 2 100 >t.jsonl &&
+	PATH="$PWD/w/bin:$PATH" "$AH_BIN/agent-compact" -q --keep-bytes 0 <t.jsonl >out 2>err &&
+	test ! -e "$SCRATCH/pwned" &&
+	test_contains out "a summary"
+'
+
+test_expect_success 'agent-run installed in the workspace is refused (item 6)' '
+	echo "{\"content\": \"done\"}" >script && start_model script &&
+	mkdir -p w/bin && cp "$AH_BIN"/* w/bin/ &&
+	test_must_fail 1 w/bin/agent-run -C w "go" 2>err &&
+	test_contains err "inside the workspace" &&
+	test ! -e w/.agent
+'
+
+# --- 7: every file under .agent, at any depth, never through a link
+
+# agent_session DIR: the sessions that write every kind of file under
+# DIR/.agent: a todo list kept in .agent (DIR has a todo.json of its
+# own), tool output kept in .agent/outputs (a small window), a child
+# session of a task call, then a second session that puts the first
+# aside in .agent/sessions.  The call ids are fixed, and so the names
+# of the outputs.
+agent_session() {
+	cat >script <<-\EOF &&
+	{"match": "main job", "tool_calls": [{"id": "c1", "name": "run_todo_write", "arguments": {"todos": [{"id": "a", "content": "do it", "status": "in_progress"}]}}]}
+	{"match": "main job", "tool_calls": [{"id": "c2", "name": "bash", "arguments": {"command": "head -c 3000 /dev/zero | tr '\\0' a"}}]}
+	{"match": "main job", "tool_calls": [{"id": "c3", "name": "bash", "arguments": {"command": "head -c 3000 /dev/zero | tr '\\0' b"}}]}
+	{"match": "main job", "tool_calls": [{"id": "c4", "name": "task", "arguments": {"description": "sub", "prompt": "sub-job please"}}]}
+	{"match": "sub-job", "content": "child done"}
+	{"match": "main job", "content": "all done"}
+	{"match": "second job", "tool_calls": [{"id": "d1", "name": "run_todo_write", "arguments": {"todos": [{"id": "b", "content": "again", "status": "completed"}]}}]}
+	{"match": "second job", "content": "second done"}
+	EOF
+	start_model script --real-usage &&
+	mkdir -p "$1" && echo "{\"mine\": 1}" >"$1/todo.json" &&
+	agent-run -y --stop-checks 0 --context-window 3500 -C "$1" "main job" </dev/null >/dev/null 2>>"$1.err"
+	as_st1_=$?
+	find "$1/.agent" >"$1.files1" 2>/dev/null
+	agent-run -y -C "$1" "second job" </dev/null >/dev/null 2>>"$1.err"
+	as_st2_=$?
+	find "$1/.agent" >>"$1.files1" 2>/dev/null
+	return $((as_st1_ + as_st2_))
+}
+
+test_expect_success 'a link planted at each file or directory the programs write under .agent is never followed (item 7)' '
+	{ agent_session ref || { cat ref.err; false; }; } &&
+	sort -u ref.files1 | sed "s|^ref/||" >written &&
+	for f in .agent/audit.jsonl .agent/transcript.jsonl .agent/session.json \
+		.agent/todo.json .agent/lock .agent/outputs/6-c2.txt .agent/sessions; do
+		test_grep -x -e "$f" written || return 1
+	done &&
+	# the names made of the session id cannot be known in advance
+	id=$(sed -n "s/^\.agent\/sessions\/\([^.]*\)\.jsonl$/\1/p" written) &&
+	test -n "$id" &&
+	grep -v -e "$id" written >plant &&
+	mkdir -p outside/dir && echo untouched >outside/file &&
+	k=0 &&
+	while read -r f; do
+		k=$((k + 1)) &&
+		mkdir -p "p$k/$(dirname "$f")" &&
+		if test -d "ref/$f"; then
+			ln -s "$PWD/outside/dir" "p$k/$f"
+		else
+			# a link that dangles: followed, it would create the file
+			ln -s "$PWD/outside/dir/new$k" "p$k/$f"
+		fi &&
+		{ agent_session "p$k"; :; } &&
+		if test -n "$(ls -A outside/dir)" || test "$(cat outside/file)" != untouched; then
+			echo "followed the link planted at $f:" && ls -la outside/dir && cat outside/file && cat "p$k.err"
+			return 1
+		fi &&
+		echo "$f: not followed" || return 1
+	done <plant &&
+	test "$k" -ge 8
+'
+
+# --- 15: tool arguments against the schema, before any question
+
+# the key read_only with a Cyrillic o (U+043E) in place of the Latin one
+# shellcheck disable=SC2034 # used in the test bodies
+ro_lookalike=$(printf 'read_\320\276nly')
+
+test_expect_success 'hook-perm denies a call with a key its tool does not take, before asking (item 15)' '
+	call_msg task "{\"description\": \"look\", \"prompt\": \"look around\", \"$ro_lookalike\": true}" none >in &&
+	hook-perm --yes <in >out 2>err &&
+	jq -e ".tool_calls[0].permission | .decision == \"deny\" and .rule == \"schema\"" out &&
+	jq -r ".tool_calls[0].permission.reason" out >reason &&
+	test_contains reason "task takes no argument '"'"'read_\\u{043E}nly'"'"'" &&
+	test_contains reason "description, prompt, read_only" &&
+	call_msg bash "{\"command\": \"ls\", \"timeout\": \"10\"}" none >in &&
+	hook-perm --yes <in >out 2>err &&
+	jq -e ".tool_calls[0].permission | .decision == \"deny\" and (.reason | contains(\"'"'"'timeout'"'"' must be a number\"))" out &&
+	call_msg bash "{\"command\": \"ls\", \"timeout\": 10}" none >in &&
+	hook-perm --yes <in >out 2>err &&
+	jq -e ".tool_calls[0].permission.decision == \"allow\"" out
+'
+
+test_expect_success 'tool-exec answers an unknown key with an error, and runs nothing (item 15)' '
+	echo "{\"content\": \"child done\"}" >script &&
+	start_model script && mkdir w &&
+	call_msg task "{\"description\": \"look\", \"prompt\": \"look around\", \"$ro_lookalike\": true}" >in &&
+	(cd w && AGENT_SESSION=s1 tool-exec <../in >../out 2>../err) &&
+	jq -r .content out >got &&
+	test_contains got "Error: task takes no argument '"'"'read_\\u{043E}nly'"'"'" &&
+	test ! -e requests.jsonl &&
+	call_msg write_file "{\"path\": \"f\", \"content\": \"x\", \"mode\": \"0777\"}" >in &&
+	(cd w && tool-exec <../in >../out 2>../err) &&
+	jq -r .content out >got &&
+	test_contains got "Error: write_file takes no argument '"'"'mode'"'"'" &&
+	test ! -e w/f
+'
+
+test_expect_success 'agent-run: the model is told, and can call again as the schema says (item 15)' '
+	{
+		echo "{\"tool_calls\": [{\"name\": \"write_file\", \"arguments\": {\"path\": \"f\", \"content\": \"x\", \"append\": true}}]}" &&
+		echo "{\"tool_calls\": [{\"name\": \"write_file\", \"arguments\": {\"path\": \"f\", \"content\": \"x\"}}]}" &&
+		echo "{\"content\": \"done\"}"
+	} >script &&
+	start_model script && mkdir w &&
+	agent-run -y -C w "go" >answer 2>progress &&
+	jq -s -e "map(select(.role == \"tool\") | .content) | (.[0] | startswith(\"Error: permission denied: the arguments do not fit the tool\")) and (.[1] | startswith(\"Wrote\"))" w/.agent/transcript.jsonl &&
+	test "$(cat w/f)" = x
+'
+
+# --- 14: the question shows what will run, on one screen
+
+# ask_tty TOOL ARGS-JSON: hook-perm asks about one call on a terminal of
+# its own (answered n); what the terminal showed is in tty
+ask_tty() {
+	call_msg "$1" "$2" none >in &&
+	"$TEST_DIR/pty-run.py" "hook-perm <in >out" n >./tty
+}
+
+test_expect_success 'the question collapses blank lines and repeats the first line next to Allow? (item 14)' '
+	cmd=$(printf "rm -rf src tests"; i=0; while [ $i -lt 150 ]; do printf "\n"; i=$((i + 1)); done; printf "make test") &&
+	ask_tty bash "$(jq -nc --arg c "$cmd" "{command: \$c}")" &&
+	test_contains ./tty "[149 blank lines]" &&
+	test_contains ./tty "make test" &&
+	test_grep "rm -rf src tests .*Allow? " tty &&
+	test "$(wc -l <tty)" -lt 15 &&
+	jq -e ".tool_calls[0].permission.decision == \"deny\"" out
+'
+
+test_expect_success 'a long command is cut, with the count of what is not shown (item 14)' '
+	cmd=$(i=0; while [ $i -lt 200 ]; do echo "echo line $i"; i=$((i + 1)); done; echo "make clean") &&
+	ask_tty bash "$(jq -nc --arg c "$cmd" "{command: \$c}")" &&
+	test_grep "more lines (.* bytes) not shown: 201 lines in all" tty &&
+	test_grep "echo line 0 .*line 1 of the above.* -- Allow? " tty &&
+	test "$(wc -l <tty)" -lt 40
+'
+
+test_expect_success 'write_file and edit_file are shown as a diff of the file (item 14)' '
+	printf "one\ntwo\nthree\nfour\nfive\nsix\nseven\n" >f.txt &&
+	ask_tty edit_file "{\"path\": \"f.txt\", \"old_string\": \"four\", \"new_string\": \"FOUR\\nmore\"}" &&
+	test_contains ./tty "@@ -1,7 +1,8 @@" &&
+	test_grep "^ *-four" tty && test_grep "^ *+FOUR" tty && test_grep "^ *+more" tty &&
+	test_grep "^ *one" tty &&
+	test_grep "edit_file f.txt -- Allow? " tty &&
+	ask_tty write_file "{\"path\": \"f.txt\", \"content\": \"one\\ntwo\\n\"}" &&
+	test_contains ./tty "@@ -1,7 +1,2 @@" &&
+	test_grep "^ *-seven" tty &&
+	test "$(cat f.txt)" = "$(printf "one\ntwo\nthree\nfour\nfive\nsix\nseven")"
+'
+
+test_done
