@@ -1014,6 +1014,7 @@ own_namespace(int *userns, struct ah_error *err)
 	char map[64];
 	uid_t uid = getuid();
 	gid_t gid = getgid();
+	int rc;
 
 	*userns = 0;
 	if (unshare(CLONE_NEWNS) < 0) {
@@ -1021,20 +1022,27 @@ own_namespace(int *userns, struct ah_error *err)
 			return ah_fail_errno(err, errno, "cannot create a "
 					     "mount namespace");
 		/* Without privilege: a user namespace of our own first,
-		 * mapping us to ourselves. */
-		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+		 * mapping us to ourselves.  Its maps are files of ours only
+		 * while we are dumpable (the programs are not, against core
+		 * files): for as long as they are written. */
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+			prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 			return ah_fail_errno(err, errno, "cannot create a user "
 					     "and mount namespace (are "
 					     "unprivileged user namespaces "
 					     "disabled?)");
+		}
 		snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid,
 			 (unsigned)uid);
-		if (write_proc("/proc/self/setgroups", "deny", err) < 0 ||
-		    write_proc("/proc/self/uid_map", map, err) < 0)
-			return -1;
+		rc = write_proc("/proc/self/setgroups", "deny", err) < 0 ||
+		     write_proc("/proc/self/uid_map", map, err) < 0 ? -1 : 0;
 		snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid,
 			 (unsigned)gid);
-		if (write_proc("/proc/self/gid_map", map, err) < 0)
+		if (rc == 0)
+			rc = write_proc("/proc/self/gid_map", map, err);
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+		if (rc < 0)
 			return -1;
 		*userns = 1;
 	}
