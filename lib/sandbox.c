@@ -297,32 +297,104 @@ sandbox_prepare(struct sandbox *sb, struct ah_error *err)
 	return 0;
 }
 
-/* rm -r of the entries of the directory dfd (closed here). */
-static void
-remove_tree(int dfd, int depth)
-{
-	DIR *d = fdopendir(dfd);
-	struct dirent *e;
-	int fd;
+/* rm -r of the entries of the directory dfd (closed here), however deep:
+ * one directory open at a time, the names of the way down kept, and the
+ * way back up taken by "..", checked against the directory it came from
+ * (a tree moved meanwhile is left, not followed).  A directory that
+ * cannot be removed is not entered twice. */
+struct rm_up {
+	char *name;     /* the directory entered, in its parent */
+	dev_t dev;      /* the parent */
+	ino_t ino;
+};
 
-	if (!d) {
-		close(dfd);
-		return;
-	}
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+static void
+remove_tree(int dfd)
+{
+	struct rm_up *up = NULL, *more;
+	struct stat st, pst, *skip = NULL, *sm;
+	size_t depth = 0, cap = 0, nskip = 0, k;
+	struct dirent *e;
+	int cur = dfd, fd, parent, entered, dup_fd;
+	DIR *d;
+
+	for (;;) {
+		dup_fd = dup(cur);
+		d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+		if (!d) {
+			if (dup_fd >= 0)
+				close(dup_fd);
+			break;
+		}
+		entered = 0;
+		while (!entered && (e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+			    unlinkat(cur, e->d_name, 0) == 0 ||
+			    unlinkat(cur, e->d_name, AT_REMOVEDIR) == 0)
+				continue;
+			/* A directory, perhaps one a command made unreadable. */
+			fchmodat(cur, e->d_name, 0700, 0);
+			fd = openat(cur, e->d_name, O_RDONLY | O_DIRECTORY |
+				    O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			for (k = 0; k < nskip && fstat(fd, &st) == 0 &&
+			     !(skip[k].st_dev == st.st_dev &&
+			       skip[k].st_ino == st.st_ino); k++)
+				;
+			if ((k < nskip) || fstat(cur, &pst) < 0) {
+				close(fd);
+				continue;
+			}
+			if (depth == cap) {
+				more = realloc(up, (cap * 2 + 16) * sizeof *up);
+				if (!more) {
+					close(fd);
+					continue;
+				}
+				up = more;
+				cap = cap * 2 + 16;
+			}
+			up[depth].name = strdup(e->d_name);
+			if (!up[depth].name) {
+				close(fd);
+				continue;
+			}
+			up[depth].dev = pst.st_dev;
+			up[depth].ino = pst.st_ino;
+			depth++;
+			cur = fd;
+			entered = 1;
+		}
+		closedir(d);
+		if (entered)
 			continue;
-		if (unlinkat(dfd, e->d_name, 0) == 0 || depth > 64)
-			continue;
-		/* A directory, perhaps one a command made unreadable. */
-		fchmodat(dfd, e->d_name, 0700, AT_SYMLINK_NOFOLLOW);
-		fd = openat(dfd, e->d_name,
-			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0)
-			remove_tree(fd, depth + 1);
-		unlinkat(dfd, e->d_name, AT_REMOVEDIR);
+		if (!depth)
+			break;
+		/* emptied (or as empty as it gets): back up, and remove it */
+		parent = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fstat(cur, &st) < 0 || parent < 0 || fstat(parent, &pst) < 0 ||
+		    pst.st_dev != up[depth - 1].dev ||
+		    pst.st_ino != up[depth - 1].ino) {
+			if (parent >= 0)
+				close(parent);
+			break;
+		}
+		close(cur);
+		cur = parent;
+		depth--;
+		if (unlinkat(cur, up[depth].name, AT_REMOVEDIR) < 0 &&
+		    (sm = realloc(skip, (nskip + 1) * sizeof *skip))) {
+			skip = sm;
+			skip[nskip++] = st;
+		}
+		free(up[depth].name);
 	}
-	closedir(d);
+	close(cur);
+	while (depth)
+		free(up[--depth].name);
+	free(up);
+	free(skip);
 }
 
 static void
@@ -345,7 +417,7 @@ sandbox_free(struct sandbox *sb)
 		fd = open(sb->tmpdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 			  O_CLOEXEC);
 		if (fd >= 0)
-			remove_tree(fd, 0);
+			remove_tree(fd);
 		rmdir(sb->tmpdir);
 		free(sb->tmpdir);
 	}

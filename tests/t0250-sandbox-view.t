@@ -231,4 +231,17 @@ test_expect_success 'System V IPC is private: the user'"'"'s segment is not seen
 	fi
 '
 
+test_expect_success 'the private temporary directory goes however deep a command made it (and made parts unreadable)' '
+	world &&
+	cat >cmds <<-\EOC &&
+	echo "$TMPDIR"; cd "$TMPDIR" && for i in $(seq 600); do mkdir d && cd d || exit 1; [ $i = 300 ] && echo x >f && chmod 000 . ; [ $i = 300 ] && cd ..; [ $i = 300 ] && mkdir e && cd e; done; echo deep
+	EOC
+	calls cmds &&
+	test "$(code call_1)" = 0 && test_contains out deep &&
+	tmp=$(jq -r .content out | sed -n 1p) &&
+	case $tmp in */tool-exec.*) ;; *) false ;; esac &&
+	test_when_finished "chmod -R u+rwx \"$tmp\" 2>/dev/null; rm -rf \"$tmp\"" &&
+	! test -e "$tmp"
+'
+
 test_done
