@@ -507,7 +507,7 @@ struct walk {
  * walks twice in its life pays for nothing. */
 
 #define WATCH_DIR (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | \
-		   IN_CLOSE_WRITE | IN_MOVE_SELF | IN_ONLYDIR)
+		   IN_CLOSE_WRITE | IN_MOVE_SELF | IN_ATTRIB | IN_ONLYDIR)
 #define WATCH_GIT (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | \
 		   IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF | IN_ONLYDIR)
 
@@ -702,6 +702,20 @@ move_aside(int dfd, const char *name, char *aside, size_t size)
 	return -1;
 }
 
+/* Makes the directory dfd searchable again, where it is ours and a
+ * command took that away (mode 0600, say, which lets its names be read
+ * but nothing in it be looked at): 1 if done. */
+static int
+searchable(int dfd)
+{
+	struct stat st;
+
+	if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() ||
+	    (st.st_mode & 0700) == 0700)
+		return 0;
+	return fchmod(dfd, (st.st_mode & 07777) | 0700) == 0;
+}
+
 /* The .git entry name of the directory dfd (w->path): recorded, and what
  * it points to; or, when enforcing and it is new, removed. */
 static int
@@ -713,8 +727,25 @@ found_git(struct walk *w, int dfd, const char *name)
 	size_t len;
 	int fd, rc = -1, known = 0;
 
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return 0;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+	    (errno != EACCES || !w->enforce || !searchable(dfd) ||
+	     fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)) {
+		if (errno == ENOENT)
+			return 0;
+		/* A .git that cannot be looked at counts as changed: every
+		 * check is a whole walk while it stays so, and after a
+		 * command it is reported. */
+		unwatch_all(w->sb);
+		if (!w->enforce)
+			return 0;
+		return buf_printf(w->report, "%s[sandbox: '%s/%s' cannot be "
+				  "looked at (%s): a .git there would run its "
+				  "hooks and configuration at the user's next "
+				  "git command, outside the sandbox; remove "
+				  "it]", sep(w->report), w->path.data +
+				  strlen(w->sb->workspace), name,
+				  strerror(errno)) < 0 ? -1 : 0;
+	}
 	if (buf_printf(&w->path, "/%s", name) < 0)
 		return -1;
 	for (i = 0; i < w->sb->ngit; i++)
@@ -828,8 +859,13 @@ walk_dir(struct walk *w, int dfd, int depth)
 				    O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
 				    O_CLOEXEC);
 		}
-		if (fd < 0)
+		if (fd < 0) {
+			/* a directory that cannot be looked into counts as
+			 * changed: a whole walk at every check */
+			if (errno != ENOENT)
+				unwatch_all(w->sb);
 			continue;
+		}
 		if (buf_printf(&w->path, "/%s", e->d_name) < 0) {
 			close(fd);
 			rc = -1;
@@ -986,8 +1022,10 @@ changes(struct sandbox *sb, int enforce, struct buf *report)
 				whole = 1;
 				continue;
 			}
+			/* a directory made, moved in, or whose mode changed
+			 * (readable again: what it hid is there now) */
 			if (e->mask & IN_ISDIR &&
-			    e->mask & (IN_CREATE | IN_MOVED_TO) &&
+			    e->mask & (IN_CREATE | IN_MOVED_TO | IN_ATTRIB) &&
 			    (buf_printf(&todo, "%s/%s", wi->path, e->name) < 0 ||
 			     buf_putc(&todo, '\0') < 0)) {
 				buf_free(&todo);

@@ -244,4 +244,29 @@ test_expect_success 'the private temporary directory goes however deep a command
 	! test -e "$tmp"
 '
 
+test_expect_success 'without privilege: a .git hidden in a directory made unsearchable (0600) is found and moved aside' '
+	if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null ||
+	   ! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$AH_BIN/tool-exec"; then
+		echo "# skipped: needs root, setpriv, and programs nobody can run" >&2
+	else
+		u=$(mktemp -d "$AH_TMPDIR/ah-nobody.XXXXXX") &&
+		test_when_finished "chmod -R u+rwx \"$u\"; rm -rf \"$u\"" &&
+		mkdir "$u/w" && chmod 755 "$u" && chown -R 65534:65534 "$u" &&
+		printf "%s\n" "mkdir d && git init -q d && git -C d config core.fsmonitor \"touch $u/pwned\" && chmod 0600 d" \
+			"chmod 0755 d && ls -A d" >cmds &&
+		jq -Rsc "{role: \"assistant\", content: null, tool_calls: [split(\"\n\")
+			| map(select(length > 0)) | to_entries[] | {id: \"call_\(.key + 1)\",
+			type: \"function\", permission: {decision: \"allow\"},
+			function: {name: \"bash\", arguments: ({command: .value} | tojson)}}]}" cmds >"$u/in" &&
+		(cd "$u/w" && HOME=$u TMPDIR=$u setpriv --reuid=65534 --regid=65534 \
+			--clear-groups timeout 60 "$AH_BIN/tool-exec" <../in >"$u/out") &&
+		cp "$u/out" out &&
+		test "$(code call_1)" = 0 &&
+		jq -r "select(.tool_call_id == \"call_1\").content" out >first &&
+		test_grep "d/.git'"'"' was made by the command" first &&
+		! test -e "$u/w/d/.git" && ls -d "$u"/w/d/.git.refused-* &&
+		(cd "$u/w/d" && git status >/dev/null 2>&1; :) && ! test -e "$u/pwned"
+	fi
+'
+
 test_done
