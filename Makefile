@@ -28,8 +28,9 @@ BUILD   ?= build
 
 PROGS   = todo-write tool-exec agent-step hook-perm hook-audit agent-compact agent-session agent-snap mcp-bridge hook-cc
 LIBSRC  = $(wildcard lib/*.c)
-# share/NAME.json compiled in as the string data_NAME (lib/priv.h).
-DATA    = policy tools task
+# share/NAME.json and share/NAME.jq compiled in as the string data_NAME
+# (lib/priv.h).
+DATA    = policy tools task prelude
 GENSRC  = $(DATA:%=$(BUILD)/gen/%.c)
 LIBOBJ  = $(LIBSRC:lib/%.c=$(BUILD)/lib/%.o) $(GENSRC:.c=.o)
 CLIOBJ  = $(BUILD)/cmd/cli.o
@@ -42,7 +43,7 @@ REPLAYS = $(FUZZERS:%=$(BUILD)/fuzz/replay-%)
 MAN1    = $(wildcard man/*.1)
 MAN5    = $(wildcard man/*.5)
 MAN7    = $(wildcard man/*.7)
-SCRIPTS = .ci/run tools/deps.sh tools/mutate.sh cmd/agent-run bench/peers.sh tests/lib.sh \
+SCRIPTS = .ci/run tools/deps.sh tools/mutate.sh tools/mcp-servers.sh cmd/agent-run bench/peers.sh tests/lib.sh \
 	tests/suite-probe.sh $(wildcard tests/*.t) \
 	$(wildcard examples/*.sh)
 
@@ -75,9 +76,12 @@ check-peers: $(BINS)
 	sh bench/peers.sh --hooks-check --bin $(abspath $(BUILD)/bin) --timeout 180 $(PEERSFLAGS)
 
 # Missing headers are installed (as root) or the command to install them is
-# printed: a fresh machine gets from nothing to green with `make check`.
+# printed: a fresh machine gets from nothing to green with `make check`;
+# the MCP servers of tests/t0870 come from npm into a cache outside the
+# tree (tools/mcp-servers.sh; without npm those tests skip).
 deps:
 	@sh tools/deps.sh
+	@sh tools/mcp-servers.sh
 
 $(BUILD)/.deps:
 	@sh tools/deps.sh
@@ -88,13 +92,18 @@ $(BUILD)/lib/%.o: lib/%.c | $(BUILD)/.deps
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 # The bytes of the file as od prints them, in an array that ends in a NUL.
-$(BUILD)/gen/%.c: share/%.json
+define gen-data
 	@mkdir -p $(@D)
 	{ printf '/* Made by the Makefile from %s: edit that. */\n' '$<' && \
 	  printf 'extern const char data_%s[];\nconst char data_%s[] = {\n' \
 		'$*' '$*' && \
 	  od -An -v -tx1 $< | sed -e 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g' && \
 	  printf '0 };\n'; } >$@.tmp && mv $@.tmp $@
+endef
+$(BUILD)/gen/%.c: share/%.json
+	$(gen-data)
+$(BUILD)/gen/%.c: share/%.jq
+	$(gen-data)
 
 $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	$(CC) $(CFLAGS) -c -o $@ $<

@@ -19,6 +19,17 @@ round also measures the floors the figures are divided by:
                  [--bin DIR | --bin NAME=DIR,NAME=DIR]  (builds side by side)
                  [--big MB]   (a session whose transcript grows to MB)
   bench/bench.py --context 300 [--windows 32000,200000] [--output 8192]
+  bench/bench.py --checkpoints 2000,20000,200000 [--steps 20] [--runs 5]
+  bench/bench.py --snap-disk 300
+
+--checkpoints runs the ring in a workspace of N files (in N/10
+directories) with agent-run's checkpoints on and off (--no-checkpoints),
+interleaved, each step one bash call that changes one file: the per-step
+time of each, and the difference, which is what a snapshot costs a step
+(agent-snap(1)).  The first step's snapshot hashes every file; it is
+counted apart ("first").  --snap-disk: one session of N steps, each
+rewriting a 1 MB text file (one line changes), and the disk the
+snapshots take, before and after agent-snap gc (which packs them).
 
 --context runs one long session per window: each step a bash call with
 --output bytes of output, against a server that refuses a request over
@@ -97,11 +108,53 @@ def memory_of(pid):
     return rss, pss
 
 
-def one_run(steps, mode, bindir, payload=0, max_output=30000, latency=0):
+def snap_script(steps, rewrite=False):
+    """Steps that each change one file: a line of a small one, or the
+    first line of a 1 MB text file (rewritten whole)."""
+    lines = []
+    for k in range(1, steps):
+        if rewrite:
+            cmd = "{ echo step-%d; seq 1 140000; } >big.txt" % k
+        else:
+            cmd = "echo step-%d >>d%d/f0" % (k, k % 10)
+        lines.append(json.dumps({"tool_calls": [
+            {"name": "bash", "arguments": {"command": cmd}}]}))
+    lines.append(json.dumps({"content": "done after %d steps" % steps}))
+    return "\n".join(lines) + "\n"
+
+
+def fill(w, files):
+    """files small files in files/10 directories (at least 10)."""
+    ndirs = max(10, files // 10)
+    per = max(1, files // ndirs)
+    for d in range(ndirs):
+        dd = os.path.join(w, "d%d" % d)
+        os.mkdir(dd)
+        for i in range(per):
+            with open(os.path.join(dd, "f%d" % i), "w") as f:
+                f.write("file %d of directory %d\n" % (i, d))
+
+
+def du(path):
+    total = 0
+    for root, _, names in os.walk(path):
+        for n in names:
+            try:
+                total += os.lstat(os.path.join(root, n)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def one_run(steps, mode, bindir, payload=0, max_output=30000, latency=0,
+            files=0, checkpoints=None, rewrite=False):
     work = tempfile.mkdtemp(prefix="ah-bench.")
     try:
         with open(os.path.join(work, "script"), "w") as f:
-            f.write(script(steps, payload, latency))
+            if checkpoints is None:
+                f.write(script(steps, payload, latency))
+            else:
+                f.write(snap_script(steps, rewrite))
         port = os.path.join(work, "port")
         srv = subprocess.Popen([sys.executable, os.path.join(SRC, "tests", "model-server.py"),
                                 "--script", os.path.join(work, "script"), "--port-file", port,
@@ -110,9 +163,13 @@ def one_run(steps, mode, bindir, payload=0, max_output=30000, latency=0):
         while not os.path.exists(port):
             time.sleep(0.01)
         os.mkdir(os.path.join(work, "w"))
+        if files:
+            fill(os.path.join(work, "w"), files)
         env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"],
                    AGENT_BASE_URL="http://127.0.0.1:%s/v1" % open(port).read().strip(),
                    AGENT_MODEL="bench", AGENT_MAX_OUTPUT=str(max_output))
+        if checkpoints is not None:
+            env["AGENT_CHECKPOINTS"] = "1" if checkpoints else "0"
         args = [os.path.join(bindir, "agent-run"), "-q", "-y", "--max-steps", str(steps + 5),
                 "-C", os.path.join(work, "w")]
         if payload:
@@ -154,11 +211,20 @@ def one_run(steps, mode, bindir, payload=0, max_output=30000, latency=0):
         over, first_byte, arrived = step_intervals(work)
         tpath = os.path.join(work, "w", ".agent", "transcript.jsonl")
         tsize = os.path.getsize(tpath) if os.path.exists(tpath) else 0
+        snap = os.path.join(work, "w", ".agent", "snap")
+        disk = gc_disk = 0
+        if rewrite and os.path.isdir(snap):
+            disk = du(snap)
+            subprocess.run([os.path.join(bindir, "agent-snap"), "-C",
+                            os.path.join(work, "w"), "gc"], env=env,
+                           stdout=subprocess.DEVNULL, check=True)
+            gc_disk = du(snap)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         return {"over": over, "first_byte": first_byte, "first": (arrived[1] - t0) * 1000,
                 "step1": over[0] if over else float("nan"),
                 "wall": wall, "cpu": cpu, "peak_one": peak_one / 1024,
-                "peak_all": peak_all / 1024, "peak_pss": peak_pss / 1024, "transcript": tsize}
+                "peak_all": peak_all / 1024, "peak_pss": peak_pss / 1024, "transcript": tsize,
+                "disk": disk, "gc_disk": gc_disk}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -315,6 +381,42 @@ def context_main(a):
         sys.stdout.flush()
 
 
+def checkpoints_main(a):
+    """The ring with checkpoints on and off, in workspaces of each size."""
+    steps = int(a.steps.split(",")[0])
+    bindir = os.path.abspath(a.bin.split("=", 1)[-1])
+    sizes = [int(n) for n in a.checkpoints.split(",")]
+    cases = [(n, on) for n in sizes for on in (False, True)]
+    results = {c: [] for c in cases}
+    for _ in range(a.runs):
+        for c in cases:
+            results[c].append(one_run(steps, "ring", bindir, files=c[0], checkpoints=c[1]))
+    print("ring, %d steps, one bash call a step that appends to a file; medians of %d runs"
+          % (steps, a.runs))
+    print("%8s %12s | %-22s %9s | %9s" % ("files", "checkpoints", "per step ms (p10-p90)",
+                                         "+ms/step", "first ms"))
+    for n in sizes:
+        per = {}
+        for on in (False, True):
+            rs = results[(n, on)]
+            # the first step (the first snapshot hashes every file) apart
+            over = [x for r in rs for x in r["over"][1:]]
+            per[on] = statistics.median(over)
+            print("%8d %12s | %6.2f (%6.2f-%6.2f) %9s | %9.1f" % (
+                n, "on" if on else "off", per[on], pct(over, 0.1), pct(over, 0.9),
+                "%+.2f" % (per[True] - per[False]) if on else "",
+                statistics.median(r["step1"] for r in rs)))
+        sys.stdout.flush()
+
+
+def snap_disk_main(a):
+    bindir = os.path.abspath(a.bin.split("=", 1)[-1])
+    r = one_run(a.snap_disk, "ring", bindir, checkpoints=True, rewrite=True)
+    print("%d steps, each rewriting a 1 MB text file (one line changed): "
+          "%.1f MB in .agent/snap, %.1f MB after agent-snap gc; per step %.2f ms (median)" % (
+              a.snap_disk, r["disk"] / 1e6, r["gc_disk"] / 1e6, statistics.median(r["over"])))
+
+
 def pct(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
@@ -336,7 +438,15 @@ def main():
     ap.add_argument("--output", type=int, default=8192)
     ap.add_argument("--latency", type=float, default=0,
                     help="ms the server waits before each answer (0)")
+    ap.add_argument("--checkpoints", default="",
+                    help="instead: workspaces of these many files, checkpoints on and off")
+    ap.add_argument("--snap-disk", type=int, default=0,
+                    help="instead: the disk of N steps rewriting a 1 MB file")
     a = ap.parse_args()
+    if a.checkpoints:
+        return checkpoints_main(a)
+    if a.snap_disk:
+        return snap_disk_main(a)
     if a.context:
         a.bin = a.bin.split("=", 1)[-1]
         return context_main(a)

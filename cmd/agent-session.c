@@ -313,6 +313,12 @@ do_end(const struct opts *o)
 		cli_warn("out of memory");
 		goto out;
 	}
+	/* the calls denied in this run, for a script to say why */
+	if (!st.denials || !cJSON_AddItemToObject(rec, "denied", st.denials)) {
+		cli_warn("out of memory");
+		goto out;
+	}
+	st.denials = NULL; /* rec holds it */
 	rc = print_event("result", rec, NULL);
 out:
 	session_stats_free(&st);

@@ -84,6 +84,17 @@ fail(const struct ah_error *err)
 	return status_of(err);
 }
 
+/* Says that a .agent/snap agent-snap did not make was moved aside. */
+static void
+moved_aside(const struct snap *s)
+{
+	if (s->moved_aside[0])
+		cli_warn("'.agent/snap' was not made by agent-snap for this user "
+			 "in this place (it came with the repository, or was "
+			 "copied): moved aside, unused, to '%s'; the snapshots "
+			 "start afresh", s->moved_aside);
+}
+
 static int
 open_snap(struct snap *s, const struct opts *o, int create)
 {
@@ -92,6 +103,7 @@ open_snap(struct snap *s, const struct opts *o, int create)
 	if (snap_open(s, create, &err) < 0)
 		return fail(&err);
 	s->include_ignored = o->include_ignored;
+	moved_aside(s);
 	return ES_OK;
 }
 
@@ -363,6 +375,7 @@ do_checkpoint(const struct opts *o)
 
 			if (snap_open(&s, 1, &terr) == 0) {
 				s.include_ignored = o->include_ignored;
+				moved_aside(&s);
 				if (snap_take(&s, &m, id, &terr) == 0) {
 					id[SNAP_ID_LEN] = '\0';
 					if (!cJSON_AddStringToObject(msg,

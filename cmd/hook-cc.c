@@ -31,7 +31,8 @@ static const char usage[] =
 	"not an answer denies the call.\n"
 	"\n"
 	"  -C, --directory DIR   the working directory ($AGENT_WORKDIR, else .)\n"
-	"      --hooks FILE      settings of hooks to use too (repeatable)\n"
+	"      --hooks FILE      settings of hooks to use too (repeatable;\n"
+	"                        $AGENT_HOOKS_FILE when none is given)\n"
 	"      --hooks-fail-open a failing hook decides nothing (Claude Code's\n"
 	"                        way) instead of denying the call\n"
 	"      --transcript FILE where the calls of tool results are found\n"
@@ -661,6 +662,9 @@ main(int argc, char **argv)
 	}
 	if (trusting)
 		return cli_finish(trust(&c, optind < argc ? argv[optind] : NULL));
+	/* agent-run's --hooks, for the hook-cc hook-perm runs */
+	if (!c.nfiles && getenv("AGENT_HOOKS_FILE") && *getenv("AGENT_HOOKS_FILE"))
+		c.files[c.nfiles++] = getenv("AGENT_HOOKS_FILE");
 	if (tr && *tr) {
 		if (*tr == '/')
 			snprintf(c.transcript, sizeof c.transcript, "%s", tr);

@@ -13,6 +13,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -588,6 +589,56 @@ tty_device(int fd, char *path, size_t size)
 	return -1;
 }
 
+/* Under agent-run with hooks in force (AGENT_HOOKS=1), the Notification
+ * hooks hear that a question is about to be asked (hook-cc(1)); what
+ * they say is not read, and their failure is theirs. */
+static void
+notify(const char *tool)
+{
+	const char *on = getenv("AGENT_HOOKS");
+	cJSON *o = NULL;
+	char *text = NULL, msg[300];
+	int p[2] = { -1, -1 };
+	pid_t pid;
+
+	if (!on || strcmp(on, "1"))
+		return;
+	snprintf(msg, sizeof msg, "hook-perm needs your permission to use %.200s",
+		 tool);
+	o = cJSON_CreateObject();
+	if (!o || !cJSON_AddStringToObject(o, "message", msg) ||
+	    !cJSON_AddStringToObject(o, "notification_type", "permission_prompt") ||
+	    !(text = cJSON_PrintUnformatted(o)) || pipe2(p, O_CLOEXEC) < 0)
+		goto out;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (dup2(p[0], 0) < 0 || null < 0 || dup2(null, 1) < 0)
+			_exit(127);
+		execlp("hook-cc", "hook-cc", "-q", "--event", "Notification",
+		       "--match", "permission_prompt", (char *)NULL);
+		_exit(127);
+	}
+	close(p[0]);
+	p[0] = -1;
+	if (pid > 0) {
+		write_all(p[1], text, strlen(text));
+		close(p[1]);
+		p[1] = -1;
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+out:
+	if (p[0] >= 0)
+		close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+	free(text);
+	cJSON_Delete(o);
+}
+
 /* Asks at the terminal.  Returns the decision, with its reason. */
 static int
 ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
@@ -625,6 +676,7 @@ ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
 		     "with a rule in .agent/policy.json, or run with --yes");
 		return DECIDE_DENY;
 	}
+	notify(tool);
 	/* caught from before the question shows (a signal ignored until
 	 * now, as in agent-run's stages, would leave it waiting); no
 	 * SA_RESTART: a read under way returns */

@@ -45,6 +45,9 @@ static const char usage[] =
 	"      --max-output N    bytes of a result, head and tail kept (30000;\n"
 	"                        $AGENT_MAX_OUTPUT)\n"
 	"      --max-restarts N  starts again of a server that died (3)\n"
+	"      --sandbox MODE    confine the servers as tool-exec confines\n"
+	"                        commands: workspace-write (the default;\n"
+	"                        $AGENT_SANDBOX), read-only or off\n"
 	"  -v, --verbose         progress, logs and starts on stderr\n"
 	"  -h, --help            print this help and exit\n"
 	"      --version         print the version and exit\n"
@@ -70,6 +73,7 @@ on_note(void *ctx, const char *text)
 struct opts {
 	const char *dir, *serve, *trust;
 	const char *files[32];
+	const char *mode;
 	int nfiles, trusting, schema, no_user;
 	long watch, maxout, restarts;
 };
@@ -443,12 +447,36 @@ serve(struct mcp *m, const char *path, pid_t watch)
 	return rc;
 }
 
+/* The servers' sandbox: the one of the model's commands (mode), its
+ * network each server's own.  One that cannot be had is said when a
+ * server asks for it; off: servers run unconfined, as commands do. */
+static void
+sandbox_setup_for(struct mcp *m, struct sandbox *sb, const char *mode,
+		  const char *workdir)
+{
+	static char why[sizeof ((struct ah_error *)0)->msg];
+	struct ah_error err = { 0 };
+	int md = sandbox_mode_parse(mode);
+
+	if (md == SANDBOX_OFF) {
+		m->opts.sandbox_off = 1;
+		return;
+	}
+	if (sandbox_init(sb, md, workdir, todo_default_path(), &err) < 0) {
+		sandbox_free(sb);
+		snprintf(why, sizeof why, "%s", err.msg);
+		m->opts.sandbox_error = why;
+		return;
+	}
+	m->opts.sandbox = sb;
+}
+
 int
 main(int argc, char **argv)
 {
 	enum { OPT_CONFIG = 256, OPT_NOUSER, OPT_TRUST, OPT_SCHEMA, OPT_SERVE,
 	       OPT_WATCH, OPT_TIMEOUT, OPT_MAXTIMEOUT, OPT_START, OPT_MAXOUT,
-	       OPT_RESTARTS };
+	       OPT_RESTARTS, OPT_SANDBOX };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "mcp-config", required_argument, NULL, OPT_CONFIG },
@@ -462,12 +490,14 @@ main(int argc, char **argv)
 		{ "start-timeout", required_argument, NULL, OPT_START },
 		{ "max-output", required_argument, NULL, OPT_MAXOUT },
 		{ "max-restarts", required_argument, NULL, OPT_RESTARTS },
+		{ "sandbox", required_argument, NULL, OPT_SANDBOX },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { 0 };
+	struct sandbox sb;
 	struct mcp m;
 	struct sigaction sa;
 	char workdir[PATH_MAX];
@@ -478,6 +508,7 @@ main(int argc, char **argv)
 		return ES_IO;
 	mcp_init(&m);
 	o.dir = getenv("AGENT_WORKDIR");
+	o.mode = getenv("AGENT_SANDBOX");
 	o.maxout = 30000;
 	o.restarts = 3;
 	v = getenv("AGENT_MCP_TIMEOUT");
@@ -538,6 +569,9 @@ main(int argc, char **argv)
 				      &o.restarts))
 				return ES_USAGE;
 			break;
+		case OPT_SANDBOX:
+			o.mode = optarg;
+			break;
 		case 'v':
 			m.opts.verbose = 1;
 			break;
@@ -559,6 +593,12 @@ main(int argc, char **argv)
 		return cli_usage_error("--trust, --schema and --serve go alone");
 	if (o.watch && !o.serve)
 		return cli_usage_error("--watch goes with --serve");
+	if (!o.mode || !*o.mode)
+		o.mode = "workspace-write";
+	if (sandbox_mode_parse(o.mode) < 0)
+		return cli_usage_error("unknown sandbox mode '%s' (use "
+				       "workspace-write, read-only or off)",
+				       o.mode);
 	if (!o.dir || !*o.dir)
 		o.dir = ".";
 	if (!realpath(o.dir, workdir)) {
@@ -582,6 +622,7 @@ main(int argc, char **argv)
 		mcp_free(&m);
 		return rc;
 	}
+	sandbox_setup_for(&m, &sb, o.mode, workdir);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal; /* no SA_RESTART: a blocked read returns */
 	sigemptyset(&sa.sa_mask);
@@ -591,6 +632,8 @@ main(int argc, char **argv)
 	if (o.serve) {
 		rc = serve(&m, o.serve, (pid_t)o.watch);
 		mcp_free(&m);
+		if (m.opts.sandbox)
+			sandbox_free(&sb);
 		return rc;
 	}
 	mcp_start(&m);
@@ -607,5 +650,7 @@ main(int argc, char **argv)
 	} else
 		rc = filter(&m);
 	mcp_free(&m);
+	if (m.opts.sandbox)
+		sandbox_free(&sb);
 	return cli_finish(rc);
 }

@@ -192,7 +192,7 @@ progress(const cJSON *call, int rc, const char *res)
 	const cJSON *todos = cJSON_GetObjectItemCaseSensitive(args, "todos");
 	const char *end;
 	char gist[81], ending[48], *safe_tool, *safe_gist, *safe_res;
-	size_t i;
+	size_t i, line = strcspn(res, "\n");
 
 	if (!strcmp(tool, "run_todo_write") && cJSON_IsArray(todos)) {
 		i = (size_t)cJSON_GetArraySize(todos);
@@ -212,7 +212,13 @@ progress(const cJSON *call, int rc, const char *res)
 	safe_gist = utf8_for_terminal(gist, strlen(gist), TERM_SHOW_HIDDEN, NULL);
 	/* the result is shown for an error (its start) and a todo list */
 	safe_res = NULL;
-	if (rc == TOOL_ERROR)
+	if (rc == TOOL_ERROR && cJSON_IsString(d) &&
+	    !strcmp(d->valuestring, "deny"))
+		/* a denial says why, and what to do about it: whole (its
+		 * first line, within bounds) */
+		safe_res = utf8_for_terminal(res, utf8_floor(res, line,
+			line < 2000 ? line : 2000), 0, NULL);
+	else if (rc == TOOL_ERROR)
 		safe_res = utf8_for_terminal(res,
 			utf8_floor(res, strlen(res), 100), 0, NULL);
 	else if (!strcmp(tool, "run_todo_write"))

@@ -187,6 +187,17 @@ events_of_message(struct buf *out, const cJSON *msg, const char *session,
 		}
 		if (event_put(out, e, secrets, err) < 0)
 			return -1;
+		/* the snapshot taken before its calls ran (agent-snap) */
+		v = cJSON_GetObjectItemCaseSensitive(msg, "checkpoint");
+		if (cJSON_IsString(v)) {
+			e = event_new("checkpoint", session);
+			if (e && copy_field(e, msg, "checkpoint") < 0) {
+				cJSON_Delete(e);
+				e = NULL;
+			}
+			if (event_put(out, e, secrets, err) < 0)
+				return -1;
+		}
 		v = cJSON_GetObjectItemCaseSensitive(msg, "usage");
 		if (cJSON_IsObject(v)) {
 			e = event_new("usage", session);

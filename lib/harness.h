@@ -901,6 +901,9 @@ struct session_stats {
 	unsigned long from;
 	double model_calls, tokens, run_calls, run_tokens;
 	double tool_calls, denied;
+	cJSON *denials; /* this run's denied calls, [{tool, reason}], the
+			 * first SESSION_DENIALS_MAX of them; NULL when out
+			 * of memory */
 	int answered;  /* it ends with an answer: an assistant message
 			* without tool calls */
 	char *answer;  /* that answer's text, when it is text */
@@ -909,6 +912,7 @@ struct session_stats {
 /* Reads the transcript at path (never through a link under .agent) into
  * *st, which the caller zeroed (but for from).  Lines that are not
  * messages count for nothing.  0, or -1 when it cannot be read. */
+#define SESSION_DENIALS_MAX 100
 int session_stats(const char *transcript, struct session_stats *st,
 		  struct ah_error *err);
 void session_stats_free(struct session_stats *st);
@@ -1327,6 +1331,14 @@ struct mcp_opts {
 	int verbose;          /* progress and logs go to note too */
 	const char *workdir;  /* the servers' working directory */
 	volatile sig_atomic_t *interrupted; /* set: a call is cancelled */
+	struct sandbox *sandbox; /* stdio servers run in it (the model's
+				    commands' one; its network is the
+				    server's "network") unless their
+				    "sandbox" is false; NULL: none */
+	int sandbox_off;       /* no sandbox, as the session's commands have
+				  none: servers run unconfined; else a
+				  server that asks for it is not started */
+	const char *sandbox_error; /* why there is none, for that error */
 	/* what the user should hear (a server down, a refused request),
 	 * one line, secrets redacted; NULL: nothing */
 	void (*note)(void *ctx, const char *text);
@@ -1393,6 +1405,7 @@ struct snap {
 	int dirfd;           /* .agent/snap */
 	int lockfd;          /* .agent/snap/lock, held */
 	int include_ignored; /* snapshots hold ignored files too */
+	char moved_aside[64]; /* a .agent/snap not ours, moved here */
 };
 
 /* What a snapshot records besides the files. */
@@ -1405,8 +1418,9 @@ struct snap_meta {
 };
 
 /* Opens (create: makes) .agent/snap and waits for its lock.  A
- * .agent/snap that agent-snap did not make for this user there is an
- * AH_EFORMAT error, and none of it is used.  snap_close frees. */
+ * .agent/snap that agent-snap did not make for this user there is never
+ * used: an AH_EFORMAT error, or with create moved aside (its new name in
+ * moved_aside) for a new one.  snap_close frees, but keeps moved_aside. */
 int snap_open(struct snap *s, int create, struct ah_error *err);
 void snap_close(struct snap *s);
 

@@ -422,7 +422,7 @@ server_fail(const struct mcp *m, struct mcp_server *s, const char *fmt, ...)
 /* The environment of a server: the commands' allow-list (no API key),
  * then what its configuration sets. */
 static char **
-server_env(const struct mcp_server *s, struct ah_error *err)
+server_env(const struct mcp_server *s, const char *tmp, struct ah_error *err)
 {
 	char **base = proc_env_build(NULL, 0, err), **env;
 	size_t n = 0, k = 0, i, j, len;
@@ -433,6 +433,36 @@ server_env(const struct mcp_server *s, struct ah_error *err)
 		n++;
 	while (s->envset[k])
 		k++;
+	/* in the sandbox: its temporary directory, and caches in it (npm's
+	 * for npx), unless the configuration says otherwise */
+	if (tmp) {
+		char **b = realloc(base, (n + 4) * sizeof *b);
+
+		if (!b) {
+			proc_env_free(base);
+			ah_fail(err, AH_ENOMEM, "out of memory");
+			return NULL;
+		}
+		base = b;
+		for (i = j = 0; i < n; i++) {
+			if (!strncmp(base[i], "TMPDIR=", 7))
+				free(base[i]);
+			else
+				base[j++] = base[i];
+		}
+		n = j;
+		base[n] = NULL;
+		if (asprintf(&base[n], "TMPDIR=%s", tmp) < 0 ||
+		    asprintf(&base[n + 1], "npm_config_cache=%s/npm", tmp) < 0 ||
+		    asprintf(&base[n + 2], "XDG_CACHE_HOME=%s/cache", tmp) < 0) {
+			base[n] = NULL;
+			proc_env_free(base);
+			ah_fail(err, AH_ENOMEM, "out of memory");
+			return NULL;
+		}
+		n += 3;
+		base[n] = NULL;
+	}
 	env = calloc(n + k + 1, sizeof *env);
 	if (!env) {
 		proc_env_free(base);
@@ -462,12 +492,14 @@ server_env(const struct mcp_server *s, struct ah_error *err)
 
 /* The child: its own process group, killed with us, the pipes as its
  * standard streams, the status pipe as fd 3 (closed by exec) and nothing
- * else open; a failed exec is written to the status pipe. */
+ * else open; in the sandbox sb (a copy: the server's network setting in
+ * it) unless NULL.  What failed is written to the status pipe. */
 static void
-child(struct mcp_server *s, const char *dir, char **env, int in, int out,
-      int err, int status)
+child(struct mcp_server *s, struct sandbox *sb, const char *dir, char **env,
+      int in, int out, int err, int status)
 {
-	int e;
+	struct ah_error e = { 0 };
+	int ruleset, userns;
 
 	setpgid(0, 0);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -478,12 +510,20 @@ child(struct mcp_server *s, const char *dir, char **env, int in, int out,
 	    (status != 3 && dup3(status, 3, O_CLOEXEC) < 0))
 		_exit(127);
 	close_range(4, ~0U, 0);
-	if (dir && chdir(dir) < 0)
+	if (dir && chdir(dir) < 0) {
+		ah_fail_errno(&e, errno, "cannot change to '%s'", dir);
 		goto fail;
+	}
+	if (sb) {
+		sb->network = s->network;
+		if (sandbox_setup(sb, NULL, &ruleset, &userns, &e) < 0 ||
+		    sandbox_restrict(sb, ruleset, &e) < 0)
+			goto fail;
+	}
 	execvpe(s->argv[0], s->argv, env);
+	ah_fail_errno(&e, errno, "cannot run '%s'", s->argv[0]);
 fail:
-	e = errno;
-	if (write(3, &e, sizeof e) < 0)
+	if (write(3, e.msg, strlen(e.msg)) < 0)
 		_exit(127);
 	_exit(127);
 }
@@ -492,17 +532,21 @@ static int
 server_spawn(struct mcp *m, struct mcp_server *s, struct ah_error *err)
 {
 	int pin[2] = { -1, -1 }, pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
-	int st[2] = { -1, -1 }, e = 0, rc = -1;
-	char **env;
+	int st[2] = { -1, -1 }, rc = -1;
+	struct sandbox *sb = s->sandbox ? m->opts.sandbox : NULL;
+	char **env, msg[sizeof err->msg];
 	ssize_t got;
 	pid_t pid;
 
-	if (s->sandbox)
+	if (s->sandbox && !sb && !m->opts.sandbox_off)
 		return ah_fail(err, AH_EIO, "it asks for the sandbox, which "
-			       "MCP servers cannot have yet: mark it "
-			       "\"sandbox\": false in the configuration to "
-			       "run it unconfined (mcp-bridge(1))");
-	env = server_env(s, err);
+			       "cannot be had here (%s); \"sandbox\": false "
+			       "in its configuration runs it unconfined",
+			       m->opts.sandbox_error ? m->opts.sandbox_error
+						     : "none was set up");
+	if (sb && sandbox_prepare(sb, err) < 0)
+		return -1;
+	env = server_env(s, sb ? sb->tmpdir : NULL, err);
 	if (!env)
 		return -1;
 	if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 ||
@@ -516,16 +560,17 @@ server_spawn(struct mcp *m, struct mcp_server *s, struct ah_error *err)
 		goto out;
 	}
 	if (pid == 0)
-		child(s, m->opts.workdir, env, pin[0], pout[1], perr[1], st[1]);
+		child(s, sb, m->opts.workdir, env, pin[0], pout[1], perr[1],
+		      st[1]);
 	setpgid(pid, pid); /* both sides: no race with a kill */
 	close_fd(&st[1]);
-	got = read(st[0], &e, sizeof e);
+	got = read(st[0], msg, sizeof msg - 1);
 	while (got < 0 && errno == EINTR)
-		got = read(st[0], &e, sizeof e);
-	if (got == (ssize_t)sizeof e) {
+		got = read(st[0], msg, sizeof msg - 1);
+	if (got > 0) {
+		msg[got] = '\0';
 		waitpid(pid, NULL, 0);
-		ah_fail(err, AH_EIO, "cannot run '%s': %s", s->argv[0],
-			strerror(e));
+		ah_fail(err, AH_EIO, "%s%s", sb ? "in the sandbox: " : "", msg);
 		goto out;
 	}
 	s->pid = pid;

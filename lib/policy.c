@@ -22,30 +22,6 @@
 
 #include "priv.h"
 
-/* Helpers every rule can use (hook-perm(1) documents them).
- * all_commands is the safe way to allow a command: it is false when the
- * splitter could not follow the line.  all_readonly adds what a
- * read-only rule needs: no write-or-exec option of a common read-only
- * tool (writes), no output redirection but to /dev/null or a descriptor
- * (quiet_outputs).  cmdname compares a command's basename, so that
- * /usr/bin/sudo is sudo. */
-static const char prelude[] =
-	"def commands: (.commands // []);"
-	"def any_command(f): (.commands // []) | any(.[]; f);"
-	"def all_commands(f): (.complex | not) and ((.commands // []) | length > 0) and ((.commands // []) | all(.[]; f));"
-	"def prefix($p): .[0:($p | length)] == $p;"
-	"def cmdname: (.[0] // \"\") | split(\"/\") | last // \"\";"
-	"def assigns: (.[0] // \"\") | test(\"^[A-Za-z_][A-Za-z0-9_]*\\\\+?=\");"
-	"def long_is($names): startswith(\"--\") and (.[2:] | split(\"=\")[0] // \"\") as $o | $o != \"\" and ($names | any(.[]; . as $d | ($d | startswith($o)) or ($o | startswith($d))));"
-	"def normpath: gsub(\"/+\"; \"/\") | until(test(\"/\\\\./|/\\\\.$\") | not; sub(\"/\\\\./\"; \"/\") | sub(\"/\\\\.$\"; \"/\")) | until(test(\"/([^/.][^/]*|\\\\.[^/.][^/]*|\\\\.\\\\.[^/]+)/\\\\.\\\\.(/|$)\") | not; sub(\"/([^/.][^/]*|\\\\.[^/.][^/]*|\\\\.\\\\.[^/]+)/\\\\.\\\\.(/|$)\"; \"/\")) | sub(\"^(/\\\\.\\\\.)+(/|$)\"; \"/\");"
-	"def sed_script_ok: test(\"^([\\\\s;]*((([0-9]+|[$]|/([^/\\\\\\\\\\\\n]|\\\\\\\\.)*/[IM]*)(~[0-9]+)?([\\\\s]*,[\\\\s]*([0-9]+|[$]|/([^/\\\\\\\\\\\\n]|\\\\\\\\.)*/[IM]*|[+~][0-9]+))?)?[\\\\s]*!?[\\\\s]*([pPdDnNgGhHxzF=]|[lqQ][\\\\s]*[0-9]*|[btT][ \\\\t]*[A-Za-z0-9_]*|:[A-Za-z0-9_]+|[{}]|#[^\\\\n]*|[aic][ \\\\t]+[^\\\\n\\\\\\\\]*|[sy](/([^/\\\\\\\\\\\\n]|\\\\\\\\.)*/([^/\\\\\\\\\\\\n]|\\\\\\\\.)*/|[|]([^|\\\\\\\\\\\\n]|\\\\\\\\.)*[|]([^|\\\\\\\\\\\\n]|\\\\\\\\.)*[|]|#([^#\\\\\\\\\\\\n]|\\\\\\\\.)*#([^#\\\\\\\\\\\\n]|\\\\\\\\.)*#|,([^,\\\\\\\\\\\\n]|\\\\\\\\.)*,([^,\\\\\\\\\\\\n]|\\\\\\\\.)*,|:([^:\\\\\\\\\\\\n]|\\\\\\\\.)*:([^:\\\\\\\\\\\\n]|\\\\\\\\.)*:|@([^@\\\\\\\\\\\\n]|\\\\\\\\.)*@([^@\\\\\\\\\\\\n]|\\\\\\\\.)*@)[gpiIM0-9]*)))*[\\\\s;]*$\");"
-	"def sed_writes: reduce .[1:][] as $a ({s: [], o: [], bad: false, next: null, dd: false}; if .next == \"script\" then .s += [$a] | .next = null elif .next == \"skip\" then .next = null elif .dd or ($a | startswith(\"-\") | not) or $a == \"-\" then .o += [$a] elif $a == \"--\" then .dd = true elif ($a | startswith(\"--\")) then ($a[2:] | split(\"=\")[0]) as $n | ($a | contains(\"=\")) as $eq | if $a | long_is([\"in-place\", \"file\", \"follow-symlinks\", \"binary\"]) then .bad = true elif (\"expression\" | startswith($n)) then (if $eq then .s += [$a | sub(\"^[^=]*=\"; \"\")] else .next = \"script\" end) elif (\"line-length\" | startswith($n)) then (if $eq then . else .next = \"skip\" end) elif ([\"quiet\", \"silent\", \"regexp-extended\", \"posix\", \"separate\", \"unbuffered\", \"null-data\", \"zero-terminated\", \"debug\", \"sandbox\"] | any(.[]; startswith($n))) then . else .bad = true end elif ($a | test(\"^-[nsuzEr]*e\")) then ($a | sub(\"^-[nsuzEr]*e\"; \"\")) as $r | (if $r == \"\" then .next = \"script\" else .s += [$r] end) elif ($a | test(\"^-[nsuzEr]*l\")) then (if ($a | test(\"^-[nsuzEr]*l$\")) then .next = \"skip\" else . end) elif ($a | test(\"^-[nsuzEr]+$\")) then . else .bad = true end) | if .s == [] then .s = .o[0:1] else . end | .bad or .next == \"script\" or .s == [] or (.s | any(.[]; sed_script_ok | not));"
-	"def awk_writes: any(.[1:][]; test(\"system|getline|[|>@]|^-(-.|[^-Fv])\"));"
-	"def writes: cmdname as $n | .[1:] as $a | if $n == \"git\" then $a | any(.[]; test(\"^(-c|-O)\") or long_is([\"config-env\", \"exec-path\", \"git-dir\", \"work-tree\", \"namespace\", \"super-prefix\", \"output\", \"output-directory\", \"ext-diff\", \"textconv\", \"open-files-in-pager\", \"upload-pack\", \"receive-pack\", \"exec\", \"template\"])) elif $n == \"find\" then $a | any(.[]; IN(\"-exec\", \"-execdir\", \"-ok\", \"-okdir\", \"-delete\", \"-fprint\", \"-fprint0\", \"-fprintf\", \"-fls\")) elif $n == \"sed\" then sed_writes elif $n == \"sort\" then $a | any(.[]; test(\"^-[a-zA-Z]*o\") or long_is([\"output\", \"compress-program\"])) elif $n | IN(\"awk\", \"gawk\", \"mawk\", \"nawk\") then awk_writes elif $n == \"tee\" then $a | any(.[]; (startswith(\"-\") | not) and . != \"/dev/null\") elif $n == \"rg\" then $a | any(.[]; test(\"^--pre\")) elif $n == \"man\" then $a | any(.[]; test(\"^-[a-zA-Z]*[PHCX]\") or long_is([\"pager\", \"html\", \"config-file\", \"gxditview\", \"browser\"])) elif $n == \"tar\" then ($a | any(.[]; test(\"^-[a-zA-Z]*[IFg]\") or long_is([\"to-command\", \"checkpoint-action\", \"use-compress-program\", \"info-script\", \"new-volume-script\", \"rsh-command\", \"rmt-command\", \"volno-file\", \"index-file\", \"listed-incremental\"]))) or (($a[0] // \"-\") | test(\"^[^-].*[IFg]\")) elif $n | IN(\"less\", \"more\", \"most\", \"pg\") then $a | any(.[]; test(\"^-[a-zA-Z]*[oOk]|^[+]\") or (ascii_downcase | long_is([\"log-file\", \"lesskey-file\", \"lesskey-src\", \"lesskey-content\"]))) else false end;"
-	"def quiet_outputs: (.outputs // []) | all(.[]; . == \"/dev/null\" or test(\"^&([0-9]+|-)$\"));"
-	"def all_readonly(f): (.literal == true) and all_commands(f and (writes | not)) and quiet_outputs;"
-	"def home_or_root: . != \"\" and (normpath | test(\"^(~[^/]*|[$][{]?(HOME|PWD|OLDPWD|USER)[}]?|[.*?!^\\\\[\\\\]]*)(/[.*?!^\\\\[\\\\]]*)*$|^/[^/]+/?$|^/(home|Users)/[^/]*/?$\"));";
-
 const char *
 policy_builtin(void)
 {
@@ -225,7 +201,8 @@ program(const struct policy *p, int from, int to, struct buf *b)
 {
 	int i;
 
-	if (buf_append(b, prelude, sizeof prelude - 1) < 0)
+	/* the helpers of share/prelude.jq first */
+	if (buf_append(b, data_prelude, strlen(data_prelude)) < 0)
 		return -1;
 	for (i = from; i < to; i++)
 		if (buf_printf(b, "%s(try ([(%s\n)] | any) catch {\"error\": "

@@ -16,6 +16,7 @@
 extern const char data_policy[]; /* share/policy.json */
 extern const char data_tools[];  /* share/tools.json */
 extern const char data_task[];   /* share/task.json: the task tool */
+extern const char data_prelude[]; /* share/prelude.jq: the rules' helpers */
 
 /* --- text.c: bounded text for the model --------------------------------- */
 
@@ -286,8 +287,8 @@ int sandbox_git_path(const char *rel);
  * namespace in which all is read-only but the write roots (nosuid), and
  * the protected paths in them are read-only too (a user namespace first,
  * without privilege: *userns set); checked against the snapshot snap
- * (taken by the caller before the helper started: 1 when what it
- * describes changed meanwhile); then the commands' view built from it
+ * unless NULL (taken by the caller before the helper started: 1 when
+ * what it describes changed meanwhile); then the commands' view built from it
  * and made the root (see sandbox.c); the bounding set emptied,
  * no_new_privs, and a seccomp filter (no inet sockets unless
  * sb->network, no io_uring, no ioctl TIOCSTI or TIOCLINUX); the Landlock

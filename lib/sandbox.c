@@ -1733,7 +1733,7 @@ confine_mounts(const struct sandbox *sb, const struct buf *snap, int *userns,
 	if (own_namespace(userns, err) < 0 || read_only_but_roots(sb, err) < 0 ||
 	    (sb->mode == SANDBOX_WORKSPACE_WRITE && protect_paths(sb, err) < 0))
 		return -1;
-	rc = sandbox_verify(sb, snap, err);
+	rc = snap ? sandbox_verify(sb, snap, err) : 0;
 	if (rc)
 		return rc;
 	cwd = getcwd(NULL, 0);

@@ -62,6 +62,35 @@ usage_tokens(const cJSON *u)
 	return sum;
 }
 
+/* One more denied call of this run: counted, and listed as {tool,
+ * reason} while the list is short. */
+static void
+deny_add(struct session_stats *st, const cJSON *call)
+{
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(call, "function"), "name");
+	const cJSON *why = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(call, "permission"), "reason");
+	cJSON *d;
+
+	st->denied++;
+	if (!st->denials ||
+	    cJSON_GetArraySize(st->denials) >= SESSION_DENIALS_MAX)
+		return;
+	d = cJSON_CreateObject();
+	if (!d || !cJSON_AddItemToObject(d, "tool", cJSON_IsString(name)
+			? cJSON_CreateString(name->valuestring)
+			: cJSON_CreateNull()) ||
+	    !cJSON_AddItemToObject(d, "reason", cJSON_IsString(why)
+			? cJSON_CreateString(why->valuestring)
+			: cJSON_CreateNull()) ||
+	    !cJSON_AddItemToArray(st->denials, d)) {
+		cJSON_Delete(d);
+		cJSON_Delete(st->denials);
+		st->denials = NULL;
+	}
+}
+
 /* Adds one message to st; lineno is its line. */
 static void
 stats_add(struct session_stats *st, const cJSON *msg, unsigned long lineno)
@@ -93,7 +122,7 @@ stats_add(struct session_stats *st, const cJSON *msg, unsigned long lineno)
 			continue;
 		st->tool_calls++;
 		if (cJSON_IsString(d) && !strcmp(d->valuestring, "deny"))
-			st->denied++;
+			deny_add(st, call);
 	}
 	/* the answer: the last message, an assistant's without calls */
 	free(st->answer);
@@ -115,6 +144,9 @@ session_stats(const char *transcript, struct session_stats *st,
 	cJSON *msg;
 	int fd, c, rc = 0;
 
+	st->denials = cJSON_CreateArray();
+	if (!st->denials)
+		return ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
 	fd = agent_open(transcript, "the transcript ", O_RDONLY, 0, err);
 	if (fd < 0)
 		return -1;
@@ -143,6 +175,8 @@ session_stats_free(struct session_stats *st)
 {
 	free(st->answer);
 	st->answer = NULL;
+	cJSON_Delete(st->denials);
+	st->denials = NULL;
 }
 
 cJSON *

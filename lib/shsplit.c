@@ -480,6 +480,21 @@ name_ok(const char *w)
 	return 1;
 }
 
+/* Variables whose value bash expands, or runs, later: a prompt. */
+static int
+prompt_var(const char *w)
+{
+	static const char *const v[] = { "PS0", "PS1", "PS2", "PS3", "PS4",
+		"PROMPT_COMMAND", NULL };
+	size_t len = strcspn(w, "+=");
+	int i;
+
+	for (i = 0; v[i]; i++)
+		if (strlen(v[i]) == len && !strncmp(w, v[i], len))
+			return 1;
+	return 0;
+}
+
 /* Variables bash gives the integer attribute: a value assigned to them is
  * evaluated as arithmetic, which expands a[$(cmd)]. */
 static int
@@ -576,7 +591,7 @@ simple(struct sp *p)
 	struct buf w = BUF_INIT(1u << 20);
 	struct words v = { 0 };
 	char op[4] = "";
-	int dynamic, added, rc = 0;
+	int dynamic, added, rc = 0, timed = 0;
 	size_t k;
 	char c;
 
@@ -586,10 +601,22 @@ simple(struct sp *p)
 		if (p->i >= p->n)
 			break;
 		c = p->s[p->i];
-		if (c == '#' && !op[0]) { /* only ever seen at a word's start */
+		/* a comment starts a word, after a blank or an operator
+		 * (not after the ) of <(...): bash reads a word there) */
+		if (c == '#' && !op[0] && (!p->i ||
+		    strchr(" \t\n;&|(", p->s[p->i - 1]))) {
 			while (p->i < p->n && p->s[p->i] != '\n')
 				p->i++;
 			break;
+		}
+		if (c == '&' && !op[0] && p->i + 1 < p->n &&
+		    p->s[p->i + 1] == '>') {
+			/* &>file, &>>file: both outputs */
+			p->i += 2;
+			k = p->i < p->n && p->s[p->i] == '>';
+			p->i += k;
+			memcpy(op, k ? ">>" : ">", k ? 3 : 2);
+			continue;
 		}
 		if ((c == '<' || c == '>') && !op[0]) {
 			if (p->i + 1 < p->n && p->s[p->i + 1] == '(') {
@@ -637,10 +664,12 @@ simple(struct sp *p)
 			rc = -1;
 			break;
 		}
-		/* "2>file": the digits were a word; the > follows at once */
+		/* "2>file", "{fd}>file": the descriptor was a word; the >
+		 * follows at once */
 		if (!op[0] && p->i < p->n &&
-		    (p->s[p->i] == '>' || p->s[p->i] == '<') &&
-		    w.len && strspn(w.data, "0123456789") == w.len)
+		    (p->s[p->i] == '>' || p->s[p->i] == '<') && w.len &&
+		    (strspn(w.data, "0123456789") == w.len ||
+		     (w.data[0] == '{' && w.data[w.len - 1] == '}')))
 			continue;
 		if (op[0]) {
 			if (strcmp(op, "<<<"))
@@ -649,11 +678,15 @@ simple(struct sp *p)
 			continue;
 		}
 		if (!v.n && (reserved(w.data) || !strcmp(w.data, "{") ||
-			     !strcmp(w.data, "}") || !strcmp(w.data, "!"))) {
-			if (reserved(w.data))
-				p->complex = 1;
+			     !strcmp(w.data, "}") || !strcmp(w.data, "!") ||
+			     !strcmp(w.data, "time") ||
+			     (timed && !strcmp(w.data, "-p")))) {
+			/* keywords: the command follows (time ! sudo id) */
+			p->complex = 1;
+			timed = !strcmp(w.data, "time");
 			continue;
 		}
+		timed = 0;
 		if (p->i < p->n && p->s[p->i] == '(' && w.len &&
 		    w.data[w.len - 1] == '=' && assignment(w.data))
 			p->complex = 1; /* NAME=(...): subscripts are arithmetic */
@@ -826,6 +859,12 @@ unwrap(struct sp *p, const struct words *v, size_t i, const char *name)
 		}
 		if (!strcmp(a, "--")) {
 			k++;
+			/* env -- - cmd: the - is still -i */
+			if (!strcmp(name, "env") && k < v->n &&
+			    !strcmp(v->w[k], "-")) {
+				p->complex = 1;
+				k++;
+			}
 			break;
 		}
 		if (wr->assigns && assignment(a)) {
@@ -834,9 +873,11 @@ unwrap(struct sp *p, const struct words *v, size_t i, const char *name)
 			k++;
 			continue;
 		}
-		if (wr->assigns && p->strict && strchr(a, '=')) {
-			p->complex = 1; /* env 'a-=1' cmd: env takes it */
-			return 0;
+		if (wr->assigns && strchr(a, '=') && a[0] != '-') {
+			/* env 'a-=1' cmd: env takes it as an assignment */
+			p->complex = 1;
+			k++;
+			continue;
 		}
 		if (!strcmp(a, "-") && !strcmp(wr->name, "env")) {
 			if (p->strict)
@@ -910,6 +951,14 @@ unwrap(struct sp *p, const struct words *v, size_t i, const char *name)
 	}
 	if (k >= v->n)
 		return 0;
+	if (!strcmp(name, "flock") && k + 1 < v->n &&
+	    (!strcmp(v->w[k], "-c") || !strncmp(v->w[k], "--command", 9))) {
+		/* flock f -c CMD: CMD is a line for sh -c */
+		p->complex = 1;
+		if (!p->strict && !v->dyn[k + 1])
+			sub_parse(p, v->w[k + 1], strlen(v->w[k + 1]));
+		return 0;
+	}
 	/* flock f -c CMD, env -- -i: an option where the command should be */
 	if (p->strict && (v->w[k][0] == '-' || strchr(v->w[k], '=')))
 		p->complex = 1;
@@ -996,6 +1045,15 @@ builtin_check(struct sp *p, const struct words *v, size_t i,
 		"export", "readonly", NULL };
 	size_t k;
 
+	if ((!strcmp(name, "mapfile") || !strcmp(name, "readarray")) &&
+	    !p->strict) {
+		/* -C CALLBACK: code run for each line read */
+		for (k = i + 1; k + 1 < v->n; k++)
+			if (!strcmp(v->w[k], "-C")) {
+				p->complex = 1;
+				sub_parse(p, v->w[k + 1], strlen(v->w[k + 1]));
+			}
+	}
 	if (in_list(name, opaque)) {
 		p->complex = 1;
 		if (!strcmp(name, "eval")) {
@@ -1104,7 +1162,8 @@ builtin_allowed(struct sp *p, const struct words *v, size_t i)
 		"in", "function", "time", "{", "}", "!", "[[", "]]", "coproc",
 		NULL };
 	static const char *const inert[] = { "cd", "pwd", "echo", "printf",
-		"true", "false", ":", "test", "[", "type", "command", NULL };
+		"true", "false", ":", "test", "[", "type", "command", "exit",
+		NULL };
 	const char *w = v->w[i];
 	size_t k;
 
@@ -1173,11 +1232,19 @@ analyse(struct sp *p, struct words *v)
 	if (!v->n)
 		return;
 	emit(p, v, 0);
-	for (k = 0; k < v->n && assignment(v->w[k]); k++)
+	for (k = 0; k < v->n && assignment(v->w[k]); k++) {
+		/* values bash runs later as code: PS4='$(cmd)'; set -x */
+		if (!p->strict && prompt_var(v->w[k])) {
+			const char *val = strchr(v->w[k], '=') + 1;
+
+			p->complex = 1;
+			sub_parse(p, val, strlen(val));
+		}
 		if (integer_var(v->w[k]) &&
 		    strspn(strchr(v->w[k], '=') + 1, "0123456789") !=
 		    strlen(strchr(v->w[k], '=') + 1))
 			p->complex = 1;
+	}
 	i = k;
 	while (i < v->n) {
 		if (i > 0)
@@ -1262,7 +1329,8 @@ parse_list(struct sp *p, char close)
  *   cmd      = { assign } { word | redir }, at least one of them
  *   assign   = name "=" [ value ], name lower-case ([a-z][a-z0-9_]*) or a
  *              locale name (LANG, LC_*, TZ, NO_COLOR), unquoted
- *   word     = { plain | \c | '...' | "..." | param | $( list ) }
+ *   word     = [ "~" ] { plain | \c | '...' | "..." | param | $( list ) },
+ *              the ~ alone or before a /
  *   plain    = [A-Za-z0-9_./,:=+%@^-], and ~ after one of them but = and :
  *   param    = $name | ${name} | $digit | $? | $# | $$  (not $_)
  *   "..."    = characters but ` and !, with \\ \$ \" \` and param, $( )
@@ -1387,6 +1455,16 @@ st_word(struct sp *p, struct buf *w, int *dyn, int *quoted, size_t *plain)
 
 	*dyn = *quoted = 0;
 	*plain = 0;
+	/* ~ and ~/...: the home directory, an expansion that runs nothing
+	 * (~user, ~+, ~- are not taken) */
+	if (s[p->i] == '~' && (p->i + 1 >= p->n || s[p->i + 1] == '/' ||
+	    (p->i++, st_end(p) ? (p->i--, 1) : (p->i--, 0)))) {
+		if (push(w, '~', p) < 0)
+			return -1;
+		p->i++;
+		*dyn = 1;
+		lead = 0;
+	}
 	/* {} alone is a word (find -exec's), no brace expansion */
 	if (p->i + 1 < p->n && s[p->i] == '{' && s[p->i + 1] == '}') {
 		p->i += 2;
@@ -1674,7 +1752,7 @@ st_list(struct sp *p)
 				 s[p->i + 1] != '&'))
 				p->i++;
 			else
-				return st_fail(p); /* &, |& */
+				return st_fail(p); /* &, &>, |& */
 			need = 1;
 			have = 0;
 		} else {

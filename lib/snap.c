@@ -606,6 +606,7 @@ snap_open(struct snap *s, int create, struct ah_error *err)
 
 	memset(s, 0, sizeof *s);
 	s->lockfd = -1;
+	s->dirfd = -1;
 	s->work = getcwd(NULL, 0);
 	if (!s->work)
 		return ah_fail_errno(err, errno, "cannot tell the workspace");
@@ -661,11 +662,41 @@ snap_open(struct snap *s, int create, struct ah_error *err)
 	    !same_file(dfd, "git/config", config, sizeof config - 1) ||
 	    !same_file(dfd, "git/info/attributes", attributes,
 		       sizeof attributes - 1)) {
-		ah_fail(err, AH_EFORMAT, "'%s/" SNAP_DIR "' was not made by "
-			"agent-snap for this user in this place (it came with "
-			"the repository, or was copied): none of it is used; "
-			"remove it to start the snapshots afresh", s->work);
-		goto out;
+		char aside[32];
+		unsigned char r[6];
+
+		if (!create) {
+			ah_fail(err, AH_EFORMAT, "'%s/" SNAP_DIR "' was not "
+				"made by agent-snap for this user in this "
+				"place (it came with the repository, or was "
+				"copied): none of it is used (agent-snap take "
+				"moves it aside and starts afresh)", s->work);
+			goto out;
+		}
+		/* moved aside, whole and unused; a new one takes its place */
+		if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+			ah_fail_errno(err, errno, "no random bytes");
+			goto out;
+		}
+		snprintf(aside, sizeof aside, "snap.refused.%02x%02x%02x%02x"
+			 "%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5]);
+		close(dfd);
+		dfd = -1;
+		if (renameat(agentfd, "snap", agentfd, aside) < 0) {
+			ah_fail_errno(err, errno, "cannot move '" SNAP_DIR "' "
+				      "aside");
+			goto out;
+		}
+		snprintf(s->moved_aside, sizeof s->moved_aside, ".agent/%s",
+			 aside);
+		if (create_repo(agentfd, err) < 0)
+			goto out;
+		dfd = openat(agentfd, "snap", O_RDONLY | O_DIRECTORY |
+			     O_NOFOLLOW | O_CLOEXEC);
+		if (dfd < 0) {
+			ah_fail_errno(err, errno, "cannot open '" SNAP_DIR "'");
+			goto out;
+		}
 	}
 	/* the lock: not close-on-exec, so that git, which dies with us,
 	 * holds it until it is gone */
@@ -709,7 +740,7 @@ snap_close(struct snap *s)
 
 	if (s->lockfd >= 0)
 		close(s->lockfd);
-	if (s->dirfd > 0)
+	if (s->dirfd >= 0)
 		close(s->dirfd);
 	if (s->env)
 		for (i = 0; s->env[i]; i++)
@@ -717,8 +748,9 @@ snap_close(struct snap *s)
 	free(s->env);
 	free(s->git);
 	free(s->work);
-	memset(s, 0, sizeof *s);
-	s->lockfd = -1;
+	s->work = s->git = NULL;
+	s->env = NULL;
+	s->lockfd = s->dirfd = -1;
 }
 
 /* --- the refs ----------------------------------------------------------- */

@@ -58,6 +58,8 @@ TOOLS = [
     tool("big", "n bytes of text", {"n": {"type": "integer"}}),
     tool("env", "The value of a variable", {"name": {"type": "string"}}),
     tool("grow", "Adds a tool, and says the list changed"),
+    tool("write", "Writes text to a file", {"path": {"type": "string"}, "text": {"type": "string"}}),
+    tool("connect", "Connects to 127.0.0.1:port", {"port": {"type": "integer"}}),
     tool("bad name!", "A name no model API takes"),
 ]
 extra = tool("grown", "The tool grow added")
@@ -127,6 +129,20 @@ def call(mid, name, a, token):
             TOOLS.append(extra)
         send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         return done(mid, [{"type": "text", "text": "grown"}])
+    if name == "write":
+        try:
+            with open(a["path"], "w") as f:
+                f.write(a.get("text", ""))
+            return done(mid, [{"type": "text", "text": "wrote " + a["path"]}])
+        except OSError as e:
+            return done(mid, [{"type": "text", "text": "cannot write: " + str(e)}], error=True)
+    if name == "connect":
+        import socket
+        try:
+            socket.create_connection(("127.0.0.1", int(a["port"])), timeout=2).close()
+            return done(mid, [{"type": "text", "text": "connected"}])
+        except OSError as e:
+            return done(mid, [{"type": "text", "text": "cannot connect: " + str(e)}], error=True)
     if name == "grown":
         return done(mid, [{"type": "text", "text": "I am new"}])
     send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": "no tool " + name}})

@@ -186,6 +186,22 @@ test_expect_success 'file tools: the protected paths are refused, however they a
 	tool-exec -C p --sandbox off <in >out && test -e p/.agent/new
 '
 
+# todo.json before the first list: a protected path that does not exist
+# yet is refused where it would be made, to the file tools.  (A command
+# can still make it: the mount view keeps only what exists read-only.)
+test_expect_success 'a protected path that does not exist yet cannot be created by the file tools' '
+	project p && rm p/todo.json &&
+	for path in todo.json ./todo.json "$(cd p && pwd -P)/todo.json"; do
+		call_msg write_file "$(jq -nc --arg p "$path" "{path: \$p, content: \"x\"}")" >in &&
+		tool-exec -C p <in >out &&
+		test_contains out "kept read-only by the sandbox" || return 1
+	done &&
+	call_msg write_file "{\"path\":\"todo.json\",\"content\":\"x\"}" >in &&
+	AH_NO_OPENAT2=1 tool-exec -C p <in >out &&
+	test_contains out "kept read-only by the sandbox" &&
+	! test -e p/todo.json
+'
+
 test_expect_success 'file tools: the same without openat2' '
 	project p && ln -s .agent p/alias &&
 	for path in alias/new .git/hooks/x todo.json; do

@@ -198,6 +198,19 @@ test_expect_success 'the key is sent, and never written anywhere' '
 	! grep -F "$key" dry
 '
 
+test_expect_success 'a second result for a call already answered is refused with its line number' '
+	cat >t.jsonl <<-\EOF &&
+	{"role":"user","content":"go"}
+	{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"bash","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"bash","arguments":"{}"}}]}
+	{"role":"tool","tool_call_id":"c1","content":"x"}
+	{"role":"tool","tool_call_id":"c1","content":"y"}
+	{"role":"tool","tool_call_id":"c2","content":"z"}
+	EOF
+	test_must_fail 5 agent-step --dry-run <t.jsonl >out 2>err &&
+	test_contains err "agent-step: stdin: line 4: a tool result for '\''c1'\'', which no tool call of the last assistant message waits for" &&
+	! test -s out
+'
+
 test_expect_success 'an unanswered tool call is refused with its line number' '
 	cat >t.jsonl <<-\EOF &&
 	{"role":"user","content":"go"}

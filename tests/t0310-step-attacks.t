@@ -119,6 +119,27 @@ test_expect_success 'elsewhere, --log and --tee refuse a link as the last compon
 # shellcheck disable=SC2034 # used in the test bodies
 KEY=Zq9-secret-key-for-tests-4242
 
+# calls N: an answer with N tool calls, as a script entry
+calls() {
+	jq -nc --argjson n "$1" '{raw: ({id: "x", object: "chat.completion",
+		choices: [{index: 0, finish_reason: "tool_calls",
+		message: {role: "assistant", content: null, tool_calls: [range($n) |
+		{id: "c\(.)", type: "function", function: {name: "list_dir",
+		 arguments: "{}"}}]}}]} | tojson), ctype: "application/json"}'
+}
+
+test_expect_success 'at most 10000 tool calls in one answer (agent-step(1)): the 10001st refuses it' '
+	calls 10000 >script &&
+	calls 10001 >>script &&
+	start_model script &&
+	echo "{\"role\":\"user\",\"content\":\"hi\"}" >t.jsonl &&
+	agent-step <t.jsonl >out &&
+	jq -e ".tool_calls | length == 10000" out &&
+	test_expect_code 8 agent-step --retries 0 <t.jsonl >out 2>err &&
+	test_contains err "the answer has more than 10000 tool calls" &&
+	! test -s out
+'
+
 test_expect_success 'a key the server echoes in the request id and the error: never on stderr' '
 	cat >script <<-EOF &&
 	{"status": 401, "headers": {"x-request-id": "req-$KEY"}, "error": {"message": "Incorrect API key provided: $KEY", "code": "invalid_api_key"}}

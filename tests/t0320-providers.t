@@ -17,6 +17,22 @@ chunk() { # CHOICES-JSON: one chat.completion.chunk
 	jq -nc --argjson c "$1" '{object: "chat.completion.chunk", choices: $c}'
 }
 
+# CR LF line ends, as sse-starlette (FastAPI servers) sends them: a line
+# that is only CR is the blank line that ends an event
+test_expect_success 'an event stream with CR LF line ends' '
+	python3 -c "
+import json
+ev = [{\"id\": \"r\", \"choices\": [{\"index\": 0, \"delta\": {\"role\": \"assistant\", \"content\": \"Hel\"}}]},
+      {\"id\": \"r\", \"choices\": [{\"index\": 0, \"delta\": {\"content\": \"lo\"}, \"finish_reason\": \"stop\"}]}]
+body = \"\".join(\"data: %s\r\n\r\n\" % json.dumps(e) for e in ev) + \": ping\r\n\r\ndata: [DONE]\r\n\r\n\"
+print(json.dumps({\"wire\": \"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s\" % (len(body), body), \"close\": True}))
+" >script &&
+	start_model script &&
+	echo "{\"role\":\"user\",\"content\":\"hi\"}" >t.jsonl &&
+	agent-step --stream <t.jsonl >out 2>err &&
+	jq -e ".content == \"Hello\"" out
+'
+
 test_expect_success 'a streamed refusal is kept, said on stderr, and is the answer' '
 	{ chunk "[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"refusal\":\"\"}}]" &&
 	  chunk "[{\"index\":0,\"delta\":{\"refusal\":\"I cannot\"}}]" &&

@@ -73,6 +73,28 @@ test_expect_success 'streamed: text to stderr, tool input from its pieces, think
 	test "$(req 2 .stream)" = true
 '
 
+# a tool_use whose input streams no input_json_delta at all (a tool
+# without parameters): its arguments are "{}", which tool-exec reads, not ""
+test_expect_success 'streamed: a tool_use with no input_json_delta has the arguments {}' '
+	python3 -c "
+import json
+ev = [
+ {\"type\": \"message_start\", \"message\": {\"id\": \"m\", \"type\": \"message\", \"role\": \"assistant\", \"content\": [], \"usage\": {\"input_tokens\": 3, \"output_tokens\": 1}}},
+ {\"type\": \"content_block_start\", \"index\": 0, \"content_block\": {\"type\": \"tool_use\", \"id\": \"toolu_1\", \"name\": \"list_dir\", \"input\": {}}},
+ {\"type\": \"content_block_stop\", \"index\": 0},
+ {\"type\": \"message_delta\", \"delta\": {\"stop_reason\": \"tool_use\"}, \"usage\": {\"output_tokens\": 5}},
+ {\"type\": \"message_stop\"}]
+body = \"\".join(\"event: %s\ndata: %s\n\n\" % (e[\"type\"], json.dumps(e)) for e in ev)
+print(json.dumps({\"wire\": \"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s\" % (len(body), body), \"close\": True}))
+" >script &&
+	start_model script &&
+	echo "{\"role\":\"user\",\"content\":\"hi\"}" >t.jsonl &&
+	agent-step --stream <t.jsonl >out 2>err &&
+	jq -e ".tool_calls[0].id == \"toolu_1\" and
+		.tool_calls[0].function.name == \"list_dir\" and
+		.tool_calls[0].function.arguments == \"{}\"" out
+'
+
 test_expect_success 'thinking blocks never go to a Chat Completions server' '
 	echo "{\"content\": \"ok\"}" >script &&
 	start_model script &&

@@ -169,6 +169,18 @@ test_expect_success 'the policy comes from --policy, AGENT_POLICY, .agent/policy
 	grep -q "^allow shell:" got
 '
 
+# the trust store holds the hash and the file: the same bytes in another
+# project are that project's, not trusted until they are trusted there
+test_expect_success 'a trusted policy copied to another directory is not trusted there' '
+	mkdir -p a/.agent b/.agent &&
+	echo "{\"default\": \"deny\", \"rules\": [{\"name\": \"flag\", \"if\": \"true\", \"decision\": \"allow\", \"reason\": \"from-project\"}]}" >a/.agent/policy.json &&
+	hook-perm -C a --trust >/dev/null &&
+	decide bash "$(bash_args ls)" -C a && test "$(cat got)" = "allow flag: from-project" &&
+	cp a/.agent/policy.json b/.agent/policy.json &&
+	decide bash "$(bash_args ls)" -C b --yes &&
+	grep -q "^allow shell:" got
+'
+
 test_expect_success '--print-policy prints the built-in policy, valid and in force' '
 	hook-perm --print-policy >p.json &&
 	jq -e ".default == \"ask\" and (.rules | length) > 5" p.json &&

@@ -118,7 +118,7 @@ test_expect_success 'what the grammar does not know is complex: keywords, fd nam
 	IFS=/ ls
 	ls ${x:-y}
 	ls $'"'"'x'"'"'
-	ls ~
+	ls ~root
 	ls *
 	ls &
 	EOF
@@ -175,6 +175,30 @@ test_expect_success 'item 21: a shell reading commands from its input, and a com
 	EOF
 	each allow asked --yes &&
 	test_grep "^allow shell" got
+'
+
+test_expect_success 'the built-in deny rules see through time, !, {fd}>, &>, a # after ), env and flock spellings, callbacks and prompts' '
+	cat >denied <<-\EOF &&
+	privilege|time ! sudo id
+	rm-root-or-home|time { rm -rf /; }
+	rm-root-or-home|time A=1 rm -rf /
+	privilege|time -p sudo id
+	privilege|{x}>/dev/null sudo id
+	rm-root-or-home|rm &>/dev/null -rf /
+	privilege|cat <(ls)#; sudo id
+	pipe-to-shell|curl x | time ! sh
+	privilege|env '"'"'a-='"'"' sudo id
+	privilege|env -- - sudo id
+	rm-root-or-home|flock f -c '"'"'rm -rf /'"'"'
+	privilege|mapfile -C '"'"'sudo id'"'"' -c 1 <f
+	privilege|readarray -C '"'"'sudo id'"'"' -c 1 <f
+	privilege|PS4='"'"'$(sudo id)'"'"'; set -x
+	privilege|shopt -s extglob; echo @(x)#; sudo id
+	EOF
+	while IFS="|" read -r rule cmd; do
+		decide "$(bash_args "$cmd")" --yes || return 1
+		test_grep "^deny $rule" got || { echo "$cmd"; return 1; }
+	done <denied
 '
 
 test_done

@@ -225,6 +225,17 @@ test_expect_success 'settings hook-cc does not understand are refused' '
 	test_grep "left out: PermissionRequest" err
 '
 
+test_expect_success 'Notification: hook-perm runs the hooks before it asks at the terminal (AGENT_HOOKS=1)' '
+	hook note "cat >>\"$PWD/notified\"; echo >>\"$PWD/notified\"" &&
+	settings Notification permission_prompt "$PWD/note" >h.json &&
+	call_msg bash "{\"command\":\"make\"}" none >in &&
+	AGENT_HOOKS_FILE=$PWD/h.json "$TEST_DIR/pty-run.py" "hook-perm <in >out" n >tty &&
+	test ! -e notified &&
+	AGENT_HOOKS=1 AGENT_HOOKS_FILE=$PWD/h.json "$TEST_DIR/pty-run.py" "hook-perm <in >out" n >tty &&
+	jq -e ".hook_event_name == \"Notification\" and .notification_type == \"permission_prompt\" and (.message | endswith(\"permission to use bash\"))" notified &&
+	test "$(perm 0)" = "deny shell: bash runs a shell command; refused at the terminal"
+'
+
 # agent-run with hooks, against the scripted model
 test_expect_success 'agent-run: a PreToolUse exit 2 blocks the call and the model sees the reason' '
 	cat >script <<-\EOF &&

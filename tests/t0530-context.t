@@ -45,6 +45,29 @@ test_expect_success '--context-window: old results become stubs, their text kept
 	test "$(wc -c <req)" -lt 90000
 '
 
+# big_last: five results of 2.1 KB, then one of 21 KB, larger than the
+# share of the window kept whole (0.1 of 12000 tokens, 3600 bytes)
+big_last() {
+	jq -nc '{role: "system", content: "You are terse."},
+		{role: "user", content: "read the logs"},
+		(range(6) as $k |
+		 {role: "assistant", content: null, tool_calls: [{id: "c\($k)",
+		  type: "function", function: {name: "bash",
+		  arguments: ({command: "cat log\($k)"} | tojson)}}]},
+		 {role: "tool", tool_call_id: "c\($k)",
+		  content: ("out-\($k) " * (if $k == 5 then 3000 else 300 end))})'
+}
+
+test_expect_success 'the newest result goes whole, even when larger than the share kept whole' '
+	big_last >t.jsonl &&
+	agent-step --dry-run --context-window 12000 --outputs kept <t.jsonl >req &&
+	jq -r "[.messages[] | select(.role == \"tool\")] | last | .content" req >newest &&
+	jq -r "select(.tool_call_id == \"c5\") | .content" t.jsonl >want &&
+	test_cmp want newest &&
+	jq -r "[.messages[] | select(.role == \"tool\")][0].content" req >first &&
+	test_grep "^\[Output left out" first
+'
+
 test_expect_success 'the same transcript gives the same request, in the ring or read again' '
 	session 30 8000 >t.jsonl &&
 	agent-step --dry-run --context-window 40000 --outputs kept <t.jsonl >one &&
@@ -253,6 +276,38 @@ test_expect_success 'agent-run: a server that refuses even the compacted context
 	test_expect_code 4 timeout 120 agent-run -y --context-window 100000 --stop-checks 0 -C w "read the logs" >answer 2>progress &&
 	test_grep "agent-run: the context is \(still too large\|full and compacting it failed\)" progress &&
 	test "$(wc -l <requests.jsonl)" -lt 20 &&
+	valid w/.agent/transcript.jsonl
+'
+
+# big_call: a script whose first answer runs a command of 12000 bytes of output
+big_call() {
+	jq -nc '{tool_calls: [{name: "bash", arguments:
+		{command: "head -c 12000 /dev/zero | tr \"\\0\" x"}}]},
+		{content: "never"}'
+}
+
+# an agent-compact that counts its runs and keeps the newest two messages
+# (the call and its too large result): every compaction succeeds, and
+# none makes room.  agent-run runs the programs beside it: a copy of it
+# among links to the others.
+test_expect_success 'agent-run: two compactions in a row that make no room, then exit 4' '
+	mkdir bin &&
+	for p in "$AH_BIN"/*; do ln -s "$p" bin/ || return 1; done &&
+	rm bin/agent-compact bin/agent-run && cp "$AH_BIN/agent-run" bin/ &&
+	cat >bin/agent-compact <<-\EOF &&
+	#!/bin/sh
+	cat >/dev/null
+	echo run >>"$COMPACT_RUNS"
+	echo "{\"role\":\"user\",\"content\":\"This conversation was compacted: a summary.\",\"compaction\":{\"keep\":2,\"summarised\":1}}"
+	EOF
+	chmod +x bin/agent-compact &&
+	big_call >script &&
+	start_model script --window-bytes 9000 &&
+	mkdir w &&
+	COMPACT_RUNS=$PWD/runs \
+		test_expect_code 4 timeout 120 bin/agent-run -y --stop-checks 0 -C w "read the log" >answer 2>progress &&
+	test_grep "still too large for the model.s window after 2 compactions in a row" progress &&
+	test_line_count = 2 runs &&
 	valid w/.agent/transcript.jsonl
 '
 

@@ -12,6 +12,20 @@ sent() {
 	jq -c --argjson n "$1" 'select(.n == $n) | .body.messages[]' requests.jsonl
 }
 
+# ids name files (.agent/sessions/ID.json): one starting with a dot would
+# be hidden, and .. a step up; agent-session refuses them itself
+test_expect_success 'agent-session: a session id starting with a dot is refused' '
+	for id in .x .. ...; do
+		echo task | test_expect_code 2 agent-session --begin "$id" >out 2>err &&
+		test_contains err "is not a session id" || return 1
+	done &&
+	echo task | test_expect_code 2 agent-session --begin ok --parent .p --call c 2>err &&
+	test_contains err "--parent: '\''.p'\'' is not a session id" &&
+	mkdir .agent &&
+	echo task | agent-session --begin a.b >out &&
+	jq -e ".session == \"a.b\"" out
+'
+
 test_expect_success '-c: a follow-up in the same session, which the model sees whole' '
 	printf "%s\n" "{\"content\": \"first answer\"}" "{\"content\": \"second answer\"}" >script &&
 	start_model script && mkdir w &&
@@ -285,7 +299,7 @@ test_expect_success '--json: the session, each message and call, todo changes, u
 	jq -e -s "all(.[]; has(\"type\") and has(\"session\"))" events &&
 	jq -r .type events | uniq >types &&
 	printf "%s\n" session user assistant usage tool_call tool_result todo \
-		assistant usage tool_call tool_result assistant usage result >expect &&
+		assistant checkpoint usage tool_call tool_result assistant usage result >expect &&
 	test_cmp expect types &&
 	id=$(jq -r .id w/.agent/session.json) &&
 	jq -s -e --arg id "$id" ".[0].session == \$id and .[0].model == \"scripted\"

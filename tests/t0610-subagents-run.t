@@ -43,6 +43,29 @@ test_expect_success 'one child: its answer is the result, its files beside the p
 	jq -s -e --arg id "$id" "map(select(.session != \$id and .message.role == \"assistant\")) | length == 2" w/.agent/audit.jsonl
 '
 
+# resume answers an interrupted task call as interrupted; agent-run
+# itself refuses to run a call whose child transcript exists (the model's
+# call may have cost, and done, what it did)
+test_expect_success 'a task call that ran before is never run again' '
+	{
+		echo "{\"match\": \"main task\", $(task look "count the files" | cut -c 2-)" &&
+		echo "{\"match\": \"count the files\", \"content\": \"two files\"}" &&
+		echo "{\"match\": \"main task\", \"content\": \"done\"}" &&
+		echo "{\"match\": \"count the files\", \"content\": \"again\"}"
+	} >script &&
+	start_model script && mkdir w &&
+	agent-run -y -C w "main task" >answer 2>progress &&
+	id=$(jq -r .id w/.agent/session.json) &&
+	children w >list && test_line_count = 1 list && child=$(cat list) &&
+	call=${child#"w/.agent/sessions/$id."} && call=${call%.jsonl} &&
+	cp "$child" before && n=$(wc -l <requests.jsonl) &&
+	AGENT_SESSION=$id test_expect_code 1 agent-run -y -C w --child "$call" -- "count the files" >out 2>err &&
+	test_contains err "the task call '\''$call'\'' of session $id ran before; it is never run again" &&
+	test_cmp before "$child" &&
+	test "$(wc -l <requests.jsonl)" = "$n" &&
+	! test -s out
+'
+
 test_expect_success 'a child is offered no task tool, and gets the parent'"'"'s project files' '
 	{
 		echo "{\"match\": \"parent\", $(task sub "the child" | cut -c 2-)" &&

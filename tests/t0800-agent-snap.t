@@ -167,18 +167,24 @@ test_expect_success 'the workspace cannot make git run a program or change the b
 '
 
 test_expect_success 'a .agent/snap that came with the repository is not used at all' '
-	mkdir w && cd w && echo a >a && agent-snap take >/dev/null &&
+	mkdir w && cd w && echo a >a && agent-snap take >../id &&
 	cp -R .agent ../copied && mkdir ../w2 && cp -R ../copied ../w2/.agent &&
 	printf "[core]\n\tfsmonitor = touch \"%s/../pwned\"\n" "$PWD" >>../w2/.agent/snap/git/config &&
 	echo a >../w2/a &&
-	test_expect_code 1 agent-snap -C ../w2 take 2>err &&
-	test_grep "was not made by agent-snap for this user in this place" err &&
 	test_expect_code 1 agent-snap -C ../w2 list 2>err &&
+	test_grep "was not made by agent-snap for this user in this place" err &&
+	test_expect_code 1 agent-snap -C ../w2 diff "$(cat ../id)" 2>err &&
+	test_expect_code 1 agent-snap -C ../w2 restore "$(cat ../id)" 2>err &&
 	test_must_fail ls ../pwned 2>/dev/null &&
+	agent-snap -C ../w2 take >../id2 2>err &&
+	test_grep "moved aside, unused, to .\.agent/snap\.refused\." err &&
+	agent-snap -C ../w2 list >../l && test_line_count = 1 ../l &&
+	test_must_fail ls ../pwned 2>/dev/null &&
+	ls -d ../w2/.agent/snap.refused.* &&
 	mkdir ../w3 && cp -R .agent ../w3/.agent && echo a >../w3/a &&
-	test_expect_code 1 agent-snap -C ../w3 take 2>err &&
-	rm -rf ../w3/.agent/snap && agent-snap -C ../w3 take >id &&
-	agent-snap -C ../w3 list >l && test_line_count = 1 l
+	agent-snap -C ../w3 take >../id3 2>err &&
+	test_grep "moved aside" err &&
+	agent-snap -C ../w3 list >../l && test_line_count = 1 ../l
 '
 
 test_expect_success 'a git of the workspace is never run' '

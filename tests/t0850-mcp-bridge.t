@@ -39,7 +39,7 @@ test_expect_success 'the tools of every page, named mcp__SERVER__TOOL; a name no
 	config cfg --page 3 &&
 	bridge --mcp-config cfg --schema >schema 2>err &&
 	jq -r ".[].function.name" schema >names &&
-	test_line_count = 9 names &&
+	test_line_count = 11 names &&
 	test_grep "^mcp__t__echo\$" names &&
 	test_grep "^mcp__t__grow\$" names &&
 	jq -e ".[0].function.parameters.required == [\"text\"]" schema &&
@@ -128,12 +128,64 @@ test_expect_success 'a server that cannot be run: said, its calls get errors, th
 	test_grep "Error: MCP server .gone. is down" out
 '
 
-test_expect_success 'a server that asks for the sandbox is not started unconfined' '
-	jq -nc --arg s "$SERVER" "{mcpServers: {t: {command: \"python3\", args: [\$s]}}}" >cfg &&
-	bridge --mcp-config cfg --schema >out 2>err &&
-	echo "[]" >expect &&
-	test_cmp expect out &&
-	test_grep "it asks for the sandbox" err
+# sandboxed FILE [KEY=JSON]: one server "t" in the sandbox (the default)
+sandboxed() {
+	jq -nc --arg s "$SERVER" --argjson more "${2:-{\}}" \
+		'{mcpServers: {t: ({command: "python3", args: [$s]} + $more)}}' >"$1"
+}
+
+# listener: listens on 127.0.0.1 for 30 s, its port on stdout
+listener() {
+	python3 -c "import socket, time
+s = socket.socket()
+s.bind((\"127.0.0.1\", 0))
+s.listen()
+print(s.getsockname()[1], flush=True)
+time.sleep(30)"
+}
+
+if [ -n "${AH_NO_SANDBOX:-}" ]; then
+	test_skip 'a sandboxed server writes the workspace, not outside it, and has no network' 'no sandbox on this machine'
+	test_skip 'a server with "network": true has the network' 'no sandbox on this machine'
+else
+	test_expect_success 'a sandboxed server writes the workspace, not outside it, and has no network' '
+		mkdir ws &&
+		sandboxed cfg &&
+		{ listener >port & lpid=$!; } &&
+		test_when_finished "kill $lpid" &&
+		wait_until 10 test -s port &&
+		{ call 1 write "{\"path\":\"$PWD/ws/in.txt\",\"text\":\"x\"}" &&
+		  call 2 write "{\"path\":\"$PWD/out.txt\",\"text\":\"x\"}" &&
+		  call 3 connect "{\"port\":$(cat port)}" &&
+		  call 4 env "{\"name\":\"TMPDIR\"}"; } >calls &&
+		bridge -C ws --mcp-config cfg <calls >out &&
+		jq -r .content out >text &&
+		test -f ws/in.txt &&
+		test ! -e out.txt &&
+		test_grep "^Error: cannot write: .*Read-only file system" text &&
+		test_grep "^Error: cannot connect: .*Permission denied" text &&
+		test_grep "^TMPDIR=/.*/tool-exec\." text
+	'
+	test_expect_success 'a server with "network": true has the network' '
+		mkdir ws &&
+		sandboxed cfg "{\"network\": true}" &&
+		{ listener >port & lpid=$!; } &&
+		test_when_finished "kill $lpid" &&
+		wait_until 10 test -s port &&
+		call 1 connect "{\"port\":$(cat port)}" >calls &&
+		bridge -C ws --mcp-config cfg <calls >out &&
+		test "$(jq -r .content out)" = connected
+	'
+fi
+
+test_expect_success '--sandbox off (the session'"'"'s commands unconfined): servers too; a bad mode is refused' '
+	mkdir ws &&
+	sandboxed cfg &&
+	call 1 write "{\"path\":\"$PWD/out.txt\",\"text\":\"x\"}" >calls &&
+	bridge -C ws --sandbox off --mcp-config cfg <calls >out &&
+	test -f out.txt &&
+	test_expect_code 2 bridge --sandbox nonsense --schema 2>err &&
+	test_grep "unknown sandbox mode" err
 '
 
 test_expect_success 'a configuration with an unknown key, a bad name, or no mcpServers: exit 1, named' '
@@ -159,7 +211,7 @@ test_expect_success 'a project .mcp.json is ignored until trusted, and again onc
 	test_grep "^trusted " trusted &&
 	test_grep "^t: runs python3 .* NOT sandboxed" trusted &&
 	bridge -C p --schema >out &&
-	test "$(jq length out)" = 9 &&
+	test "$(jq length out)" = 11 &&
 	config p/.mcp.json --page 2 &&
 	bridge -C p --schema >out 2>err &&
 	test_cmp expect out &&
@@ -174,7 +226,7 @@ test_expect_success 'the user config is read; --mcp-config replaces a server of 
 	test_grep "cannot run ./nonexistent." err &&
 	config cfg &&
 	mcp-bridge --mcp-config cfg --schema >out 2>err &&
-	test "$(jq length out)" = 9 &&
+	test "$(jq length out)" = 11 &&
 	test_grep "replaces the one of" err
 '
 
@@ -248,7 +300,7 @@ test_expect_success 'a protocol version not spoken: the server is not used' '
 test_expect_success 'an older protocol version the server answers with is taken' '
 	config cfg --version 2024-11-05 &&
 	bridge -v --mcp-config cfg --schema >out 2>err &&
-	test_grep "t: ready (protocol 2024-11-05, 10 tools)" err
+	test_grep "t: ready (protocol 2024-11-05, 12 tools)" err
 '
 
 test_expect_success 'no server is left running, also after SIGTERM in the middle of a call' '
@@ -288,7 +340,7 @@ def ask(line):
 print(len(ask(json.dumps({\"op\": \"schema\"}))))
 print(ask(json.dumps({\"op\": \"call\", \"name\": \"mcp__t__echo\", \"arguments\": json.dumps({\"text\": \"via socket\"})})))
 " "$PWD/sock" >out &&
-	printf "%s\n" 9 "{'"'"'content'"'"': '"'"'via socket'"'"', '"'"'status'"'"': '"'"'ok'"'"'}" >expect &&
+	printf "%s\n" 11 "{'"'"'content'"'"': '"'"'via socket'"'"', '"'"'status'"'"': '"'"'ok'"'"'}" >expect &&
 	test_cmp expect out &&
 	kill $watched &&
 	wait_until 5 eval "! kill -0 $(cat pid) 2>/dev/null" &&

@@ -10,12 +10,12 @@ SERVER=$TEST_DIR/mcp-server.py
 AGENT_MODEL=scripted
 export AGENT_MODEL
 
-# config FILE [ARG...]: one server "t", unsandboxed, mcp-server.py ARGs
+# config FILE [ARG...]: one server "t" (sandboxed), mcp-server.py ARGs
 config() {
 	cf_=$1
 	shift
 	printf '%s\n' "$SERVER" "$@" | jq -Rsc '{mcpServers: {t: {command:
-		"python3", args: (split("\n")[:-1]), sandbox: false}}}' >"$cf_"
+		"python3", args: (split("\n")[:-1])}}}' >"$cf_"
 }
 
 test_expect_success 'tool-exec --schema: the built-in tools, then the bridge'"'"'s' '
@@ -26,7 +26,7 @@ test_expect_success 'tool-exec --schema: the built-in tools, then the bridge'"'"
 	jq -r ".[].function.name" schema >names &&
 	test "$(sed -n 1p names)" = bash &&
 	test_grep "^mcp__t__echo\$" names &&
-	test "$(jq length schema)" = $(($(tool-exec --schema | jq length) + 9))
+	test "$(jq length schema)" = $(($(tool-exec --schema | jq length) + 11))
 '
 
 test_expect_success 'tool-exec --schema with a bridge gone: said, the built-in tools only' '
@@ -52,7 +52,7 @@ for mode in ring step; do
 		{\"content\": \"done\"}
 		EOF
 		start_model script && mkdir w &&
-		config cfg --pidfile \"\$PWD/pids\" &&
+		config cfg --pidfile \"\$PWD/w/pids\" &&
 		agent-run $flag -y --mcp-config cfg -C w 'use the tools' >answer 2>progress &&
 		echo done >expect && test_cmp expect answer &&
 		jq -r 'select(.role == \"tool\") | .content' w/.agent/transcript.jsonl >results &&
@@ -61,8 +61,8 @@ for mode in ring step; do
 		valid w/.agent/transcript.jsonl &&
 		test_grep 'allow mcp__t__add' progress &&
 		head -n 1 requests.jsonl | jq -e '.body.tools | map(.function.name) | index(\"mcp__t__echo\")' &&
-		test_line_count = 1 pids &&
-		wait_until 5 eval '! kill -0 \$(cat pids) 2>/dev/null'
+		test_line_count = 1 w/pids &&
+		wait_until 5 eval '! kill -0 \$(cat w/pids) 2>/dev/null'
 	"
 done
 
@@ -121,7 +121,7 @@ test_expect_success 'a call that never ends: SIGTERM cancels it, the session is 
 	{"content": "done"}
 	EOF
 	start_model script && mkdir w &&
-	config cfg --mode silent --pidfile "$PWD/pids" --cancelfile "$PWD/cancelled" &&
+	config cfg --mode silent --pidfile "$PWD/w/pids" --cancelfile "$PWD/w/cancelled" &&
 	{ agent-run -y --mcp-config cfg -C w "go" >answer 2>progress & } &&
 	apid=$! &&
 	test_when_finished "kill -9 $apid 2>/dev/null; true" &&
@@ -132,8 +132,8 @@ test_expect_success 'a call that never ends: SIGTERM cancels it, the session is 
 	test "$st" = 130 &&
 	valid w/.agent/transcript.jsonl &&
 	test_grep "interrupted" w/.agent/transcript.jsonl &&
-	test -s cancelled &&
-	wait_until 5 eval "! kill -0 \$(cat pids) 2>/dev/null"
+	test -s w/cancelled &&
+	wait_until 5 eval "! kill -0 \$(cat w/pids) 2>/dev/null"
 '
 
 test_expect_success 'kill -9 of agent-run in the middle of an MCP call: the bridge and the server go' '
@@ -142,7 +142,7 @@ test_expect_success 'kill -9 of agent-run in the middle of an MCP call: the brid
 	{"content": "done"}
 	EOF
 	start_model script && mkdir w &&
-	config cfg --mode silent --pidfile "$PWD/pids" &&
+	config cfg --mode silent --pidfile "$PWD/w/pids" &&
 	{ agent-run -y --mcp-config cfg -C w "go" >answer 2>progress & } &&
 	apid=$! &&
 	test_when_finished "kill -9 $apid 2>/dev/null; true" &&
@@ -150,7 +150,7 @@ test_expect_success 'kill -9 of agent-run in the middle of an MCP call: the brid
 	sleep 0.3 &&
 	bridge=$(left "mcp-bridge.*--serve" | grep -c "$PWD/" || :) &&
 	kill -9 $apid &&
-	wait_until 10 eval "! kill -0 \$(cat pids) 2>/dev/null" &&
+	wait_until 10 eval "! kill -0 \$(cat w/pids) 2>/dev/null" &&
 	wait_until 10 none_left "mcp-bridge --mcp-config $PWD/cfg"
 '
 

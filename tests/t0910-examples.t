@@ -73,6 +73,13 @@ start_script() {
 # prepare_example WHERE SCRIPT: what one example needs beyond the project,
 # as the text around it says it is there.
 prepare_example() {
+	# a step to undo: a session whose step wrote a file (the project's
+	# snapshots were moved aside in its copy)
+	if grep -q agent-snap "$2"; then
+		start_script '{"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "a note\n"}}]}' \
+			'{"content": "Done."}' &&
+		agent-run -q -y "write a note" >/dev/null || return 1
+	fi
 	case $1 in
 	man/agent-run.1:*)
 		# tasks/NAME a task, work/NAME a copy of the project

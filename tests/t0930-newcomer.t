@@ -61,4 +61,106 @@ else
 	test_skip 'tools/deps.sh names python3 when it is missing' 'needs root and setpriv'
 fi
 
+AGENT_MODEL=scripted
+export AGENT_MODEL
+
+test_expect_success 'a run that ends with todo items left says so on its last line' '
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "run_todo_write", "arguments": {"todos": [{"id": "a", "content": "Step A", "status": "completed"}, {"id": "b", "content": "Step B", "status": "pending"}, {"id": "c", "content": "Step C", "status": "in_progress"}]}}]}
+	{"content": "Half done."}
+	EOF
+	start_model script && mkdir w &&
+	agent-run -y --stop-checks 0 -C w "do a, b and c" >answer 2>progress &&
+	test "$(cat answer)" = "Half done." &&
+	test "$(tail -n 1 progress)" = "agent-run: 2 todo items left: b - Step B; c - Step C"
+'
+
+test_expect_success 'a run that ends with its list done, or with none, says nothing of todos' '
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "run_todo_write", "arguments": {"todos": [{"id": "a", "content": "Step A", "status": "completed"}]}}]}
+	{"content": "Done."}
+	{"content": "Nothing to plan."}
+	EOF
+	start_model script && mkdir w &&
+	agent-run -y -C w "do a" >answer 2>progress &&
+	test_grep ! "todo item" progress &&
+	agent-run -y -C w "again" >answer 2>progress &&
+	test "$(cat answer)" = "Nothing to plan." &&
+	test_grep ! "todo item" progress
+'
+
+test_expect_success 'a headless run without -y: the denials are said at the end, whole, and listed in the --json result' '
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "touch a"}}, {"name": "write_file", "arguments": {"path": "b", "content": "x"}}]}
+	{"content": "All done: I made a and b."}
+	EOF
+	start_model script && mkdir w &&
+	agent-run --json -C w "make a and b" >events 2>progress &&
+	test ! -e w/a && test ! -e w/b &&
+	test "$(tail -n 1 progress)" = "agent-run: 2 tool calls were denied (no terminal to ask): rerun with -y, or allow them with a rule" &&
+	test_grep "deny  bash touch a -> Error: permission denied: .*there is none: allow it with a rule in .agent/policy.json, or run with --yes$" progress &&
+	tail -n 1 events >result &&
+	jq -e ".type == \"result\" and .status == \"done\" and .run.denied == 2 and
+		(.denied | map(.tool)) == [\"bash\", \"write_file\"] and
+		(.denied[0].reason | test(\"asking needs a terminal\"))" result
+'
+
+test_expect_success 'a run whose calls were all allowed says nothing of denials, and lists none' '
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "touch a"}}]}
+	{"content": "Made a."}
+	EOF
+	start_model script && mkdir w &&
+	agent-run -y --json -C w "make a" >events 2>progress &&
+	test -e w/a &&
+	test_grep ! "denied" progress &&
+	tail -n 1 events | jq -e ".denied == [] and .run.denied == 0"
+'
+
+test_expect_success 'at a terminal the answer is shown once; into a file, it is there whole too' '
+	cat >script <<-\EOF &&
+	{"content": "The one answer."}
+	{"content": "The second answer."}
+	EOF
+	start_model script && mkdir w &&
+	python3 "$TEST_DIR/pty-run.py" "agent-run -C w hi; echo \"exit \$?\"" >tty &&
+	test_grep "^exit 0" tty &&
+	test "$(grep -c "The one answer" tty)" = 1 &&
+	python3 "$TEST_DIR/pty-run.py" "agent-run -C w -c again >out; echo \"exit \$?\"" >tty &&
+	test_grep "^exit 0" tty &&
+	test "$(grep -c "The second answer" tty)" = 1 &&
+	test "$(cat out)" = "The second answer."
+'
+
+test_expect_success '-c and --sessions from a subdirectory of the repository: the session at its top' '
+	cat >script <<-\EOF &&
+	{"content": "First."}
+	{"content": "Second."}
+	EOF
+	start_model script && mkdir r && git -C r init -q && mkdir -p r/src/deep &&
+	agent-run -C r "start" >answer 2>progress &&
+	(cd r/src/deep && agent-run -c "go on" >../../../answer 2>../../../progress) &&
+	test "$(cat answer)" = Second. &&
+	test_grep "^agent-run: the session of .*/r.$" progress &&
+	test ! -e r/src/.agent && test ! -e r/src/deep/.agent &&
+	test "$(grep -c "^{\"role\":\"user\"" r/.agent/transcript.jsonl)" = 2 &&
+	(cd r/src && agent-run --sessions >../../list) &&
+	test_line_count = 1 list
+'
+
+test_expect_success '-c where there is no session: refused, and nothing written' '
+	mkdir r && git -C r init -q && mkdir r/src &&
+	(cd r/src && test_expect_code 2 agent-run -c "go on" >out 2>err) &&
+	test_grep "no session to continue" r/src/err &&
+	test ! -e r/src/.agent && test ! -e r/.agent &&
+	mkdir plain &&
+	test_expect_code 1 agent-run --resume -C plain 2>err &&
+	test_grep "nothing to resume" err &&
+	test ! -e plain/.agent &&
+	mkdir -p made/.agent &&
+	test_expect_code 2 agent-run -c -C made "go on" 2>err &&
+	test_grep "no session to continue" err &&
+	test -z "$(ls -A made/.agent)"
+'
+
 test_done

@@ -64,6 +64,7 @@ static const struct {
 	/* the grammar: lower-case assignments, the locale's, wrappers */
 	{ "a=1 LC_ALL=C git status", "[[\"a=1\",\"LC_ALL=C\",\"git\",\"status\"],[\"git\",\"status\"]]", 0 },
 	{ "xargs -0", "[[\"xargs\",\"-0\"],[\"echo\"]]", 0 },
+	{ "rm -rf ~ ~/x HEAD~1; exit 3", "[[\"rm\",\"-rf\",\"~\",\"~/x\",\"HEAD~1\"],[\"exit\",\"3\"]]", 0 },
 	{ "git log \\\n --oneline 2>&1 >/dev/null | head -n 3 # c",
 	  "[[\"git\",\"log\",\"--oneline\"],[\"head\",\"-n\",\"3\"]]", 0 },
 };
@@ -101,7 +102,8 @@ static const char *const complex_cases[] = {
 	"env -- - awk", "flock f -c 'rm -rf /'", "mapfile -C 'touch p' -c 1 <f",
 	"readarray -C 'touch p' -c 1 <f", "PS4='$(touch p)'; set -x",
 	"shopt -s extglob; echo @(x)#; touch p", "'{' x", "'a'=b x", "'2'>x ls",
-	"ls a#b", "ls ~", "ls *", "ls !x", "coproc ls", "ls &", "ls |& cat",
+	"ls a#b", "ls ~x", "ls ~+", "ls *", "ls !x", "coproc ls", "ls &",
+	"& ls", "ls |& cat",
 	"ls >|f", "ls <>f", "ls 10>f", "ls > -f", "ls >$f", "ls >&f", "ls <&0",
 	"echo ${#}", "echo $(( 1 ))", "echo \"`ls`\"", "echo \"!x\"", "ls; ;",
 	"; ls", "ls &&", "ls |", "$(ls)", "echo $( )", "echo $(ls # c\n)",
