@@ -265,7 +265,7 @@ filter(struct mcp *m)
 	struct jsonl_reader in;
 	cJSON *msg;
 	char *line;
-	int c, rc = ES_OK;
+	int c = 0, rc = ES_OK;
 
 	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
 	while (!stop && (c = jsonl_read_object(&in, &msg, &err)) > 0) {

@@ -249,8 +249,11 @@ test_expect_success 'URLs: an IPv6 address, an empty port, a port out of range' 
 	AGENT_BASE_URL=http://[::1]:1/v1 test_expect_code 7 agent-step --retries 0 <in.json 2>err &&
 	if own; then test_contains err "cannot connect to ::1 port 1: "
 	else test_contains err "Failed to connect to ::1 port 1"; fi &&
-	AGENT_BASE_URL=http://127.0.0.1:99999/v1 test_expect_code 3 agent-step <in.json 2>err &&
-	test_contains err "cannot read the host and port of '\''http://127.0.0.1:99999/v1/chat/completions'\''" &&
+	for p in 99999 65536 0; do
+		AGENT_BASE_URL=http://127.0.0.1:$p/v1 test_expect_code 3 agent-step <in.json 2>err &&
+		test_contains err "cannot read the host and port of '\''http://127.0.0.1:$p/v1/chat/completions'\''" ||
+		return 1
+	done &&
 	http_proxy=http://127.0.0.1:$(cat port) AGENT_BASE_URL=http://example.invalid:/v1 \
 		agent-step <in.json >out &&
 	jq -e ".content == \"empty port\"" out &&

@@ -163,4 +163,38 @@ test_expect_success '-c where there is no session: refused, and nothing written'
 	test -z "$(ls -A made/.agent)"
 '
 
+test_expect_success '.agent ignores itself: after a session, git status shows nothing of it' '
+	echo "{\"content\": \"Done.\"}" >script &&
+	start_model script && mkdir r && git -C r init -q &&
+	AGENT_TODO_FILE=.agent/todo.json agent-run -C r "hi" >answer 2>progress &&
+	test "$(cat r/.agent/.gitignore)" = "*" &&
+	git -C r status --porcelain --untracked-files=all >status &&
+	test_line_count = 0 status
+'
+
+test_expect_success 'a .gitignore planted as a link in .agent is refused, its target untouched' '
+	mkdir -p r/.agent && echo keep >target &&
+	ln -s ../../target r/.agent/.gitignore &&
+	test_expect_code 1 agent-run -C r "hi" 2>err &&
+	test_grep "is a symbolic link: refusing" err &&
+	test "$(cat target)" = keep
+'
+
+test_expect_success 'a wrong base URL: the URL asked, what came, and the usual cause' '
+	cat >script <<-\EOF &&
+	{"raw": "404 page not found", "status": 404, "ctype": "text/plain"}
+	{"raw": "<html><body>Welcome</body></html>", "ctype": "text/html"}
+	{"raw": "<html><body>Welcome</body></html>", "ctype": "text/html"}
+	EOF
+	start_model script &&
+	base=${AGENT_BASE_URL%/v1} &&
+	user hi >in &&
+	test_expect_code 6 agent-step -m x --base-url "$base" --retries 0 <in 2>err &&
+	test_grep "^agent-step: 404: 404 page not found; POST $base/chat/completions answered 404 with text/plain: is that the API.s address (does the base URL end in /v1?)" err &&
+	test_expect_code 8 agent-step -m x --retries 0 <in 2>err &&
+	test_grep "^agent-step: the answer is not a JSON object.*; POST $AGENT_BASE_URL/chat/completions answered 200 with text/html: .*does the base URL end in /v1" err &&
+	test_expect_code 8 agent-step -m x --retries 0 --stream <in 2>err &&
+	test_grep "^agent-step: the answer is no stream of events; POST $AGENT_BASE_URL/chat/completions answered 200 with text/html: .*does the base URL end in /v1" err
+'
+
 test_done

@@ -236,6 +236,30 @@ test_start(void)
 	cJSON_Delete(rm);
 }
 
+/* The trust store's hash is SHA-256: the vectors of FIPS 180-2 (one
+ * block, two blocks), and a policy with a key twice is refused. */
+static void
+test_hash_and_duplicates(void)
+{
+	static const char dup[] = "{\"default\": \"allow\", \"default\": \"deny\"}";
+	struct ah_error err = { 0 };
+	struct policy p = { 0 };
+	char hex[65];
+
+	policy_hash("abc", 3, hex);
+	ok(!strcmp(hex, "ba7816bf8f01cfea414140de5dae2223"
+		   "b00361a396177a9cb410ff61f20015ad"), "sha256(abc) (%s)", hex);
+	policy_hash("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+		    56, hex);
+	ok(!strcmp(hex, "248d6a61d20638b8e5c026930c3e6039"
+		   "a33ce45964ff2167f6ecedd419db06c1"), "sha256 of two blocks "
+	   "(%s)", hex);
+	ok(policy_parse(&p, dup, strlen(dup), "t", &err) < 0 &&
+	   strstr(err.msg, "'default' is given more than once"),
+	   "a key twice is refused (%s)", err.msg);
+	policy_free(&p);
+}
+
 int
 main(void)
 {
@@ -249,5 +273,6 @@ main(void)
 	test_input();
 	test_always();
 	test_start();
+	test_hash_and_duplicates();
 	return tap_done();
 }
