@@ -245,4 +245,12 @@ test_expect_success '--sessions shows the task as typed, and the size of the std
 	jq -e ".task == \"no stdin\" and (has(\"stdin_bytes\") | not)" list
 '
 
+test_expect_success '-m MODEL with no AGENT_MODEL in the environment' '
+	echo "{\"content\": \"Hi.\"}" >script &&
+	start_model script && mkdir w &&
+	(unset AGENT_MODEL && agent-run -m my-model -C w "hi" >answer 2>progress) &&
+	test "$(cat answer)" = Hi. &&
+	test "$(req 1 .model)" = "\"my-model\""
+'
+
 test_done
