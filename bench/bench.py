@@ -21,6 +21,7 @@ round also measures the floors the figures are divided by:
   bench/bench.py --context 300 [--windows 32000,200000] [--output 8192]
   bench/bench.py --checkpoints 2000,20000,200000 [--steps 20] [--runs 5]
   bench/bench.py --snap-disk 300
+  bench/bench.py --mcp 300 [--runs 5]
 
 --checkpoints runs the ring in a workspace of N files (in N/10
 directories) with agent-run's checkpoints on and off (--no-checkpoints),
@@ -39,6 +40,15 @@ request, the requests refused, the compactions, the share of the bytes
 sent that repeat the start of the request before (what a provider's
 prompt cache bills at about a tenth), and the bytes that do not (billed
 whole; at least the steps' new output, which no cache can hold).
+
+--mcp N: the cost of an MCP tool call over stdio (mcp-bridge(1)): a
+trivial MCP server (it answers at once) is called N times by a client of
+its own (JSON-RPC on its stdin and stdout: the server's own time), and N
+times through the harness: one long-lived tool-exec, given an assistant
+message with one mcp__t__echo call at a time, hands it to the session's
+mcp-bridge --serve, which calls the server; the time from the message
+written to tool-exec to its tool result read.  The difference of the
+medians is what the harness adds to a call (the goal: at most 2 ms).
 
 Figures are medians of several runs on a noisy machine: compare ratios,
 not absolute numbers.  Nothing here is a test.
@@ -417,6 +427,108 @@ def snap_disk_main(a):
               a.snap_disk, r["disk"] / 1e6, r["gc_disk"] / 1e6, statistics.median(r["over"])))
 
 
+MCP_SERVER = r"""
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    i = m.get("id")
+    if m.get("method") == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"],
+             "capabilities": {"tools": {}},
+             "serverInfo": {"name": "trivial", "version": "1"}}
+    elif m.get("method") == "tools/list":
+        r = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+    elif m.get("method") == "tools/call":
+        r = {"content": [{"type": "text",
+                          "text": m["params"]["arguments"].get("text", "")}]}
+    else:
+        continue
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": i, "result": r}) + "\n")
+    sys.stdout.flush()
+"""
+
+
+def mcp_direct(server, n):
+    """The server's own time: a call written to its stdin, its answer read."""
+    p = subprocess.Popen([sys.executable, server], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, bufsize=0)
+    def rpc(i, method, params):
+        p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": i, "method": method,
+                                   "params": params}) + "\n").encode())
+        return p.stdout.readline()
+    rpc(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                          "clientInfo": {"name": "bench", "version": "1"}})
+    times = []
+    for k in range(n):
+        t = time.perf_counter()
+        rpc(k + 2, "tools/call", {"name": "echo", "arguments": {"text": "step-%d" % k}})
+        times.append((time.perf_counter() - t) * 1000)
+    p.stdin.close()
+    p.wait()
+    return times
+
+
+def mcp_harness(bindir, cfg, work, n):
+    """Through tool-exec and mcp-bridge --serve: message in, result out."""
+    sock = os.path.join(work, "mcp.sock")
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"],
+               AGENT_MCP_SOCKET=sock, AGENT_WORKDIR=work)
+    env.pop("AGENT_MCP_CONFIG", None)
+    pid = int(subprocess.check_output(
+        [os.path.join(bindir, "mcp-bridge"), "--no-user-config", "--mcp-config", cfg,
+         "--serve", sock, "--watch", str(os.getpid())], env=env, cwd=work))
+    te = subprocess.Popen([os.path.join(bindir, "tool-exec"), "--yes"], env=env,
+                          cwd=work, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          bufsize=0)
+    times = []
+    try:
+        for k in range(n + 5):
+            msg = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c%d" % k, "type": "function", "function": {
+                    "name": "mcp__t__echo",
+                    "arguments": json.dumps({"text": "step-%d" % k})}}]}
+            t = time.perf_counter()
+            te.stdin.write((json.dumps(msg) + "\n").encode())
+            line = te.stdout.readline()
+            dt = (time.perf_counter() - t) * 1000
+            if json.loads(line)["content"] != "step-%d" % k:
+                sys.exit("bench: the MCP call gave %r" % line)
+            if k >= 5:  # the first calls wait for the server to start
+                times.append(dt)
+    finally:
+        te.stdin.close()
+        te.wait()
+        os.kill(pid, 15)
+    return times
+
+
+def mcp_main(a):
+    bindir = os.path.abspath(a.bin.split("=", 1)[-1])
+    work = tempfile.mkdtemp(prefix="bench-mcp.")
+    try:
+        server = os.path.join(work, "server.py")
+        with open(server, "w") as f:
+            f.write(MCP_SERVER)
+        cfg = os.path.join(work, "mcp.json")
+        with open(cfg, "w") as f:
+            json.dump({"mcpServers": {"t": {"command": sys.executable,
+                                            "args": [server]}}}, f)
+        direct, through = [], []
+        for _ in range(a.runs):
+            direct += mcp_direct(server, a.mcp)
+            through += mcp_harness(bindir, cfg, work, a.mcp)
+        d, h = statistics.median(direct), statistics.median(through)
+        print("MCP tool call over stdio, %d calls x %d runs (sandbox %s):" % (
+            a.mcp, a.runs, os.environ.get("AGENT_SANDBOX") or "workspace-write"))
+        print("  the server's own time   %6.3f ms (p10-p90 %.3f-%.3f)" % (
+            d, pct(direct, 0.1), pct(direct, 0.9)))
+        print("  through the harness     %6.3f ms (p10-p90 %.3f-%.3f)" % (
+            h, pct(through, 0.1), pct(through, 0.9)))
+        print("  added by the harness    %6.3f ms (goal: at most 2 ms)" % (h - d))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def pct(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
@@ -442,7 +554,11 @@ def main():
                     help="instead: workspaces of these many files, checkpoints on and off")
     ap.add_argument("--snap-disk", type=int, default=0,
                     help="instead: the disk of N steps rewriting a 1 MB file")
+    ap.add_argument("--mcp", type=int, default=0,
+                    help="instead: N MCP tool calls, direct and through the harness")
     a = ap.parse_args()
+    if a.mcp:
+        return mcp_main(a)
     if a.checkpoints:
         return checkpoints_main(a)
     if a.snap_disk:

@@ -265,7 +265,7 @@ filter(struct mcp *m)
 	struct jsonl_reader in;
 	cJSON *msg;
 	char *line;
-	int c, rc = ES_OK;
+	int c = 0, rc = ES_OK;
 
 	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
 	while (!stop && (c = jsonl_read_object(&in, &msg, &err)) > 0) {
@@ -504,6 +504,8 @@ main(int argc, char **argv)
 	const char *v;
 	int c, rc;
 
+	if (cli_no_core() < 0)
+		return ES_IO;
 	mcp_init(&m);
 	o.dir = getenv("AGENT_WORKDIR");
 	o.mode = getenv("AGENT_SANDBOX");

@@ -741,7 +741,7 @@ void hooks_free(struct hooks *h);
 int hooks_match(const struct hook *x, int event, const char *subject);
 
 enum { HOOK_RAN = 0, HOOK_UNRUNNABLE, HOOK_NOSTART, HOOK_TIMEOUT_HIT,
-       HOOK_SIGNALED, HOOK_UNREADABLE, HOOK_EXITED };
+       HOOK_SIGNALED, HOOK_UNREADABLE, HOOK_EXITED, HOOK_STOPPED };
 
 struct hook_result {
 	const struct hook *hook;
@@ -753,12 +753,14 @@ struct hook_result {
 
 /* Runs the hooks of event matching subject, at once, each `sh -c
  * COMMAND` in a process group of its own, in cwd, with env, the input
- * on stdin; one past its timeout is killed with its group.  *out (free
- * with hook_results_free) gets the *nout results, in the settings'
- * order.  -1 when they could not be run at all. */
+ * on stdin; one past its timeout is killed with its group, and so is
+ * every one once *stop is set (by a signal handler; NULL: never).  *out
+ * (free with hook_results_free) gets the *nout results, in the
+ * settings' order.  -1 when they could not be run at all. */
 int hooks_run(const struct hooks *h, int event, const char *subject,
 	      const char *input, char *const *env, const char *cwd,
-	      struct hook_result **out, int *nout, struct ah_error *err);
+	      volatile sig_atomic_t *stop, struct hook_result **out,
+	      int *nout, struct ah_error *err);
 void hook_results_free(struct hook_result *r, int n);
 
 /* What the hooks of one event answered, the strictest first. */
@@ -1067,7 +1069,23 @@ struct sandbox {
 	int watch_fd;     /* their inotify, or -1 */
 	struct sandbox_watch *watch; /* by wd, ascending */
 	size_t nwatch;
+	struct sandbox_allow *allow; /* let into the commands' view */
+	size_t nallow;
 };
+
+/* A path let into the commands' view (--allow-read, --allow-socket). */
+struct sandbox_allow {
+	char *src;  /* what is shown: resolved */
+	char *dst;  /* where: the absolute path as named */
+	int socket; /* a unix socket, to connect to */
+};
+
+/* Lets the file or directory path (absolute, or relative to the
+ * workspace) into the commands' view, read-only; socket: path must be a
+ * unix socket, which commands may then connect to.  An error when it is
+ * not there (or not a socket). */
+int sandbox_allow(struct sandbox *sb, const char *path, int socket,
+		  struct ah_error *err);
 
 /* SANDBOX_* for a name ("workspace-write", "read-only", "off"), or -1. */
 int sandbox_mode_parse(const char *name);

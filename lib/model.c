@@ -55,6 +55,7 @@ struct attempt {
 	char request_id[128];
 	double retry_after;     /* seconds, -1 when none was sent */
 	int event_stream;       /* the answer is text/event-stream */
+	char ctype[64];         /* its Content-Type, printable, for a message */
 	int should_retry;       /* x-should-retry: 1 true, 0 false, -1 none */
 	int seen_body;          /* a byte of the body came */
 	struct model_body *req; /* the request, when it is read out */
@@ -348,6 +349,19 @@ parse_retry_after(const char *name, const char *v)
 	return -1;
 }
 
+/* Copies what is printable of s (a header's value) into out, cut to its
+ * size. */
+static void
+printable(char *out, size_t size, const char *s)
+{
+	size_t i = 0;
+
+	for (; *s && i + 1 < size; s++)
+		if (*s >= ' ' && *s < 0x7f)
+			out[i++] = *s;
+	out[i] = '\0';
+}
+
 /* A line of the answer's head: the status line, or a header. */
 static void
 got_header(void *ctx, const char *p, size_t len)
@@ -401,8 +415,10 @@ got_header(void *ctx, const char *p, size_t len)
 		ra = parse_retry_after(name, value);
 		if (ra >= 0)
 			a->retry_after = ra;
-	} else if (!strcasecmp(name, "content-type"))
+	} else if (!strcasecmp(name, "content-type")) {
 		a->event_stream = !strncasecmp(value, "text/event-stream", 17);
+		printable(a->ctype, sizeof a->ctype, value);
+	}
 	else if (!strcasecmp(name, "x-should-retry"))
 		/* the server's word on retrying wins over the status, as in
 		 * the official SDKs */
@@ -415,6 +431,19 @@ on_header(char *p, size_t size, size_t n, void *ctx)
 {
 	got_header(ctx, p, size * n);
 	return size * n;
+}
+
+/* An answer that is no answer of the API, said with the URL that was
+ * asked and what came, and the usual cause: a base URL that misses its
+ * version path (the server's own 404 page, or a web page). */
+static void
+not_the_api(const struct attempt *a, const char *what, char *out,
+	    size_t size)
+{
+	snprintf(out, size, "%.300s; POST %.250s answered %ld%s%.40s: is "
+		 "that the API's address (does the base URL end in /v1?)",
+		 what, a->m->url, a->status, a->ctype[0] ? " with " : "",
+		 a->ctype);
 }
 
 /* Bytes of the answer's body: nonzero stops the answer. */
@@ -714,8 +743,16 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 			if (answer_end(reply, err) < 0)
 				goto out;
 		} else if (answer_parse(reply, a.body.data ? a.body.data : "",
-				       a.body.len, err) < 0)
+				       a.body.len, err) < 0) {
+			/* not JSON at all: a web page, most likely */
+			if (err->code == AH_EFORMAT && (a.body.len == 0 ||
+			    a.body.data[strspn(a.body.data, " \t\r\n")] != '{')) {
+				snprintf(msg, sizeof msg, "%s", err->msg);
+				not_the_api(&a, msg, why, whysize);
+				ah_fail(err, AH_EFORMAT, "%s", why);
+			}
 			goto out;
+		}
 		if (reply->error) {
 			/* whole, before any of it is cut to size */
 			redact_json(reply->error, secrets);
@@ -727,6 +764,15 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 				: AH_EAPI, "the stream ended with an error: "
 				"%.500s%s%.100s%s", msg[0] ? msg : "no message",
 				code[0] ? " (" : "", code, code[0] ? ")" : "");
+			goto out;
+		}
+		if (a.event_stream && !reply->done && !reply->finish[0] &&
+		    !reply->events && strncasecmp(a.ctype, "text/event-stream",
+						  17)) {
+			/* not a stream at all: a web page, most likely */
+			not_the_api(&a, "the answer is no stream of events",
+				    why, whysize);
+			ah_fail(err, AH_EFORMAT, "%s", why);
 			goto out;
 		}
 		if (a.event_stream && !reply->done && !reply->finish[0]) {
@@ -747,6 +793,13 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 		snprintf(why, whysize, "%ld%s%.500s%s%.100s%s", a.status,
 			 msg[0] ? ": " : "", msg, code[0] ? " (" : "", code,
 			 code[0] ? ")" : "");
+		/* a path the server does not have (its own page, not an
+		 * error of the API): the URL, and the usual cause */
+		if ((a.status == 404 || a.status == 405) && !code[0] &&
+		    strncasecmp(a.ctype, "application/json", 16)) {
+			snprintf(msg, sizeof msg, "%s", why);
+			not_the_api(&a, msg, why, whysize);
+		}
 		transient = a.status == 408 || a.status == 409 ||
 			    a.status >= 500 ||
 			    (a.status == 429 && strcmp(code, "insufficient_quota"));

@@ -1,6 +1,7 @@
 /* reply.c: the model's answer, built as the file of its API reads it
  * (completions.c, anthropic.c, responses.c), and written as the
- * assistant's message.  It knows no API, and calls none. */
+ * assistant's message.  It knows no API, and calls none of their files
+ * (only the SSE reader it holds, below it). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -163,4 +163,13 @@ test_expect_success 'x-should-retry: false stops a retry of a 5xx, true retries 
 	test_grep "400: try again; retrying" err
 '
 
+test_expect_success 'a stream whose last line has no line end: its event still counts' '
+	chunk "[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]" >events &&
+	{ printf "data: " && tr -d "\n" <events; } |
+		jq -Rsc "{raw: ., ctype: \"text/event-stream\"}" >script &&
+	start_model script &&
+	user "x" | agent-step --stream >out 2>err &&
+	jq -e ".content == \"Hi\"" out
+'
+
 test_done

@@ -127,6 +127,17 @@ test_expect_success 'a kept connection the server closed: the next request goes 
 # connection was found closed; on a fresh one the server may have taken
 # it (a POST is billed), so that is a failure, retried as one only with
 # --retries
+# the server says it will close, and does not yet: the next request goes on
+# a new connection all the same
+test_expect_success 'an answer with Connection: close: the next request goes on a new connection' '
+	body=$(call) wire "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: LEN\r\n\r\nBODY" >script &&
+	echo "{\"content\": \"second\"}" >>script &&
+	start_model script &&
+	two_turns &&
+	jq -s -e "length == 2 and .[1].content == \"second\"" out &&
+	test "$(jq -s "map(.conn) | unique | length" requests.jsonl)" = 2
+'
+
 test_expect_success 'a fresh connection closed without an answer: the request is not sent again' '
 	wire "" close >script &&
 	echo "{\"content\": \"second\"}" >>script &&
@@ -249,8 +260,11 @@ test_expect_success 'URLs: an IPv6 address, an empty port, a port out of range' 
 	AGENT_BASE_URL=http://[::1]:1/v1 test_expect_code 7 agent-step --retries 0 <in.json 2>err &&
 	if own; then test_contains err "cannot connect to ::1 port 1: "
 	else test_contains err "Failed to connect to ::1 port 1"; fi &&
-	AGENT_BASE_URL=http://127.0.0.1:99999/v1 test_expect_code 3 agent-step <in.json 2>err &&
-	test_contains err "cannot read the host and port of '\''http://127.0.0.1:99999/v1/chat/completions'\''" &&
+	for p in 99999 65536 0; do
+		AGENT_BASE_URL=http://127.0.0.1:$p/v1 test_expect_code 3 agent-step <in.json 2>err &&
+		test_contains err "cannot read the host and port of '\''http://127.0.0.1:$p/v1/chat/completions'\''" ||
+		return 1
+	done &&
 	http_proxy=http://127.0.0.1:$(cat port) AGENT_BASE_URL=http://example.invalid:/v1 \
 		agent-step <in.json >out &&
 	jq -e ".content == \"empty port\"" out &&
