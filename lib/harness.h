@@ -108,7 +108,7 @@ size_t utf8_strip(const char *s, size_t n, size_t *start);
 
 enum {
 	TERM_KEEP_LINES = 1, /* newlines and tabs pass as they are */
-	TERM_SHOW_HIDDEN = 2, /* invisible characters as \u{XXXX} too */
+	TERM_SHOW_HIDDEN = 2, /* (always so now: kept for the callers) */
 	TERM_ASCII = 4, /* every character past ASCII as \u{XXXX} */
 };
 
@@ -116,10 +116,11 @@ enum {
  * can move the cursor, rewrite a line, set the title or the clipboard.
  * C0 controls (but newline and tab with TERM_KEEP_LINES) and DEL become
  * \xnn, C1 controls \u{XXXX}, and each byte that is not well-formed
- * UTF-8 \xnn.  With TERM_SHOW_HIDDEN, what a reader cannot see becomes
- * \u{XXXX} too: bidirectional controls (which reorder what is shown),
- * zero-width and other invisible format characters, line and paragraph
- * separators, tag characters.  NULL when out of memory. */
+ * UTF-8 \xnn.  What a reader cannot see becomes \u{XXXX} too, in every
+ * text a program shows on a terminal (one rendering for all):
+ * bidirectional controls (which reorder what is shown), zero-width and
+ * other invisible format characters, line and paragraph separators, tag
+ * characters.  NULL when out of memory. */
 char *utf8_for_terminal(const char *s, size_t n, int flags, size_t *outlen);
 
 /* --- jsonl.c: JSON Lines in and out ------------------------------------ */

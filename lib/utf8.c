@@ -210,8 +210,7 @@ utf8_for_terminal(const char *str, size_t n, int flags, size_t *outlen)
 				    (cp == '\n' || cp == '\t'))) ||
 		    cp == 0x7F)
 			bad = buf_printf(&b, "\\x%02x", (unsigned)cp) < 0;
-		else if ((cp >= 0x80 && cp <= 0x9F) ||
-			 ((flags & TERM_SHOW_HIDDEN) && is_hidden(cp)) ||
+		else if ((cp >= 0x80 && cp <= 0x9F) || is_hidden(cp) ||
 			 ((flags & TERM_ASCII) && cp >= 0x80))
 			bad = buf_printf(&b, "\\u{%04X}", (unsigned)cp) < 0;
 		else

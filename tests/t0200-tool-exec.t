@@ -453,7 +453,7 @@ test_expect_success '-v: escape sequences of the model are shown, not sent to th
 	test_contains err "tool-exec: allow bash echo \\x1b]2;pwned\\x07 \\u{009B} -> exit 127" &&
 	call_msg run_todo_write "{\"todos\":[{\"id\":\"a\",\"content\":\"do \\u001b[2Ja \\u202etxt.exe\",\"status\":\"pending\"}]}" >in &&
 	tool-exec -v <in >out 2>err &&
-	test_contains err "[ ] a - do \\x1b[2Ja $(printf "\342\200\256")txt.exe" &&
+	test_contains err "[ ] a - do \\x1b[2Ja \\u{202E}txt.exe" &&
 	! grep -q "$(printf "\033")" err
 '
 

@@ -365,4 +365,24 @@ test_expect_success 'attached stdin cannot close its quote and speak as the user
 	test_contains msg "--- end of stdin ---"
 '
 
+# --- 19: one terminal-safe rendering for everything shown
+
+test_expect_success 'bidirectional and invisible characters never reach the terminal raw (item 19)' '
+	item=$(printf "pay \342\200\256lanigiro\342\200\254 and\342\200\213 \342\201\246x\342\201\251") &&
+	args=$(jq -nc --arg c "$item" "{todos: [{id: \"a\", content: \$c, status: \"pending\"}]}") &&
+	call_msg run_todo_write "$args" >in &&
+	tool-exec -v <in >out 2>err &&
+	"$TEST_DIR/pty-run.py" "todo-write --show" >./shown &&
+	for f in err shown; do
+		test_contains $f "\\u{202E}lanigiro\\u{202C}" &&
+		test_contains $f "\\u{200B}" && test_contains $f "\\u{2066}x\\u{2069}" &&
+		test_grep ! "$(printf "\342\200\256")" $f || return 1
+	done &&
+	printf "%s\n" "{\"content\": \"ok \\u202e then \\u2028 done\"}" >script &&
+	start_model script && mkdir w &&
+	"$TEST_DIR/pty-run.py" "agent-run -C w go >answer" >./tty &&
+	test_contains ./tty "\\u{202E}" &&
+	test_grep ! "$(printf "\342\200\256")" tty
+'
+
 test_done
