@@ -61,8 +61,11 @@ demo: $(BINS)
 	PATH="$(abspath $(BUILD)/bin):$$PATH" sh examples/demo.sh
 
 # The loop's own cost, against the scripted server (bench/README.md).
+# BENCH_FILES: the files of the workspace in which checkpoints are timed.
+BENCH_FILES ?= 20000
 bench: $(BINS)
 	python3 bench/bench.py --bin $(abspath $(BUILD)/bin) $(BENCHFLAGS)
+	python3 bench/bench.py --bin $(abspath $(BUILD)/bin) --checkpoints $(BENCH_FILES)
 	python3 bench/bench.py --bin $(abspath $(BUILD)/bin) --mcp 300
 
 # agent-run beside Claude Code, Codex CLI and pi-coding-agent (installed

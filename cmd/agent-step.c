@@ -471,6 +471,7 @@ struct opts {
 	double temp, compact_at;
 	int stream, answer, nparams;
 	int window_opt;     /* the window is --context-window's */
+	int base_opt;       /* the base URL is --base-url's */
 	int finished;       /* stdout is closed: --help, --version */
 	const char *params[64];
 };
@@ -521,6 +522,7 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 			break;
 		case OPT_BASE:
 			o->base = optarg;
+			o->base_opt = 1;
 			break;
 		case OPT_KEYFILE:
 			free(o->key);
@@ -644,6 +646,16 @@ settle(struct run *r, struct opts *o)
 			 cli_env("OPENAI_BASE_URL", NULL) ?
 			 cli_env("OPENAI_BASE_URL", NULL) :
 			 "https://api.openai.com/v1";
+	/* http:// or https://, nothing else: a URL without its scheme
+	 * (localhost:8080) would be taken as one of some other protocol */
+	if (strncasecmp(r->mo.base_url, "http://", 7) &&
+	    strncasecmp(r->mo.base_url, "https://", 8))
+		return cli_usage_error("%s: '%.200s' is not an http:// or "
+				       "https:// URL (e.g. "
+				       "http://localhost:8080/v1)",
+				       o->base_opt ? "--base-url" :
+				       o->base ? "AGENT_BASE_URL" :
+				       "OPENAI_BASE_URL", r->mo.base_url);
 	keyvar = r->mo.api == API_ANTHROPIC ? "ANTHROPIC_API_KEY"
 					    : "OPENAI_API_KEY";
 	if (!o->key && cli_env("AGENT_API_KEY", keyvar) &&

@@ -198,6 +198,17 @@ base_input(const struct cc *c, int event)
 	return in;
 }
 
+/* SIGINT, SIGTERM, SIGHUP: the hooks running are killed (a call they
+ * were asked about is denied), and so is every hook after them. */
+static volatile sig_atomic_t stopping;
+
+static void
+on_stop(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
 /* Runs the hooks of event on subject with input, and reads their
  * answers into a; the failures are said on stderr. */
 static int
@@ -213,7 +224,7 @@ run(struct cc *c, int event, const char *subject, const cJSON *input,
 	if (!text)
 		return ah_fail(err, AH_ENOMEM, "out of memory");
 	rc = hooks_run(&c->hooks, event, subject, text, c->env, c->workdir,
-		       &r, &n, err);
+		       &stopping, &r, &n, err);
 	free(text);
 	if (rc < 0)
 		return -1;
@@ -422,6 +433,8 @@ filter(struct cc *c)
 		int ours = 0;
 
 		k = jsonl_read_object(&in, &msg, &err);
+		if (k < 0 && err.code == AH_EINTR)
+			continue;  /* stopping: what comes next is denied */
 		if (k < 0) {
 			cli_report(&err);
 			rc = cli_status(&err, ES_BADINPUT);
@@ -699,6 +712,19 @@ main(int argc, char **argv)
 		cli_report(&err);
 		rc = ES_IO;
 		goto out;
+	}
+	{
+		/* caught, also when ignored until now (agent-run's stages
+		 * ignore them, and signal us by pid); no SA_RESTART: the wait
+		 * for the hooks returns */
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_stop;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
 	}
 	rc = event >= 0 ? one_event(&c, event, match ? match : "") : filter(&c);
 out:

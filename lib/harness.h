@@ -741,7 +741,7 @@ void hooks_free(struct hooks *h);
 int hooks_match(const struct hook *x, int event, const char *subject);
 
 enum { HOOK_RAN = 0, HOOK_UNRUNNABLE, HOOK_NOSTART, HOOK_TIMEOUT_HIT,
-       HOOK_SIGNALED, HOOK_UNREADABLE, HOOK_EXITED };
+       HOOK_SIGNALED, HOOK_UNREADABLE, HOOK_EXITED, HOOK_STOPPED };
 
 struct hook_result {
 	const struct hook *hook;
@@ -753,12 +753,14 @@ struct hook_result {
 
 /* Runs the hooks of event matching subject, at once, each `sh -c
  * COMMAND` in a process group of its own, in cwd, with env, the input
- * on stdin; one past its timeout is killed with its group.  *out (free
- * with hook_results_free) gets the *nout results, in the settings'
- * order.  -1 when they could not be run at all. */
+ * on stdin; one past its timeout is killed with its group, and so is
+ * every one once *stop is set (by a signal handler; NULL: never).  *out
+ * (free with hook_results_free) gets the *nout results, in the
+ * settings' order.  -1 when they could not be run at all. */
 int hooks_run(const struct hooks *h, int event, const char *subject,
 	      const char *input, char *const *env, const char *cwd,
-	      struct hook_result **out, int *nout, struct ah_error *err);
+	      volatile sig_atomic_t *stop, struct hook_result **out,
+	      int *nout, struct ah_error *err);
 void hook_results_free(struct hook_result *r, int n);
 
 /* What the hooks of one event answered, the strictest first. */

@@ -274,7 +274,8 @@ fail:
 int
 hooks_run(const struct hooks *h, int event, const char *subject,
 	  const char *input, char *const *env, const char *cwd,
-	  struct hook_result **out, int *nout, struct ah_error *err)
+	  volatile sig_atomic_t *stop, struct hook_result **out, int *nout,
+	  struct ah_error *err)
 {
 	struct hook_result *r = NULL;
 	struct running *run = NULL;
@@ -355,9 +356,10 @@ hooks_run(const struct hooks *h, int event, const char *subject,
 		for (i = 0; i < n; i++) {
 			if (run[i].done)
 				continue;
-			if (t >= run[i].deadline) {
+			if (t >= run[i].deadline || (stop && *stop)) {
 				kill(-run[i].pid, SIGKILL);
-				r[i].failed = HOOK_TIMEOUT_HIT;
+				r[i].failed = stop && *stop ? HOOK_STOPPED
+					      : HOOK_TIMEOUT_HIT;
 				for (j = 0; j < 2; j++)
 					if (run[i].fd[j] >= 0) {
 						close(run[i].fd[j]);
@@ -491,6 +493,9 @@ failure(const struct hook_result *r, struct buf *why)
 		break;
 	case HOOK_SIGNALED:
 		buf_printf(why, "was killed by a signal");
+		break;
+	case HOOK_STOPPED:
+		buf_printf(why, "was stopped: the run was interrupted");
 		break;
 	case HOOK_UNREADABLE:
 		buf_printf(why, "printed what is not a hook answer");

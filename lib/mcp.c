@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,6 +44,11 @@ struct mcp_server {
 	int restarts;
 	int list_changed;     /* notifications/tools/list_changed came */
 	char version[16];     /* negotiated */
+	char *url;            /* Streamable HTTP: the endpoint, else NULL */
+	char **headers;       /* its configured headers, "Name: value" */
+	char *session;        /* its Mcp-Session-Id, once given */
+	struct http *http;    /* the connection */
+	int busy;             /* a POST's answer is being read on it */
 	cJSON *tools;         /* its tools (MCP's shape), or NULL */
 	char why[512];        /* why it is down */
 };
@@ -140,10 +146,85 @@ server_free(struct mcp_server *s)
 	free(s->name);
 	strv_free(s->argv);
 	strv_free(s->envset);
+	free(s->url);
+	strv_free(s->headers);
+	free(s->session);
+	if (s->http)
+		http_free(s->http);
 	free(s->source);
 	buf_free(&s->rbuf);
 	cJSON_Delete(s->tools);
 	free(s);
+}
+
+/* A Streamable HTTP server: {"type": "http", "url", "headers"}; the
+ * values of headers are secrets. */
+static int
+parse_http(struct mcp *m, const char *file, const cJSON *def,
+	   struct mcp_server **out, struct ah_error *err)
+{
+	const char *name = def->string;
+	const cJSON *url = cJSON_GetObjectItemCaseSensitive(def, "url");
+	const cJSON *hd = cJSON_GetObjectItemCaseSensitive(def, "headers");
+	const cJSON *v;
+	struct mcp_server *s;
+	size_t i;
+
+	cJSON_ArrayForEach(v, def)
+		if (strcmp(v->string, "type") && strcmp(v->string, "url") &&
+		    strcmp(v->string, "headers"))
+			return ah_fail(err, AH_EFORMAT, "'%s': server '%s': "
+				       "unknown key '%.100s' (known for http: "
+				       "type, url, headers)", file, name,
+				       v->string);
+	if (!cJSON_IsString(url))
+		return ah_fail(err, AH_EFORMAT, "'%s': server '%s': \"url\" "
+			       "must be a string", file, name);
+	if (!http_url_plain(url->valuestring))
+		return ah_fail(err, AH_EFORMAT, "'%s': server '%s': '%.200s': "
+			       "only plain http:// URLs are supported yet (no "
+			       "https://, no user name)", file, name,
+			       url->valuestring);
+	if (hd && !cJSON_IsObject(hd))
+		return ah_fail(err, AH_EFORMAT, "'%s': server '%s': \"headers\" "
+			       "must be an object of strings", file, name);
+	s = calloc(1, sizeof *s);
+	if (!s)
+		return ah_fail(err, AH_ENOMEM, "out of memory");
+	s->in = s->out = s->err = -1;
+	s->rbuf.max = m->opts.max_message;
+	s->headers = calloc((size_t)cJSON_GetArraySize(hd) + 1,
+			    sizeof *s->headers);
+	s->envset = calloc(1, sizeof *s->envset);
+	s->argv = calloc(2, sizeof *s->argv);
+	if (!s->headers || !s->envset || !s->argv ||
+	    !(s->name = strdup(name)) || !(s->source = strdup(file)) ||
+	    !(s->url = strdup(url->valuestring)) ||
+	    !(s->argv[0] = strdup(url->valuestring)))
+		goto nomem;
+	i = 0;
+	cJSON_ArrayForEach(v, hd) {
+		if (!cJSON_IsString(v) || !name_ok(v->string, 100) ||
+		    strpbrk(v->valuestring, "\r\n")) {
+			server_free(s);
+			return ah_fail(err, AH_EFORMAT, "'%s': server '%s': "
+				       "header '%.100s' must be a name with a "
+				       "one-line string", file, name, v->string);
+		}
+		if (asprintf(&s->headers[i], "%s: %s", v->string,
+			     v->valuestring) < 0) {
+			s->headers[i] = NULL;
+			goto nomem;
+		}
+		i++;
+		if (add_secret(m, v->valuestring) < 0)
+			goto nomem;
+	}
+	*out = s;
+	return 0;
+nomem:
+	server_free(s);
+	return ah_fail(err, AH_ENOMEM, "out of memory");
 }
 
 /* One server of a configuration: ES-style errors name the file and the
@@ -154,6 +235,7 @@ parse_server(struct mcp *m, const char *file, const cJSON *def, int trusted,
 {
 	static const char *const keys[] = { "type", "command", "args", "env",
 					     "sandbox", "network", NULL };
+	static const char *const hkeys[] = { "type", "url", "headers", NULL };
 	const char *name = def->string;
 	const cJSON *type = cJSON_GetObjectItemCaseSensitive(def, "type");
 	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(def, "command");
@@ -169,6 +251,9 @@ parse_server(struct mcp *m, const char *file, const cJSON *def, int trusted,
 	if (!cJSON_IsObject(def))
 		return ah_fail(err, AH_EFORMAT, "'%s': server '%s': not an "
 			       "object", file, name);
+	if (cJSON_IsString(type) && !strcmp(type->valuestring, "http"))
+		return parse_http(m, file, def, out, err);
+	(void)hkeys;
 	cJSON_ArrayForEach(v, def) {
 		for (k = 0; keys[k] && strcmp(keys[k], v->string); k++)
 			;
@@ -176,8 +261,9 @@ parse_server(struct mcp *m, const char *file, const cJSON *def, int trusted,
 			if (!strcmp(v->string, "url") || !strcmp(v->string,
 								"headers"))
 				return ah_fail(err, AH_EFORMAT, "'%s': server "
-					       "'%s': the http transport is "
-					       "not supported yet", file, name);
+					       "'%s': \"url\" and \"headers\" "
+					       "go with \"type\": \"http\"",
+					       file, name);
 			return ah_fail(err, AH_EFORMAT, "'%s': server '%s': "
 				       "unknown key '%.100s' (known: type, "
 				       "command, args, env, sandbox, network)",
@@ -187,8 +273,7 @@ parse_server(struct mcp *m, const char *file, const cJSON *def, int trusted,
 	if (type && !(cJSON_IsString(type) &&
 		      !strcmp(type->valuestring, "stdio")))
 		return ah_fail(err, AH_EFORMAT, "'%s': server '%s': type must "
-			       "be \"stdio\" (\"http\" is not supported yet)",
-			       file, name);
+			       "be \"stdio\" or \"http\"", file, name);
 	if (!cJSON_IsString(cmd) || !*cmd->valuestring)
 		return ah_fail(err, AH_EFORMAT, "'%s': server '%s': \"command\" "
 			       "must be a non-empty string", file, name);
@@ -369,6 +454,12 @@ server_stop(struct mcp_server *s, double grace)
 	int st, i;
 
 	close_fd(&s->in);
+	if (s->http) {
+		http_free(s->http);
+		s->http = NULL;
+	}
+	free(s->session);
+	s->session = NULL;
 	if (s->pid > 0) {
 		for (i = 0; i < 2; i++) {
 			until = mono_now() + grace;
@@ -683,12 +774,28 @@ exit_reason(struct mcp_server *s, char *out, size_t size)
 
 /* --- JSON-RPC ---------------------------------------------------------- */
 
-/* Writes a message and a newline, within the deadline; what the server
- * writes meanwhile is read into rbuf, so that neither side waits for
- * the other.  0, or -1 with the server failed. */
+/* Writes a message: over stdio, a line within the deadline, what the
+ * server writes meanwhile read into rbuf, so that neither side waits for
+ * the other; over HTTP, a POST (http_send).  0, or -1 with the server
+ * failed. */
+static int stdio_send(struct mcp *m, struct mcp_server *s, const cJSON *msg,
+		      double deadline);
+struct wait;
+static int http_send(struct mcp *m, struct mcp_server *s, const cJSON *msg,
+		     struct wait *w, double deadline);
+
 static int
 send_msg(struct mcp *m, struct mcp_server *s, const cJSON *msg,
 	 double deadline)
+{
+	if (s->url)
+		return http_send(m, s, msg, NULL, deadline) == 0 ? 0 : -1;
+	return stdio_send(m, s, msg, deadline);
+}
+
+static int
+stdio_send(struct mcp *m, struct mcp_server *s, const cJSON *msg,
+	   double deadline)
 {
 	char *text = cJSON_PrintUnformatted(msg), b[65536];
 	size_t len, off = 0;
@@ -809,6 +916,7 @@ struct wait {
 	long stray;          /* a response to another id, or -1 */
 	cJSON *response;     /* the one wanted */
 	int cancelled;       /* by the client, or a signal */
+	int rc;              /* over HTTP: how the exchange ended (W_*) */
 };
 
 static void
@@ -990,6 +1098,255 @@ wait_for(struct mcp *m, struct mcp_server *s, struct wait *w)
 	}
 }
 
+/* --- Streamable HTTP ---------------------------------------------------- */
+
+/* One POST and its answer, as it comes. */
+struct hx {
+	struct mcp *m;
+	struct mcp_server *s;
+	struct wait *w;
+	double deadline;
+	int sse, found, failed, stop; /* stop: W_TIMEOUT or W_CANCELLED */
+	struct buf body;   /* a JSON answer, or the SSE line being read */
+	struct buf data;   /* an SSE event's data */
+};
+
+static void
+hx_header(void *ctx, const char *line, size_t len)
+{
+	struct hx *x = ctx;
+	const char *v;
+	size_t n;
+
+	if (len > 15 && !strncasecmp(line, "Mcp-Session-Id:", 15)) {
+		for (v = line + 15; v < line + len && *v == ' '; v++)
+			;
+		n = (size_t)(line + len - v);
+		if (n && n < 200) {
+			free(x->s->session);
+			x->s->session = strndup(v, n);
+		}
+	} else if (len > 13 && !strncasecmp(line, "Content-Type:", 13) &&
+		   memmem(line, len, "text/event-stream", 17))
+		x->sse = 1;
+}
+
+/* A JSON-RPC message that came: the response waited for stops it. */
+static int
+hx_message(struct hx *x, const char *p, size_t n)
+{
+	int rc;
+
+	if (!x->w) {
+		/* no answer waited for: what comes is dropped */
+		return 0;
+	}
+	rc = on_line(x->m, x->s, p, n, x->w);
+	if (rc == 1)
+		x->found = 1;
+	if (rc < 0)
+		x->failed = 1;
+	return rc != 0;
+}
+
+static int
+hx_body(void *ctx, const char *p, size_t len)
+{
+	struct hx *x = ctx;
+	char *nl;
+	size_t off, k;
+
+	if (buf_append(&x->body, p, len) < 0) {
+		server_fail(x->m, x->s, "it sent a message over %zu bytes",
+			    x->body.max);
+		x->failed = 1;
+		return 1;
+	}
+	if (!x->sse)
+		return 0;
+	/* text/event-stream: the data lines of each event, then a blank
+	 * line dispatches it */
+	off = 0;
+	while ((nl = memchr(x->body.data + off, '\n', x->body.len - off))) {
+		char *line = x->body.data + off;
+
+		k = (size_t)(nl - line);
+		if (k && line[k - 1] == '\r')
+			k--;
+		off = (size_t)(nl - x->body.data) + 1;
+		if (k == 0) {
+			if (x->data.len && hx_message(x, x->data.data,
+						      x->data.len))
+				return 1;
+			buf_reset(&x->data);
+		} else if (k >= 5 && !strncmp(line, "data:", 5)) {
+			size_t skip = k > 5 && line[5] == ' ' ? 6 : 5;
+
+			if ((x->data.len && buf_putc(&x->data, '\n') < 0) ||
+			    buf_append(&x->data, line + skip, k - skip) < 0) {
+				server_fail(x->m, x->s, "it sent an event over "
+					    "%zu bytes", x->data.max);
+				x->failed = 1;
+				return 1;
+			}
+		}
+	}
+	memmove(x->body.data, x->body.data + off, x->body.len - off);
+	x->body.len -= off;
+	return 0;
+}
+
+static int
+hx_tick(void *ctx, long long sent)
+{
+	struct hx *x = ctx;
+	struct pollfd p;
+
+	(void)sent;
+	if (x->m->opts.interrupted && *x->m->opts.interrupted) {
+		x->stop = W_CANCELLED;
+		return 1;
+	}
+	if (x->w && x->w->client >= 0) {
+		p.fd = x->w->client;
+		p.events = POLLIN;
+		if (poll(&p, 1, 0) > 0) {
+			x->stop = W_CANCELLED;
+			return 1;
+		}
+	}
+	if (mono_now() > (x->w ? x->w->deadline : x->deadline)) {
+		x->stop = W_TIMEOUT;
+		return 1;
+	}
+	return 0;
+}
+
+/* POSTs msg; with w, reads the answer until the response w waits for.
+ * W_DONE, W_TIMEOUT, W_CANCELLED or W_FAILED (the server failed). */
+static int
+http_send(struct mcp *m, struct mcp_server *s, const cJSON *msg,
+	  struct wait *w, double deadline)
+{
+	struct hx x = { m, s, w, deadline, 0, 0, 0, 0,
+			BUF_INIT(m->opts.max_message),
+			BUF_INIT(m->opts.max_message) };
+	struct http_io io = { 0 };
+	struct ah_error err = { 0 };
+	const char *hdr[40];
+	char *text = cJSON_PrintUnformatted(msg), *sid = NULL, *ver = NULL;
+	char errbuf[512];
+	size_t n = 0, i;
+	long status;
+	int r, rc = W_FAILED;
+
+	if (!text) {
+		server_fail(m, s, "out of memory");
+		return W_FAILED;
+	}
+	/* a message sent while an answer streams in (an answer to the
+	 * server's ping) goes on a connection of its own */
+	if (s->busy) {
+		struct http *h = http_new(s->url, 10, &err);
+
+		if (!h)
+			goto out;
+		hdr[0] = "Content-Type: application/json";
+		hdr[1] = "Accept: application/json, text/event-stream";
+		n = 2;
+		if (s->session && asprintf(&sid, "Mcp-Session-Id: %s",
+					   s->session) >= 0)
+			hdr[n++] = sid;
+		for (i = 0; s->headers[i] && n < sizeof hdr / sizeof *hdr - 1; i++)
+			hdr[n++] = s->headers[i];
+		hdr[n] = NULL;
+		x.w = NULL;
+		io.header = hx_header;
+		io.body = hx_body;
+		io.tick = hx_tick;
+		io.ctx = &x;
+		io.secrets = (const char *const *)m->secrets;
+		r = http_post(h, hdr, text, strlen(text), &io, &status, errbuf,
+			      sizeof errbuf);
+		http_free(h);
+		rc = r == 0 && status >= 200 && status <= 299 ? W_DONE
+							       : W_FAILED;
+		goto out;
+	}
+	if (!s->http && !(s->http = http_new(s->url, 10, &err))) {
+		server_fail(m, s, "%s", err.msg);
+		goto out;
+	}
+	hdr[n++] = "Content-Type: application/json";
+	hdr[n++] = "Accept: application/json, text/event-stream";
+	if (s->session && asprintf(&sid, "Mcp-Session-Id: %s", s->session) >= 0)
+		hdr[n++] = sid;
+	if (s->version[0] && asprintf(&ver, "MCP-Protocol-Version: %s",
+				      s->version) >= 0)
+		hdr[n++] = ver;
+	for (i = 0; s->headers[i] && n < sizeof hdr / sizeof *hdr - 1; i++)
+		hdr[n++] = s->headers[i];
+	hdr[n] = NULL;
+	io.header = hx_header;
+	io.body = hx_body;
+	io.tick = hx_tick;
+	io.ctx = &x;
+	io.secrets = (const char *const *)m->secrets;
+	s->busy = 1;
+	r = http_post(s->http, hdr, text, strlen(text), &io, &status, errbuf,
+		      sizeof errbuf);
+	s->busy = 0;
+	if (x.failed)
+		goto out;
+	if (r == HTTP_STOPPED && x.found) {
+		/* the rest of the stream is not read: a new connection next */
+		http_free(s->http);
+		s->http = NULL;
+		rc = W_DONE;
+		goto out;
+	}
+	if (r == HTTP_STOPPED) {
+		http_free(s->http);
+		s->http = NULL;
+		rc = x.stop ? x.stop : W_FAILED;
+		goto out;
+	}
+	if (r < 0) {
+		server_fail(m, s, "%s", errbuf);
+		goto out;
+	}
+	if (status == 404 && s->session) {
+		server_fail(m, s, "its session ended (404)");
+		goto out;
+	}
+	if (status < 200 || status > 299) {
+		server_fail(m, s, "it answered HTTP %ld%s%.200s", status,
+			    x.body.len ? ": " : "", x.body.len ? x.body.data : "");
+		goto out;
+	}
+	if (!w) {
+		rc = W_DONE;
+		goto out;
+	}
+	if (!x.sse && x.body.len && hx_message(&x, x.body.data, x.body.len) &&
+	    x.failed)
+		goto out;
+	if (x.found) {
+		rc = W_DONE;
+		goto out;
+	}
+	server_fail(m, s, "its answer (HTTP %ld) held no response to the "
+		    "request%s", status, w->stray != -1 ? " (one to another "
+		    "id)" : "");
+out:
+	free(text);
+	free(sid);
+	free(ver);
+	buf_free(&x.body);
+	buf_free(&x.data);
+	return rc;
+}
+
 static void
 cancel(struct mcp *m, struct mcp_server *s, long id, const char *reason)
 {
@@ -1020,6 +1377,7 @@ rpc(struct mcp *m, struct mcp_server *s, const char *method, cJSON *params,
 	*result = NULL;
 	*is_error = 0;
 	w.id = id;
+	w.stray = -1;
 	w.timeout = timeout;
 	w.deadline = mono_now() + timeout;
 	w.hard = mono_now() + (m->opts.max_timeout > timeout
@@ -1042,12 +1400,14 @@ rpc(struct mcp *m, struct mcp_server *s, const char *method, cJSON *params,
 		server_fail(m, s, "out of memory");
 		return W_FAILED;
 	}
-	if (send_msg(m, s, r, w.deadline) < 0) {
+	if (s->url)
+		w.rc = http_send(m, s, r, &w, w.deadline);
+	else if (send_msg(m, s, r, w.deadline) < 0) {
 		cJSON_Delete(r);
 		return W_FAILED;
 	}
 	/* the token lives in r */
-	rc = wait_for(m, s, &w);
+	rc = s->url ? w.rc : wait_for(m, s, &w);
 	cJSON_Delete(r);
 	if (rc == W_DONE) {
 		cJSON *res = cJSON_DetachItemFromObjectCaseSensitive(w.response,
@@ -1170,7 +1530,10 @@ server_start(struct mcp *m, struct mcp_server *s)
 
 	s->why[0] = '\0';
 	s->next_id = 0;
-	if (server_spawn(m, s, &err) < 0) {
+	s->version[0] = '\0';
+	if (s->url)
+		s->state = S_UP;
+	else if (server_spawn(m, s, &err) < 0) {
 		s->state = S_FAILED;
 		snprintf(s->why, sizeof s->why, "%.500s", err.msg);
 		redact(s->why, (const char *const *)m->secrets);

@@ -951,6 +951,15 @@ unwrap(struct sp *p, const struct words *v, size_t i, const char *name)
 	}
 	if (k >= v->n)
 		return 0;
+	/* an expansion among the wrapper's arguments may vanish or split
+	 * (nice -n $x 5 ls): where the command starts is not known */
+	if (p->strict) {
+		size_t j;
+
+		for (j = i + 1; j <= k; j++)
+			if (v->dyn[j])
+				p->complex = 1;
+	}
 	if (!strcmp(name, "flock") && k + 1 < v->n &&
 	    (!strcmp(v->w[k], "-c") || !strncmp(v->w[k], "--command", 9))) {
 		/* flock f -c CMD: CMD is a line for sh -c */
@@ -1000,6 +1009,12 @@ shell_c(struct sp *p, const struct words *v, size_t i, const char *name)
 		}
 		if ((a[0] != '-' && a[0] != '+') || !a[1])
 			break;
+		/* a login or interactive shell, or one given a file to
+		 * start with, runs the commands of its start-up files */
+		if (p->strict && (in_list(a, longarg) ||
+		    !strncmp(a, "--login", 7) || !strncmp(a, "--interactive", 13) ||
+		    (a[1] != '-' && strpbrk(a + 1, "il"))))
+			p->complex = 1;
 		if (in_list(a, longarg))
 			k++;
 		else if (a[1] != '-') {
@@ -1362,15 +1377,21 @@ st_plain(char c)
 /* Where a word may end: a blank, a newline, an operator of the grammar,
  * or a ) closing $( ). */
 static int
-st_end(const struct sp *p)
+st_end_at(const struct sp *p, size_t i)
 {
 	char c;
 
-	if (p->i >= p->n)
+	if (i >= p->n)
 		return 1;
-	c = p->s[p->i];
+	c = p->s[i];
 	return is_blank(c) || c == '\n' || c == ';' || c == '&' || c == '|' ||
 	       c == '<' || c == '>' || (c == ')' && p->cmdsub > 0);
+}
+
+static int
+st_end(const struct sp *p)
+{
+	return st_end_at(p, p->i);
 }
 
 /* Blanks, and a backslash-newline after a blank or a newline. */
@@ -1457,8 +1478,7 @@ st_word(struct sp *p, struct buf *w, int *dyn, int *quoted, size_t *plain)
 	*plain = 0;
 	/* ~ and ~/...: the home directory, an expansion that runs nothing
 	 * (~user, ~+, ~- are not taken) */
-	if (s[p->i] == '~' && (p->i + 1 >= p->n || s[p->i + 1] == '/' ||
-	    (p->i++, st_end(p) ? (p->i--, 1) : (p->i--, 0)))) {
+	if (s[p->i] == '~' && (st_end_at(p, p->i + 1) || s[p->i + 1] == '/')) {
 		if (push(w, '~', p) < 0)
 			return -1;
 		p->i++;
@@ -1958,7 +1978,8 @@ shell_split(const char *cmd)
 	for (c = (const unsigned char *)cmd; *c; c++)
 		if ((*c < 0x20 && *c != '\t' && *c != '\n') || *c == 0x7f)
 			ctl = 1;
-	if (!ctl) {
+	/* bash -c LINE reads a LINE that starts with - or + as options */
+	if (!ctl && cmd[0] != '-' && cmd[0] != '+') {
 		switch (st_split(cmd, 0, &o, &p.dyncmd)) {
 		case 1:
 			return o;

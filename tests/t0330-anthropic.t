@@ -73,26 +73,52 @@ test_expect_success 'streamed: text to stderr, tool input from its pieces, think
 	test "$(req 2 .stream)" = true
 '
 
+# wire_events: the JSON events on stdin (one a line) as an SSE answer of
+# the Messages API, in a script line
+wire_events() {
+	python3 -c '
+import json, sys
+body = "".join("event: %s\ndata: %s\n\n" % (json.loads(l)["type"], l.strip())
+               for l in sys.stdin if l.strip())
+print(json.dumps({"wire": "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                  "Content-Length: %d\r\n\r\n%s" % (len(body), body), "close": True}))'
+}
+start_event() {
+	echo '{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"usage":{"input_tokens":3,"output_tokens":1}}}'
+}
+end_events() {
+	echo '{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":5}}'
+	echo '{"type":"message_stop"}'
+}
+
 # a tool_use whose input streams no input_json_delta at all (a tool
 # without parameters): its arguments are "{}", which tool-exec reads, not ""
 test_expect_success 'streamed: a tool_use with no input_json_delta has the arguments {}' '
-	python3 -c "
-import json
-ev = [
- {\"type\": \"message_start\", \"message\": {\"id\": \"m\", \"type\": \"message\", \"role\": \"assistant\", \"content\": [], \"usage\": {\"input_tokens\": 3, \"output_tokens\": 1}}},
- {\"type\": \"content_block_start\", \"index\": 0, \"content_block\": {\"type\": \"tool_use\", \"id\": \"toolu_1\", \"name\": \"list_dir\", \"input\": {}}},
- {\"type\": \"content_block_stop\", \"index\": 0},
- {\"type\": \"message_delta\", \"delta\": {\"stop_reason\": \"tool_use\"}, \"usage\": {\"output_tokens\": 5}},
- {\"type\": \"message_stop\"}]
-body = \"\".join(\"event: %s\ndata: %s\n\n\" % (e[\"type\"], json.dumps(e)) for e in ev)
-print(json.dumps({\"wire\": \"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s\" % (len(body), body), \"close\": True}))
-" >script &&
+	printf "%s\n" "$(start_event)" \
+		"{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"list_dir\",\"input\":{}}}" \
+		"{\"type\":\"content_block_stop\",\"index\":0}" "$(end_events)" | wire_events >script &&
 	start_model script &&
 	echo "{\"role\":\"user\",\"content\":\"hi\"}" >t.jsonl &&
 	agent-step --stream <t.jsonl >out 2>err &&
 	jq -e ".tool_calls[0].id == \"toolu_1\" and
 		.tool_calls[0].function.name == \"list_dir\" and
 		.tool_calls[0].function.arguments == \"{}\"" out
+'
+
+# input_json_delta belongs to the tool_use block open: one in a text block
+# after it does not reach the call before
+test_expect_success 'streamed: input_json_delta outside a tool_use block is not the call'"'"'s' '
+	printf "%s\n" "$(start_event)" \
+		"{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"read_file\",\"input\":{}}}" \
+		"{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\":\\\"a\\\"}\"}}" \
+		"{\"type\":\"content_block_stop\",\"index\":0}" \
+		"{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}" \
+		"{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"x\\\"\"}}" \
+		"{\"type\":\"content_block_stop\",\"index\":1}" "$(end_events)" | wire_events >script &&
+	start_model script &&
+	echo "{\"role\":\"user\",\"content\":\"hi\"}" >t.jsonl &&
+	agent-step --stream <t.jsonl >out 2>err &&
+	jq -e ".tool_calls[0].function.arguments == \"{\\\"path\\\":\\\"a\\\"}\"" out
 '
 
 test_expect_success 'thinking blocks never go to a Chat Completions server' '

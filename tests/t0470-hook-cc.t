@@ -236,6 +236,31 @@ test_expect_success 'Notification: hook-perm runs the hooks before it asks at th
 	test "$(perm 0)" = "deny shell: bash runs a shell command; refused at the terminal"
 '
 
+test_expect_success 'agent-run: kill -9 of agent-run alone, or Ctrl-C, stops a hook still running' '
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "touch made"}}]}
+	{"content": "done"}
+	EOF
+	start_model script && mkdir w &&
+	hook slow "cat >/dev/null; sleep 60 & echo \$! >\"$PWD/sleep.pid\"; wait" &&
+	settings PreToolUse Bash "$PWD/slow" 100 >h.json &&
+	{ setsid agent-run -y --sandbox off --hooks h.json -C w "make it" >answer 2>progress & pid=$!; } &&
+	sid=$(ps -o sid= -p $pid | tr -d " ") && test -n "$sid" &&
+	test_when_finished "kill_session $sid" &&
+	wait_until 20 test -s sleep.pid &&
+	kill -9 $pid && { wait $pid || :; } &&
+	wait_until 10 gone "$(cat sleep.pid)" &&
+	test ! -e w/made &&
+	rm sleep.pid &&
+	start_model script &&
+	{ fg_signals agent-run -y --sandbox off --hooks h.json -C w --resume >answer 2>progress & pid=$!; } &&
+	wait_until 20 test -s sleep.pid &&
+	kill -INT $pid && { wait $pid; test $? = 130; } &&
+	wait_until 10 gone "$(cat sleep.pid)" &&
+	test ! -e w/made &&
+	valid w/.agent/transcript.jsonl
+'
+
 # agent-run with hooks, against the scripted model
 test_expect_success 'agent-run: a PreToolUse exit 2 blocks the call and the model sees the reason' '
 	cat >script <<-\EOF &&

@@ -91,6 +91,25 @@ test_expect_success 'denied calls and read-only calls take no snapshot' '
 	test_must_fail grep -q checkpoint w/.agent/transcript.jsonl
 '
 
+test_expect_success 'a child of a task call: its steps are checkpoints of its own session, its changes in the next snapshot of the parent' '
+	{
+		echo "{\"match\": \"parent\", \"tool_calls\": [{\"name\": \"task\", \"arguments\": {\"description\": \"w\", \"prompt\": \"the child\"}}]}" &&
+		echo "{\"match\": \"the child\", \"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"echo by-child >child.txt\"}}]}" &&
+		echo "{\"match\": \"the child\", \"content\": \"child done\"}" &&
+		echo "{\"match\": \"parent\", \"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"rm child.txt\"}}]}" &&
+		echo "{\"match\": \"parent\", \"content\": \"done\"}"
+	} >script && start_model script && mkdir w &&
+	agent-run -y -C w "parent" >answer 2>progress &&
+	test "$(cat answer)" = done && test ! -e w/child.txt &&
+	parent=$(jq -r .id w/.agent/session.json) &&
+	agent-snap -C w list >list &&
+	jq -e -s --arg p "$parent" "length == 3 and .[0].session == \$p and .[2].session == \$p
+		and (.[1].session | startswith(\$p + \".call_\")) and .[1].step == 1" list &&
+	last=$(jq -r -s ".[0].id" list) &&
+	agent-snap -C w restore "$last" >/dev/null &&
+	echo by-child >expect && test_cmp expect w/child.txt
+'
+
 # a session of the four steps in w (the trees before each in m0..m3, the
 # tree after in m4), its checkpoints in ids, the transcript kept as old,
 # and the server's script going on with the lines given

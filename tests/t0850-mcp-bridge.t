@@ -120,6 +120,14 @@ test_expect_success 'the env of the configuration reaches the server, and never 
 	test_grep ! hunter2 out
 '
 
+test_expect_success 'an HTTP server out of reach: said, its calls get errors' '
+	echo "{\"mcpServers\": {\"h\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:1/mcp\"}}}" >cfg &&
+	jq -nc "{id: \"1\", function: {name: \"mcp__h__x\", arguments: \"{}\"}}" >calls &&
+	bridge --mcp-config cfg --max-restarts 0 <calls >out 2>err &&
+	test_grep "server .h. could not start: .*127.0.0.1" err &&
+	test_grep "Error: MCP server .h. is down" out
+'
+
 test_expect_success 'a server that cannot be run: said, its calls get errors, the session goes on' '
 	echo "{\"mcpServers\": {\"gone\": {\"command\": \"/nonexistent/server\", \"sandbox\": false}}}" >cfg &&
 	jq -nc "{id: \"1\", function: {name: \"mcp__gone__x\", arguments: \"{}\"}}" >calls &&
@@ -197,7 +205,13 @@ test_expect_success 'a configuration with an unknown key, a bad name, or no mcpS
 	test_expect_code 1 bridge --mcp-config bad2 --schema 2>err2 &&
 	test_grep "server name .a__b." err2 &&
 	test_expect_code 1 bridge --mcp-config bad3 --schema 2>err3 &&
-	test_grep "no \"mcpServers\" object" err3
+	test_grep "no \"mcpServers\" object" err3 &&
+	echo "{\"mcpServers\": {\"h\": {\"type\": \"http\", \"url\": \"https://example.invalid/mcp\"}}}" >bad4 &&
+	test_expect_code 1 bridge --mcp-config bad4 --schema 2>err4 &&
+	test_grep "only plain http:// URLs are supported yet" err4 &&
+	echo "{\"mcpServers\": {\"h\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:1/\", \"command\": \"x\"}}}" >bad5 &&
+	test_expect_code 1 bridge --mcp-config bad5 --schema 2>err5 &&
+	test_grep "unknown key .command. (known for http: type, url, headers)" err5
 '
 
 test_expect_success 'a project .mcp.json is ignored until trusted, and again once changed' '

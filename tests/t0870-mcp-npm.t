@@ -1,5 +1,6 @@
 #!/bin/sh
-# mcp-bridge against real MCP servers from npm, over stdio:
+# mcp-bridge against real MCP servers from npm, over stdio (and
+# server-everything over Streamable HTTP too, on 127.0.0.1):
 # @modelcontextprotocol/server-everything, server-filesystem and
 # server-memory, installed by `make deps` (tools/mcp-servers.sh) into a
 # cache outside the tree.  Without them the tests skip, saying so; the
@@ -133,6 +134,31 @@ test_expect_success 'server-memory: what one call stores, the next reads' '
 	test "$(jq -r "select(.tool_call_id == \"2\") | .status" out)" = ok &&
 	test_grep "written in C" out &&
 	test_grep "written in C" ws/memory.jsonl
+'
+
+test_expect_success 'Streamable HTTP: server-everything over HTTP (JSON and SSE answers, progress, a timeout), its headers kept out of results' '
+	port=$(python3 -c "import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])") &&
+	{ PORT=$port "$BIN/mcp-server-everything" streamableHttp >http.log 2>&1 & hpid=$!; } &&
+	test_when_finished "kill $hpid" &&
+	wait_until 20 grep -q "listening on port $port" http.log &&
+	jq -n --arg u "http://127.0.0.1:$port/mcp" "{mcpServers: {h: {type: \"http\", url: \$u,
+		headers: {\"X-Api-Token\": \"tok-kept-secret-42\"}}}}" >cfg &&
+	{ call 1 mcp__h__echo "{\"message\":\"over http tok-kept-secret-42\"}" &&
+	  call 2 mcp__h__get-sum "{\"a\":2,\"b\":3}" &&
+	  call 3 mcp__h__trigger-long-running-operation "{\"duration\":1,\"steps\":3}" &&
+	  call 4 mcp__h__trigger-long-running-operation "{\"duration\":30,\"steps\":1}" &&
+	  call 5 mcp__h__echo "{\"message\":\"after\"}"; } >calls &&
+	mkdir -p ws &&
+	bridge -v --mcp-config cfg --timeout 2 --max-timeout 3 <calls >out 2>err &&
+	test_grep "h: ready (protocol 2025-06-18" err &&
+	test_grep "h: progress 3/3" err &&
+	jq -r .content out >text &&
+	test_grep "^Echo: over http \[REDACTED\]\$" text &&
+	test_grep "^The sum of 2 and 3 is 5" text &&
+	test_grep "^Long running operation completed" text &&
+	test_grep "timed out after 2 s and was cancelled" text &&
+	test_grep "^Echo: after\$" text &&
+	test_grep ! tok-kept out
 '
 
 test_expect_success 'a scripted agent-run session calls the real servers; the results are in the transcript; nothing is left' '

@@ -197,4 +197,39 @@ test_expect_success 'a wrong base URL: the URL asked, what came, and the usual c
 	test_grep "^agent-step: the answer is no stream of events; POST $AGENT_BASE_URL/chat/completions answered 200 with text/html: .*does the base URL end in /v1" err
 '
 
+test_expect_success 'options are checked before anything is written, in agent-run'"'"'s words, exit 2' '
+	mkdir w &&
+	echo "{\"content\": \"First.\"}" >script &&
+	start_model script &&
+	agent-run -C w "first" >answer 2>progress &&
+	cp w/.agent/transcript.jsonl before &&
+	for o in "--policy nope.json" "--system nope.txt" "--base-url localhost:8080" \
+		"--base-url ftp://x/v1" "--context-window 100"; do
+		# shellcheck disable=SC2086
+		test_expect_code 2 agent-run $o -C w "task" >out 2>err &&
+		test_grep "^agent-run: ${o%% *}: " err &&
+		test_grep ! "Broken pipe\|AGENT_\|^cat:" err &&
+		test_cmp before w/.agent/transcript.jsonl || return 1
+	done &&
+	test_line_count = 0 out
+'
+
+test_expect_success 'a new session that failed before the model answered does not take the place of the last one' '
+	cat >script <<-\EOF &&
+	{"content": "First."}
+	{"content": "Second, after First."}
+	EOF
+	start_model script && mkdir w &&
+	agent-run -C w "first" >answer 2>progress &&
+	test_expect_code 1 agent-run -C w --base-url http://127.0.0.1:1/v1 "lost" >answer 2>progress &&
+	test_grep "failed before the model answered: .* is the last session again" progress &&
+	agent-run -C w -c "go on" >answer 2>progress &&
+	test "$(cat answer)" = "Second, after First." &&
+	req 2 ".messages | map(.content) | .[1:]" >msgs &&
+	jq -e ". == [\"first\", \"First.\", \"go on\"]" msgs &&
+	agent-run -C w --sessions >list &&
+	test_line_count = 2 list &&
+	jq -s -e "map(.status) | sort == [\"done\", \"failed\"]" list
+'
+
 test_done

@@ -29,6 +29,15 @@ test_expect_success 'bench/bench.py --latency: the server waits before each answ
 		exit !(w[1] >= 0.9 && s[1] < 300) }" row
 '
 
+test_expect_success 'bench/bench.py --checkpoints and --snap-disk: on and off side by side, the disk of the snapshots' '
+	python3 "$SRC_DIR/bench/bench.py" --bin "$AH_BIN" --checkpoints 100 --steps 3 \
+		--runs 1 >out &&
+	test_grep "^     100          off | " out &&
+	test_grep "^     100           on | .* [+-][0-9.]* | " out &&
+	python3 "$SRC_DIR/bench/bench.py" --bin "$AH_BIN" --snap-disk 3 >out &&
+	test_grep "^3 steps, each rewriting a 1 MB text file (one line changed): [0-9.]* MB in .agent/snap, [0-9.]* MB after agent-snap gc" out
+'
+
 test_expect_success 'bench/bench.py --mcp: an MCP call direct and through tool-exec and mcp-bridge' '
 	python3 "$SRC_DIR/bench/bench.py" --bin "$AH_BIN" --mcp 20 --runs 1 >out &&
 	test_grep "^MCP tool call over stdio, 20 calls x 1 runs" out &&

@@ -71,7 +71,7 @@ def commands():
             s = s[2:]
         elif not re.match(r"^[a-z][-a-z0-9_.]*( |$)", s):
             continue
-        while s.endswith("\\") and k < len(lines):
+        while s.rstrip().endswith(("\\", "|", "&&")) and k < len(lines):
             s = s + "\n" + lines[k].strip()
             k += 1
         out.append(("README.md", s))

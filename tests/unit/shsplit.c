@@ -113,6 +113,10 @@ static const char *const complex_cases[] = {
 	"xargs -I{} sh -c {}", "find . -exec sh -c 'rm {}' \\;",
 	"env GIT_PAGER=x git log", "kill 1", "builtin echo", "echo é",
 	"ls\\\nx", "echo a \"b\\\nc\"",
+	/* found by the differential test: bash -c reads a line starting
+	 * with - or + as options; start-up files; vanishing arguments */
+	"+x|mv", "-x", "bash -la -c 'touch p'", "sh -i", "bash --login -c ls",
+	"bash --rcfile f -c ls", "env a=1 nice -n $x 5 ls", "timeout $t ls",
 };
 
 /* With --filter: each line of stdin a JSON string, a command line; each
