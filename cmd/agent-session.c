@@ -14,7 +14,7 @@ const char *progname = "agent-session";
 static const char usage[] =
 	"usage: agent-session [-C DIR] --list\n"
 	"       agent-session [-C DIR] [files] --begin ID [--todo FILE]\n"
-	"                     [--parent ID --call ID] < TASK\n"
+	"                     [--stdin-bytes N] [--parent ID --call ID] < TASK\n"
 	"       agent-session [-C DIR] [files] --reopen continue|resume\n"
 	"       agent-session [-C DIR] [files] --end STATUS [--from LINE]\n"
 	"\n"
@@ -28,6 +28,8 @@ static const char usage[] =
 	"      --begin ID       start the record of session ID (the task is\n"
 	"                       stdin) and print its session event\n"
 	"      --todo FILE      the session's todo list, with --begin\n"
+	"      --stdin-bytes N  the task as typed came with N bytes of stdin,\n"
+	"                       attached to what the model got (--begin)\n"
 	"      --parent ID      the session that started this one (a task\n"
 	"                       call), with --begin\n"
 	"      --call ID        the id of that task call, with --begin\n"
@@ -56,6 +58,7 @@ struct opts {
 	const char *dir, *transcript, *record, *id, *parent, *call, *how;
 	const char *todo;
 	long status, from;
+	long stdin_bytes;   /* the size of the stdin attached to the task, or -1 */
 };
 
 /* agent-run's exit status as the status of its session. */
@@ -196,6 +199,8 @@ do_begin(const struct opts *o)
 	    set_string(rec, "model", model ? model : "") ||
 	    set_string(rec, "api", api && *api ? api : "chat") ||
 	    set_string(rec, "todo", o->todo ? o->todo : "todo.json") ||
+	    (o->stdin_bytes >= 0 &&
+	     set_number(rec, "stdin_bytes", (double)o->stdin_bytes)) ||
 	    (o->parent && (set_string(rec, "parent", o->parent) ||
 			   set_string(rec, "call", o->call ? o->call : "")))) {
 		cli_warn("out of memory");
@@ -340,7 +345,8 @@ int
 main(int argc, char **argv)
 {
 	enum { OPT_LIST = 256, OPT_BEGIN, OPT_PARENT, OPT_CALL, OPT_REOPEN,
-	       OPT_END, OPT_FROM, OPT_TRANSCRIPT, OPT_RECORD, OPT_TODO };
+	       OPT_END, OPT_FROM, OPT_TRANSCRIPT, OPT_RECORD, OPT_TODO,
+	       OPT_STDIN_BYTES };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -353,12 +359,13 @@ main(int argc, char **argv)
 		{ "transcript", required_argument, NULL, OPT_TRANSCRIPT },
 		{ "record", required_argument, NULL, OPT_RECORD },
 		{ "todo", required_argument, NULL, OPT_TODO },
+		{ "stdin-bytes", required_argument, NULL, OPT_STDIN_BYTES },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .dir = ".", .transcript = ".agent/transcript.jsonl",
-			  .record = ".agent/session.json" };
+			  .record = ".agent/session.json", .stdin_bytes = -1 };
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
@@ -402,6 +409,10 @@ main(int argc, char **argv)
 		case OPT_TODO:
 			o.todo = optarg;
 			break;
+		case OPT_STDIN_BYTES:
+			rc = cli_whole("--stdin-bytes", optarg, 0, LONG_MAX,
+				       &o.stdin_bytes);
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -424,9 +435,10 @@ main(int argc, char **argv)
 	if (o.parent && !session_id_ok(o.parent))
 		return cli_usage_error("--parent: '%s' is not a session id",
 				       o.parent);
-	if ((o.parent || o.call || o.todo) && o.mode != M_BEGIN)
-		return cli_usage_error("--parent, --call and --todo go with "
-				       "--begin");
+	if ((o.parent || o.call || o.todo || o.stdin_bytes >= 0) &&
+	    o.mode != M_BEGIN)
+		return cli_usage_error("--parent, --call, --todo and "
+				       "--stdin-bytes go with --begin");
 	if (o.mode == M_REOPEN && strcmp(o.how, "continue") &&
 	    strcmp(o.how, "resume"))
 		return cli_usage_error("--reopen: '%s' is neither continue nor "

@@ -283,7 +283,8 @@ test_expect_success "boundaries: new files, .., a sibling named like the root${f
 		"write_file sib" "edit_file sib" "read_file sib" "read_file sibdir/s" \
 		"list_dir .." "list_dir ../outside" "list_dir sibdir"; do
 		set -- $c &&
-		args=$(jq -nc --arg p "$2" "{path: \$p, content: \"x\", old_string: \"s2\", new_string: \"x\"}") &&
+		args=$(jq -nc --arg t "$1" --arg p "$2" "{path: \$p} + {write_file: {content: \"x\"},
+			edit_file: {old_string: \"s2\", new_string: \"x\"}}[\$t]") &&
 		call_msg "$1" "$args" | tool-exec -C root >out || return 1
 		content out | grep -q "^Error: .*outside the working directory" || {
 			echo "$c was not refused:"; cat out; return 1; }

@@ -127,6 +127,17 @@ test_expect_success 'a kept connection the server closed: the next request goes 
 # connection was found closed; on a fresh one the server may have taken
 # it (a POST is billed), so that is a failure, retried as one only with
 # --retries
+# the server says it will close, and does not yet: the next request goes on
+# a new connection all the same
+test_expect_success 'an answer with Connection: close: the next request goes on a new connection' '
+	body=$(call) wire "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: LEN\r\n\r\nBODY" >script &&
+	echo "{\"content\": \"second\"}" >>script &&
+	start_model script &&
+	two_turns &&
+	jq -s -e "length == 2 and .[1].content == \"second\"" out &&
+	test "$(jq -s "map(.conn) | unique | length" requests.jsonl)" = 2
+'
+
 test_expect_success 'a fresh connection closed without an answer: the request is not sent again' '
 	wire "" close >script &&
 	echo "{\"content\": \"second\"}" >>script &&

@@ -232,4 +232,25 @@ test_expect_success 'a new session that failed before the model answered does no
 	jq -s -e "map(.status) | sort == [\"done\", \"failed\"]" list
 '
 
+test_expect_success '--sessions shows the task as typed, and the size of the stdin attached to it' '
+	echo "{\"repeat\": true, \"content\": \"ok\"}" >script &&
+	start_model script && mkdir w &&
+	seq 1000 >log &&
+	agent-run -C w "why does it fail?" <log >answer 2>progress &&
+	agent-run -C w --sessions >list &&
+	jq -e ".task == \"why does it fail?\" and .stdin_bytes == $(($(wc -c <log) - 1))" list &&
+	jq -s -e "map(select(.role == \"user\"))[0].content | contains(\"\n1000\")" w/.agent/transcript.jsonl &&
+	agent-run -C w "no stdin" </dev/null >answer 2>progress &&
+	agent-run -C w --sessions >all && head -n 1 all >list &&
+	jq -e ".task == \"no stdin\" and (has(\"stdin_bytes\") | not)" list
+'
+
+test_expect_success '-m MODEL with no AGENT_MODEL in the environment' '
+	echo "{\"content\": \"Hi.\"}" >script &&
+	start_model script && mkdir w &&
+	(unset AGENT_MODEL && agent-run -m my-model -C w "hi" >answer 2>progress) &&
+	test "$(cat answer)" = Hi. &&
+	test "$(req 1 .model)" = "\"my-model\""
+'
+
 test_done
