@@ -205,6 +205,8 @@ main(int argc, char **argv)
 	int c, i, keep, dry_run = 0, quiet = 0, keep_set = 0, rc = ES_OK;
 	struct chat chat;
 
+	if (cli_no_core() < 0)
+		return ES_IO;
 
 	while ((c = getopt_long(argc, argv, ":f:C:nqh", longopts, NULL)) != -1) {
 		switch (c) {

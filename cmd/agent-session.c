@@ -368,6 +368,8 @@ main(int argc, char **argv)
 			  .record = ".agent/session.json", .stdin_bytes = -1 };
 	int c, rc;
 
+	if (cli_no_core() < 0)
+		return ES_IO;
 	while ((c = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
 		rc = ES_OK;
 		switch (c) {

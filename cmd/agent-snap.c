@@ -444,6 +444,8 @@ main(int argc, char **argv)
 	size_t i;
 	int c, rc;
 
+	if (cli_no_core() < 0)
+		return ES_IO;
 	signal(SIGPIPE, SIG_IGN);
 	o.session = getenv("AGENT_SESSION");
 	while ((c = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {

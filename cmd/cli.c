@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 
 #include "cli.h"
 
@@ -215,4 +217,18 @@ cli_version(void)
 {
 	printf("%s (agent-harness) %s\n", progname, AH_VERSION);
 	return cli_finish(ES_OK);
+}
+
+int
+cli_no_core(void)
+{
+	struct rlimit none = { 0, 0 };
+
+	if (setrlimit(RLIMIT_CORE, &none) < 0 ||
+	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+		cli_warn("cannot keep core files from being written: %s",
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
 }

@@ -49,6 +49,12 @@ extern const char *progname;
  * status (0, or ES_IO when stdout fails). */
 int cli_version(void);
 
+/* Keeps this process's memory out of core files and out of reach of the
+ * user's other processes (/proc/PID/mem, environ, ptrace): RLIMIT_CORE 0
+ * and not dumpable.  Every program calls it first: a crash must not
+ * write the API key (or what the model was shown) into the workspace. */
+int cli_no_core(void);
+
 /* Prints "progname: message" on stderr. */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -241,6 +241,8 @@ main(int argc, char **argv)
 	struct pass p = { .tfd = -1, .efd = -1, .todo = { .quiet = 1 } };
 	int c, rc = ES_OK;
 
+	if (cli_no_core() < 0)
+		return ES_IO;
 	while ((c = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'C':

@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -533,6 +535,60 @@ wait_answer(FILE *tty)
 	return -1;
 }
 
+/* The path of the terminal fd is open on: the controlling terminal's
+ * own device where fd is /dev/tty (which every terminal shares), from
+ * /proc/self/stat; 0, or -1 when it cannot be named. */
+static int
+tty_device(int fd, char *path, size_t size)
+{
+	char buf[1024], *p;
+	struct stat st, dst;
+	struct dirent *e;
+	unsigned long nr;
+	dev_t dev;
+	ssize_t n;
+	DIR *d;
+	int sfd;
+
+	if (fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode))
+		return -1;
+	dev = st.st_rdev;
+	if (dev == makedev(5, 0)) {
+		sfd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+		if (sfd < 0)
+			return -1;
+		n = read(sfd, buf, sizeof buf - 1);
+		close(sfd);
+		if (n <= 0)
+			return -1;
+		buf[n] = '\0';
+		/* after the name: state, ppid, pgrp, session, tty_nr */
+		p = strrchr(buf, ')');
+		if (!p || sscanf(p + 1, " %*c %*d %*d %*d %lu", &nr) != 1 || !nr)
+			return -1;
+		dev = makedev((nr >> 8) & 0xfff, (nr & 0xff) | ((nr >> 12) & 0xfff00));
+	}
+	if (major(dev) >= 136 && major(dev) <= 143) {
+		snprintf(path, size, "/dev/pts/%u",
+			 (major(dev) - 136) * 256 + minor(dev));
+		return stat(path, &dst) == 0 && dst.st_rdev == dev ? 0 : -1;
+	}
+	d = opendir("/dev");
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		if ((size_t)snprintf(path, size, "/dev/%s", e->d_name) >= size)
+			continue;
+		if (strcmp(e->d_name, "tty") && stat(path, &dst) == 0 &&
+		    S_ISCHR(dst.st_mode) && dst.st_rdev == dev) {
+			closedir(d);
+			return 0;
+		}
+	}
+	closedir(d);
+	return -1;
+}
+
 /* Under agent-run with hooks in force (AGENT_HOOKS=1), the Notification
  * hooks hear that a question is about to be asked (hook-cc(1)); what
  * they say is not read, and their failure is theirs. */
@@ -596,8 +652,9 @@ ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
 	int child = depth && *depth && strcmp(depth, "0");
 	struct ask_shown sh = { 0 };
 	const char *p, *nl;
+	char lockpath[PATH_MAX];
 	FILE *tty;
-	int fd, i, got;
+	int fd, lockfd, i, got;
 
 	if (child && (!child_tty || !*child_tty))
 		child_tty = "/dev/tty";
@@ -629,13 +686,20 @@ ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
 	for (i = 0; i < 3; i++)
 		sigaction(sigs[i], &sa, &old[i]);
 	/* one question at a time on the terminal: child sessions running
-	 * at once take turns (a signal while waiting is the interruption) */
-	while (flock(fd, LOCK_EX) < 0)
+	 * at once take turns (a signal while waiting is the interruption).
+	 * The lock is the terminal device's own (/dev/pts/N), never
+	 * /dev/tty's, which every terminal of the machine shares. */
+	lockfd = tty_device(fd, lockpath, sizeof lockpath) == 0 ?
+		 open(lockpath, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC) :
+		 -1;
+	while (flock(lockfd >= 0 ? lockfd : fd, LOCK_EX) < 0)
 		if (errno != EINTR || ask_signal)
 			break;
 	if (ask_signal) {
 		for (i = 0; i < 3; i++)
 			sigaction(sigs[i], &old[i], NULL);
+		if (lockfd >= 0)
+			close(lockfd);
 		fclose(tty);
 		goto interrupted;
 	}
@@ -681,6 +745,8 @@ ask(struct perm *pm, const char *tool, const cJSON *args, struct verdict *v)
 		answer[0] = '\0';
 	if (ask_signal)
 		fputs("\n", tty);
+	if (lockfd >= 0)
+		close(lockfd);
 	fclose(tty);
 	if (ask_signal)
 		goto interrupted;
@@ -1187,6 +1253,8 @@ main(int argc, char **argv)
 	const char *dir;
 	int rc;
 
+	if (cli_no_core() < 0)
+		return ES_IO;
 	o.dir = getenv("AGENT_WORKDIR");
 	o.watch = getppid();
 	pm.file = getenv("AGENT_POLICY");

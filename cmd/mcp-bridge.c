@@ -504,6 +504,8 @@ main(int argc, char **argv)
 	const char *v;
 	int c, rc;
 
+	if (cli_no_core() < 0)
+		return ES_IO;
 	mcp_init(&m);
 	o.dir = getenv("AGENT_WORKDIR");
 	o.mode = getenv("AGENT_SANDBOX");

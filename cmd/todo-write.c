@@ -141,6 +141,8 @@ main(int argc, char **argv)
 	const char *path = NULL, *dir = NULL;
 	int c, mode = MODE_WRITE, dry_run = 0, quiet = 0, rc;
 
+	if (cli_no_core() < 0)
+		return ES_IO;
 	while ((c = getopt_long(argc, argv, ":f:C:nqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':

@@ -36,6 +36,12 @@ static const char usage[] =
 	"      --allow-git       let sandboxed commands and the file tools\n"
 	"                        write .git (unsafe: git runs what is there;\n"
 	"                        $AGENT_SANDBOX_GIT=1)\n"
+	"      --allow-read PATH let sandboxed commands see PATH, read-only\n"
+	"                        (also $AGENT_SANDBOX_ALLOW_READ, paths\n"
+	"                        separated by colons)\n"
+	"      --allow-socket PATH  let sandboxed commands connect to the unix\n"
+	"                        socket PATH (unsafe: its server may run what\n"
+	"                        it is sent; $AGENT_SANDBOX_ALLOW_SOCKET)\n"
 	"      --protect PATH    keep PATH read-only in the sandbox, besides\n"
 	"                        .agent, todo.json, every .git (and the git\n"
 	"                        directories they point to) and $AGENT_POLICY\n"
@@ -480,6 +486,28 @@ protect_lines(struct sandbox *sb, const char *list, struct ah_error *err)
 	return rc;
 }
 
+/* Lets the paths of a list separated by colons into the sandbox's view
+ * (socket: unix sockets to connect to). */
+static int
+allow_list(struct sandbox *sb, const char *list, int socket,
+	   struct ah_error *err)
+{
+	const char *p = list, *colon;
+	char *one;
+	int rc = 0;
+
+	while (p && *p && !rc) {
+		colon = strchr(p, ':');
+		one = colon ? strndup(p, (size_t)(colon - p)) : strdup(p);
+		if (!one)
+			return ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+		rc = *one ? sandbox_allow(sb, one, socket, err) : 0;
+		free(one);
+		p = colon ? colon + 1 : NULL;
+	}
+	return rc;
+}
+
 /* --schema: the tools, and those of the session's mcp-bridge
  * ($AGENT_MCP_SOCKET) after them; a bridge out of reach is said, and
  * its tools are left out. */
@@ -527,8 +555,9 @@ print_schema(const struct task_opts *t)
 /* What the options and the environment ask for. */
 struct opts {
 	const char *dir, *mode;
-	const char *protect[64], *pass[64];
-	int nprotect, npass;
+	const char *protect[64], *pass[64], *allow[64];
+	int nprotect, npass, nallow;
+	int allow_socket[64];
 	int yes, batch, network, git;
 	long maxout, procs;
 };
@@ -553,7 +582,7 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 	enum { OPT_TIMEOUT = 256, OPT_MAXTIMEOUT, OPT_GRACE, OPT_MAXOUTPUT,
 	       OPT_SHELL, OPT_BATCH, OPT_SCHEMA, OPT_INTERRUPTED, OPT_SANDBOX,
 	       OPT_NETWORK, OPT_GIT, OPT_PROTECT, OPT_PASSENV, OPT_MAXPROCS,
-	       OPT_MAXMEM, OPT_MAXFSIZE };
+	       OPT_MAXMEM, OPT_MAXFSIZE, OPT_ALLOWREAD, OPT_ALLOWSOCKET };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "yes", no_argument, NULL, 'y' },
@@ -566,6 +595,8 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 		{ "allow-network", no_argument, NULL, OPT_NETWORK },
 		{ "allow-git", no_argument, NULL, OPT_GIT },
 		{ "protect", required_argument, NULL, OPT_PROTECT },
+		{ "allow-read", required_argument, NULL, OPT_ALLOWREAD },
+		{ "allow-socket", required_argument, NULL, OPT_ALLOWSOCKET },
 		{ "pass-env", required_argument, NULL, OPT_PASSENV },
 		{ "max-procs", required_argument, NULL, OPT_MAXPROCS },
 		{ "max-memory", required_argument, NULL, OPT_MAXMEM },
@@ -662,6 +693,15 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 						       sizeof o->protect /
 						       sizeof *o->protect);
 			o->protect[o->nprotect++] = optarg;
+			break;
+		case OPT_ALLOWREAD:
+		case OPT_ALLOWSOCKET:
+			if (o->nallow == (int)(sizeof o->allow /
+					       sizeof *o->allow))
+				return cli_usage_error("too many --allow-read "
+						       "and --allow-socket");
+			o->allow_socket[o->nallow] = c == OPT_ALLOWSOCKET;
+			o->allow[o->nallow++] = optarg;
 			break;
 		case OPT_PASSENV:
 			if (o->npass == (int)(sizeof o->pass / sizeof *o->pass))
@@ -775,6 +815,24 @@ setup(struct opts *o, struct state *s)
 		cli_report(&err);
 		return ES_IO;
 	}
+	for (i = 0; i < o->nallow; i++)
+		if (sandbox_allow(&s->sandbox, o->allow[i], o->allow_socket[i],
+				  &err) < 0) {
+			cli_report(&err);
+			return ES_IO;
+		}
+	if (allow_list(&s->sandbox, getenv("AGENT_SANDBOX_ALLOW_READ"), 0,
+		       &err) < 0 ||
+	    allow_list(&s->sandbox, getenv("AGENT_SANDBOX_ALLOW_SOCKET"), 1,
+		       &err) < 0) {
+		cli_report(&err);
+		return ES_IO;
+	}
+	/* The shell named is in the commands' view (where it exists: else
+	 * the call says it cannot run it). */
+	if (ctx->shell[0] == '/' &&
+	    sandbox_allow(&s->sandbox, ctx->shell, 0, &err) < 0)
+		memset(&err, 0, sizeof err);
 	s->sandbox.network = o->network;
 	s->sandbox.git_writable = o->git;
 	ctx->sandbox = &s->sandbox;
@@ -882,6 +940,8 @@ main(int argc, char **argv)
 	struct state s = { .helper = { 0, -1, 0, BUF_INIT(0) } };
 	int rc;
 
+	if (cli_no_core() < 0)
+		return ES_IO;
 	s.ctx.root.fd = -1;
 	rc = parse_options(argc, argv, &o, &s);
 	if (rc >= 0)

@@ -1069,7 +1069,23 @@ struct sandbox {
 	int watch_fd;     /* their inotify, or -1 */
 	struct sandbox_watch *watch; /* by wd, ascending */
 	size_t nwatch;
+	struct sandbox_allow *allow; /* let into the commands' view */
+	size_t nallow;
 };
+
+/* A path let into the commands' view (--allow-read, --allow-socket). */
+struct sandbox_allow {
+	char *src;  /* what is shown: resolved */
+	char *dst;  /* where: the absolute path as named */
+	int socket; /* a unix socket, to connect to */
+};
+
+/* Lets the file or directory path (absolute, or relative to the
+ * workspace) into the commands' view, read-only; socket: path must be a
+ * unix socket, which commands may then connect to.  An error when it is
+ * not there (or not a socket). */
+int sandbox_allow(struct sandbox *sb, const char *path, int socket,
+		  struct ah_error *err);
 
 /* SANDBOX_* for a name ("workspace-write", "read-only", "off"), or -1. */
 int sandbox_mode_parse(const char *name);

@@ -591,6 +591,7 @@ child(struct mcp_server *s, struct sandbox *sb, const char *dir, char **env,
 {
 	struct ah_error e = { 0 };
 	int ruleset, userns;
+	size_t i;
 
 	setpgid(0, 0);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -607,7 +608,14 @@ child(struct mcp_server *s, struct sandbox *sb, const char *dir, char **env,
 	}
 	if (sb) {
 		sb->network = s->network;
-		if (sandbox_setup(sb, &ruleset, &userns, &e) < 0 ||
+		/* the files its command names by absolute path (a script
+		 * outside the workspace) are let into the sandbox's view,
+		 * read-only */
+		for (i = 0; s->argv[i]; i++)
+			if (s->argv[i][0] == '/' &&
+			    sandbox_allow(sb, s->argv[i], 0, &e) < 0)
+				memset(&e, 0, sizeof e);
+		if (sandbox_setup(sb, NULL, &ruleset, &userns, &e) < 0 ||
 		    sandbox_restrict(sb, ruleset, &e) < 0)
 			goto fail;
 	}

@@ -467,7 +467,9 @@ policy_worker(struct policy *p, int in, int out, double limit)
 			n = read(in, chunk, sizeof chunk);
 			if (n < 0 && errno == EINTR)
 				continue;
-			if (n <= 0 || buf_append(&line, chunk, (size_t)n) < 0)
+			/* a line is bounded as hook-perm's input is */
+			if (n <= 0 || line.len + (size_t)n > JSONL_MAX_LINE ||
+			    buf_append(&line, chunk, (size_t)n) < 0)
 				_exit(0);
 		}
 		*nl = '\0';

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -24,6 +25,8 @@
 
 enum {
 	MAX_PROGRAM = 16 << 20,
+	MAX_WORKERS = 32,    /* at once; a connection more is answered NO */
+	WORKER_CPU = 300,    /* seconds of CPU a worker may use in all */
 	HANDSHAKE_MS = 1000, /* the server waits this long for a client */
 	ANSWER_MS = 3000,    /* a client waits this long for the server */
 };
@@ -164,9 +167,44 @@ same_rules(struct policy *p, const char *prog, size_t len,
 	return 1;
 }
 
-/* One client: its handshake, then a worker of its own. */
+/* The memory this process has mapped for data now (VmData), in bytes. */
+static long long
+data_now(void)
+{
+	char buf[4096], *v;
+	ssize_t n;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	v = strstr(buf, "\nVmData:");
+	return v ? strtoll(v + 9, NULL, 10) * 1024 : 0;
+}
+
+/* A worker runs outside the sandbox, for a client that may be anyone of
+ * our uid: its memory is bounded (what it has, and four of the longest
+ * line it takes, which policy_worker bounds as hook-perm bounds its
+ * input), and so is its CPU time. */
 static void
-serve_one(struct policy *p, int lfd, int c,
+worker_limits(void)
+{
+	struct rlimit cpu = { WORKER_CPU, WORKER_CPU + 5 };
+	rlim_t mem = (rlim_t)data_now() + 4 * (rlim_t)JSONL_MAX_LINE;
+	struct rlimit data = { mem, mem };
+
+	setrlimit(RLIMIT_CPU, &cpu);
+	setrlimit(RLIMIT_DATA, &data);
+}
+
+/* One client: its handshake, then a worker of its own (one per
+ * connection, at most MAX_WORKERS at once: *workers counts them). */
+static void
+serve_one(struct policy *p, int lfd, int c, int *workers,
 	  int (*reload)(void *, struct policy *, struct ah_error *),
 	  void *ctx)
 {
@@ -190,7 +228,7 @@ serve_one(struct policy *p, int lfd, int c,
 	prog = malloc(len + 1);
 	if (!prog || io_all(c, 0, prog, len, deadline) < 0)
 		goto out;
-	if (!same_rules(p, prog, len, reload, ctx) ||
+	if (*workers >= MAX_WORKERS || !same_rules(p, prog, len, reload, ctx) ||
 	    policy_compile(p, &e) < 0)
 		goto no;
 	pid = fork();
@@ -199,6 +237,7 @@ serve_one(struct policy *p, int lfd, int c,
 	if (pid == 0) {
 		close(lfd);
 		free(prog);
+		worker_limits();
 		if (fcntl(c, F_SETFL, 0) < 0 ||
 		    io_all(c, 1, (char *)"OK\n", 3, mono_now() + 1) < 0)
 			_exit(1);
@@ -206,6 +245,7 @@ serve_one(struct policy *p, int lfd, int c,
 		 * decides, this one only ends what it gave up on */
 		policy_worker(p, c, c, limit + 1);
 	}
+	(*workers)++;
 	goto out;
 no:
 	io_all(c, 1, (char *)"NO\n", 3, mono_now() + 0.1);
@@ -219,7 +259,7 @@ policy_serve(struct policy *p, int lfd, const char *path, pid_t starter,
 	     void *ctx, volatile sig_atomic_t *stop, struct ah_error *err)
 {
 	struct stat st0, st;
-	int r, c;
+	int r, c, workers = 0;
 
 	if (stat(path, &st0) < 0)
 		return ah_fail_errno(err, errno, "cannot stat '%s'", path);
@@ -231,7 +271,8 @@ policy_serve(struct policy *p, int lfd, const char *path, pid_t starter,
 			return ah_fail_errno(err, errno, "cannot wait for "
 					     "clients");
 		while (waitpid(-1, NULL, WNOHANG) > 0)
-			;
+			if (workers > 0)
+				workers--;
 		if (starter > 1 && kill(starter, 0) < 0 && errno == ESRCH)
 			break;
 		if (stat(path, &st) < 0 || st.st_ino != st0.st_ino ||
@@ -242,7 +283,7 @@ policy_serve(struct policy *p, int lfd, const char *path, pid_t starter,
 		c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0)
 			continue;
-		serve_one(p, lfd, c, reload, ctx);
+		serve_one(p, lfd, c, &workers, reload, ctx);
 		close(c);
 	}
 	return 0;

@@ -286,17 +286,20 @@ int sandbox_git_path(const char *rel);
 /* In the helper that forks the commands (proc.c), once: a mount
  * namespace in which all is read-only but the write roots (nosuid), and
  * the protected paths in them are read-only too (a user namespace first,
- * without privilege: *userns set), the bounding set emptied,
+ * without privilege: *userns set); checked against the snapshot snap
+ * unless NULL (taken by the caller before the helper started: 1 when
+ * what it describes changed meanwhile); then the commands' view built from it
+ * and made the root (see sandbox.c); the bounding set emptied,
  * no_new_privs, and a seccomp filter (no inet sockets unless
  * sb->network, no io_uring, no ioctl TIOCSTI or TIOCLINUX); the Landlock
  * ruleset of the write roots is built, its fd in *ruleset.  On failure
  * the process is in an unknown state and must not run a command. */
-int sandbox_setup(const struct sandbox *sb, int *ruleset, int *userns,
-		  struct ah_error *err);
+int sandbox_setup(const struct sandbox *sb, const struct buf *snap,
+		  int *ruleset, int *userns, struct ah_error *err);
 
-/* In the helper, after sandbox_setup: 0 if it protects what the snapshot
- * snap (taken by the caller before the helper started) describes, 1 if
- * that changed meanwhile, -1 if a protected path is not read-only. */
+/* In the helper, once its mounts are made: 0 if it protects what the
+ * snapshot snap describes, 1 if that changed meanwhile, -1 if a
+ * protected path is not read-only. */
 int sandbox_verify(const struct sandbox *sb, const struct buf *snap,
 		   struct ah_error *err);
 
@@ -306,8 +309,9 @@ int sandbox_verify(const struct sandbox *sb, const struct buf *snap,
 int sandbox_snapshot(const struct sandbox *sb, struct buf *out);
 
 /* Per command, in the pid 1 of its PID namespace, in a mount namespace
- * of its own: mounts the namespace's /proc (best effort). */
-void sandbox_fresh_proc(void);
+ * of its own: mounts the namespace's /proc; on failure the command must
+ * not run. */
+int sandbox_fresh_proc(struct ah_error *err);
 
 /* Per command, between fork and exec: every capability dropped, the
  * Landlock ruleset enforced (and closed).  On failure the command must

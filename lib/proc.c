@@ -773,8 +773,14 @@ supervisor(const struct proc_opts *o, int pidns, int nproc, int out,
 			strerror(ENOMEM));
 		_exit(126);
 	}
-	if (o->sandbox)
-		sandbox_fresh_proc();
+	if (o->sandbox && o->sandbox->mode != SANDBOX_OFF) {
+		struct ah_error e = { 0 };
+
+		if (sandbox_fresh_proc(&e) < 0) {
+			dprintf(errfd, "%s", e.msg);
+			_exit(126);
+		}
+	}
 	if (!pidns)
 		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	/* Signals for the command's group are not for us; the caller ends
@@ -1003,9 +1009,7 @@ helper_main(const struct proc_opts *o, pid_t parent, int sock,
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
-	r = sandbox_setup(o->sandbox, &ruleset, &userns, &err);
-	if (r == 0)
-		r = sandbox_verify(o->sandbox, snap, &err);
+	r = sandbox_setup(o->sandbox, snap, &ruleset, &userns, &err);
 	word[0] = r == 0 ? 'R' : r > 0 ? 'S' : 'E';
 	n = r < 0 ? (ssize_t)strlen(err.msg) : 0;
 	memcpy(word + 1, err.msg, (size_t)n);

@@ -186,6 +186,59 @@ sandbox_protect(struct sandbox *sb, const char *path, struct ah_error *err)
 }
 
 int
+sandbox_allow(struct sandbox *sb, const char *path, int socket,
+	      struct ah_error *err)
+{
+	struct sandbox_allow *more;
+	struct stat st;
+	char *dst, *src;
+	size_t n;
+
+	if (!*path)
+		return ah_fail(err, AH_EFORMAT, "an empty path cannot be let "
+			       "into the sandbox");
+	if (sb->mode == SANDBOX_OFF)
+		return 0;
+	if (*path == '/')
+		dst = strdup(path);
+	else if (asprintf(&dst, "%s%s%s", sb->workspace,
+			  strcmp(sb->workspace, "/") ? "/" : "", path) < 0)
+		dst = NULL;
+	if (!dst)
+		return ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+	n = strlen(dst);
+	while (n > 1 && dst[n - 1] == '/')
+		dst[--n] = '\0';
+	src = realpath(dst, NULL);
+	if (!src || stat(src, &st) < 0) {
+		ah_fail_errno(err, errno, "cannot let '%s' into the sandbox",
+			      dst);
+		goto fail;
+	}
+	if (socket ? !S_ISSOCK(st.st_mode)
+		   : !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+		ah_fail(err, AH_EFORMAT, "cannot let '%s' into the sandbox: "
+			"it is not %s", dst, socket ? "a unix socket"
+						   : "a file or a directory");
+		goto fail;
+	}
+	more = realloc(sb->allow, (sb->nallow + 1) * sizeof *more);
+	if (!more) {
+		ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+		goto fail;
+	}
+	sb->allow = more;
+	more[sb->nallow].src = src;
+	more[sb->nallow].dst = dst;
+	more[sb->nallow++].socket = socket;
+	return 0;
+fail:
+	free(src);
+	free(dst);
+	return -1;
+}
+
+int
 sandbox_init(struct sandbox *sb, enum sandbox_mode mode,
 	     const char *workspace, const char *todo_path,
 	     struct ah_error *err)
@@ -244,32 +297,104 @@ sandbox_prepare(struct sandbox *sb, struct ah_error *err)
 	return 0;
 }
 
-/* rm -r of the entries of the directory dfd (closed here). */
-static void
-remove_tree(int dfd, int depth)
-{
-	DIR *d = fdopendir(dfd);
-	struct dirent *e;
-	int fd;
+/* rm -r of the entries of the directory dfd (closed here), however deep:
+ * one directory open at a time, the names of the way down kept, and the
+ * way back up taken by "..", checked against the directory it came from
+ * (a tree moved meanwhile is left, not followed).  A directory that
+ * cannot be removed is not entered twice. */
+struct rm_up {
+	char *name;     /* the directory entered, in its parent */
+	dev_t dev;      /* the parent */
+	ino_t ino;
+};
 
-	if (!d) {
-		close(dfd);
-		return;
-	}
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+static void
+remove_tree(int dfd)
+{
+	struct rm_up *up = NULL, *more;
+	struct stat st, pst, *skip = NULL, *sm;
+	size_t depth = 0, cap = 0, nskip = 0, k;
+	struct dirent *e;
+	int cur = dfd, fd, parent, entered, dup_fd;
+	DIR *d;
+
+	for (;;) {
+		dup_fd = dup(cur);
+		d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+		if (!d) {
+			if (dup_fd >= 0)
+				close(dup_fd);
+			break;
+		}
+		entered = 0;
+		while (!entered && (e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+			    unlinkat(cur, e->d_name, 0) == 0 ||
+			    unlinkat(cur, e->d_name, AT_REMOVEDIR) == 0)
+				continue;
+			/* A directory, perhaps one a command made unreadable. */
+			fchmodat(cur, e->d_name, 0700, 0);
+			fd = openat(cur, e->d_name, O_RDONLY | O_DIRECTORY |
+				    O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			for (k = 0; k < nskip && fstat(fd, &st) == 0 &&
+			     !(skip[k].st_dev == st.st_dev &&
+			       skip[k].st_ino == st.st_ino); k++)
+				;
+			if ((k < nskip) || fstat(cur, &pst) < 0) {
+				close(fd);
+				continue;
+			}
+			if (depth == cap) {
+				more = realloc(up, (cap * 2 + 16) * sizeof *up);
+				if (!more) {
+					close(fd);
+					continue;
+				}
+				up = more;
+				cap = cap * 2 + 16;
+			}
+			up[depth].name = strdup(e->d_name);
+			if (!up[depth].name) {
+				close(fd);
+				continue;
+			}
+			up[depth].dev = pst.st_dev;
+			up[depth].ino = pst.st_ino;
+			depth++;
+			cur = fd;
+			entered = 1;
+		}
+		closedir(d);
+		if (entered)
 			continue;
-		if (unlinkat(dfd, e->d_name, 0) == 0 || depth > 64)
-			continue;
-		/* A directory, perhaps one a command made unreadable. */
-		fchmodat(dfd, e->d_name, 0700, AT_SYMLINK_NOFOLLOW);
-		fd = openat(dfd, e->d_name,
-			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0)
-			remove_tree(fd, depth + 1);
-		unlinkat(dfd, e->d_name, AT_REMOVEDIR);
+		if (!depth)
+			break;
+		/* emptied (or as empty as it gets): back up, and remove it */
+		parent = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fstat(cur, &st) < 0 || parent < 0 || fstat(parent, &pst) < 0 ||
+		    pst.st_dev != up[depth - 1].dev ||
+		    pst.st_ino != up[depth - 1].ino) {
+			if (parent >= 0)
+				close(parent);
+			break;
+		}
+		close(cur);
+		cur = parent;
+		depth--;
+		if (unlinkat(cur, up[depth].name, AT_REMOVEDIR) < 0 &&
+		    (sm = realloc(skip, (nskip + 1) * sizeof *skip))) {
+			skip = sm;
+			skip[nskip++] = st;
+		}
+		free(up[depth].name);
 	}
-	closedir(d);
+	close(cur);
+	while (depth)
+		free(up[--depth].name);
+	free(up);
+	free(skip);
 }
 
 static void
@@ -292,13 +417,18 @@ sandbox_free(struct sandbox *sb)
 		fd = open(sb->tmpdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 			  O_CLOEXEC);
 		if (fd >= 0)
-			remove_tree(fd, 0);
+			remove_tree(fd);
 		rmdir(sb->tmpdir);
 		free(sb->tmpdir);
 	}
 	for (i = 0; i < sb->nprotect; i++)
 		free(sb->protect[i]);
 	free(sb->protect);
+	for (i = 0; i < sb->nallow; i++) {
+		free(sb->allow[i].src);
+		free(sb->allow[i].dst);
+	}
+	free(sb->allow);
 	free_git(sb->git, sb->ngit);
 	unwatch_all(sb);
 	free(sb->workspace);
@@ -377,7 +507,7 @@ struct walk {
  * walks twice in its life pays for nothing. */
 
 #define WATCH_DIR (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | \
-		   IN_CLOSE_WRITE | IN_MOVE_SELF | IN_ONLYDIR)
+		   IN_CLOSE_WRITE | IN_MOVE_SELF | IN_ATTRIB | IN_ONLYDIR)
 #define WATCH_GIT (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | \
 		   IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF | IN_ONLYDIR)
 
@@ -572,6 +702,20 @@ move_aside(int dfd, const char *name, char *aside, size_t size)
 	return -1;
 }
 
+/* Makes the directory dfd searchable again, where it is ours and a
+ * command took that away (mode 0600, say, which lets its names be read
+ * but nothing in it be looked at): 1 if done. */
+static int
+searchable(int dfd)
+{
+	struct stat st;
+
+	if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() ||
+	    (st.st_mode & 0700) == 0700)
+		return 0;
+	return fchmod(dfd, (st.st_mode & 07777) | 0700) == 0;
+}
+
 /* The .git entry name of the directory dfd (w->path): recorded, and what
  * it points to; or, when enforcing and it is new, removed. */
 static int
@@ -583,8 +727,25 @@ found_git(struct walk *w, int dfd, const char *name)
 	size_t len;
 	int fd, rc = -1, known = 0;
 
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return 0;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+	    (errno != EACCES || !w->enforce || !searchable(dfd) ||
+	     fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)) {
+		if (errno == ENOENT)
+			return 0;
+		/* A .git that cannot be looked at counts as changed: every
+		 * check is a whole walk while it stays so, and after a
+		 * command it is reported. */
+		unwatch_all(w->sb);
+		if (!w->enforce)
+			return 0;
+		return buf_printf(w->report, "%s[sandbox: '%s/%s' cannot be "
+				  "looked at (%s): a .git there would run its "
+				  "hooks and configuration at the user's next "
+				  "git command, outside the sandbox; remove "
+				  "it]", sep(w->report), w->path.data +
+				  strlen(w->sb->workspace), name,
+				  strerror(errno)) < 0 ? -1 : 0;
+	}
 	if (buf_printf(&w->path, "/%s", name) < 0)
 		return -1;
 	for (i = 0; i < w->sb->ngit; i++)
@@ -698,8 +859,13 @@ walk_dir(struct walk *w, int dfd, int depth)
 				    O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
 				    O_CLOEXEC);
 		}
-		if (fd < 0)
+		if (fd < 0) {
+			/* a directory that cannot be looked into counts as
+			 * changed: a whole walk at every check */
+			if (errno != ENOENT)
+				unwatch_all(w->sb);
 			continue;
+		}
 		if (buf_printf(&w->path, "/%s", e->d_name) < 0) {
 			close(fd);
 			rc = -1;
@@ -856,8 +1022,10 @@ changes(struct sandbox *sb, int enforce, struct buf *report)
 				whole = 1;
 				continue;
 			}
+			/* a directory made, moved in, or whose mode changed
+			 * (readable again: what it hid is there now) */
 			if (e->mask & IN_ISDIR &&
-			    e->mask & (IN_CREATE | IN_MOVED_TO) &&
+			    e->mask & (IN_CREATE | IN_MOVED_TO | IN_ATTRIB) &&
 			    (buf_printf(&todo, "%s/%s", wi->path, e->name) < 0 ||
 			     buf_putc(&todo, '\0') < 0)) {
 				buf_free(&todo);
@@ -956,6 +1124,7 @@ own_namespace(int *userns, struct ah_error *err)
 	char map[64];
 	uid_t uid = getuid();
 	gid_t gid = getgid();
+	int rc;
 
 	*userns = 0;
 	if (unshare(CLONE_NEWNS) < 0) {
@@ -963,20 +1132,27 @@ own_namespace(int *userns, struct ah_error *err)
 			return ah_fail_errno(err, errno, "cannot create a "
 					     "mount namespace");
 		/* Without privilege: a user namespace of our own first,
-		 * mapping us to ourselves. */
-		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+		 * mapping us to ourselves.  Its maps are files of ours only
+		 * while we are dumpable (the programs are not, against core
+		 * files): for as long as they are written. */
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+			prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 			return ah_fail_errno(err, errno, "cannot create a user "
 					     "and mount namespace (are "
 					     "unprivileged user namespaces "
 					     "disabled?)");
+		}
 		snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid,
 			 (unsigned)uid);
-		if (write_proc("/proc/self/setgroups", "deny", err) < 0 ||
-		    write_proc("/proc/self/uid_map", map, err) < 0)
-			return -1;
+		rc = write_proc("/proc/self/setgroups", "deny", err) < 0 ||
+		     write_proc("/proc/self/uid_map", map, err) < 0 ? -1 : 0;
 		snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid,
 			 (unsigned)gid);
-		if (write_proc("/proc/self/gid_map", map, err) < 0)
+		if (rc == 0)
+			rc = write_proc("/proc/self/gid_map", map, err);
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+		if (rc < 0)
 			return -1;
 		*userns = 1;
 	}
@@ -1141,11 +1317,415 @@ out:
 	return rc;
 }
 
-/* The mount namespace of a command: all read-only but the write roots,
- * and in those the protected paths.  The working directory is looked up
- * again, on the new mounts. */
+/* --- the view: what a command sees
+ *
+ * The commands' file system is built afresh, as an allow-list (as
+ * bubblewrap builds one): a tmpfs root, read-only, that holds copies of
+ * the mounts of the system directories (read-only), the workspace and
+ * the private temporary directory (writable, nosuid; the protected paths
+ * in them read-only), a tmpfs /tmp of the session's own, a /dev of a few
+ * devices, a new devpts and a tmpfs /dev/shm, /proc (over which each
+ * call mounts the /proc of its own PID namespace), a short list of
+ * harmless files of the home directory, read-only, and what the user
+ * let in (--allow-read, --allow-socket).  Nothing else: /run, /var/run,
+ * the host's /tmp, $XDG_RUNTIME_DIR, the rest of the home directory and
+ * other users' are not there, and with them the sockets of the user's
+ * daemons (tmux, D-Bus, docker, gpg-agent, ssh-agent) and the harness's
+ * own (the policy server's).  The view is built under VIEW_AT, in the
+ * helper's mount namespace, then made its root (pivot_root); the old
+ * root is detached. */
+
+#define VIEW_AT "/tmp"
+
+/* Read-only, where they exist; a symbolic link (/bin -> usr/bin) is made
+ * again as it is. */
+static const char *const view_system[] = {
+	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+	"/etc", "/opt", "/nix", "/sys",
+};
+
+/* Of the home directory, read-only, where they are files. */
+static const char *const view_home[] = {
+	".gitconfig", ".config/git/config", ".config/git/ignore",
+	".config/git/attributes", ".editorconfig", ".inputrc",
+};
+
+static const char *const view_devices[] = {
+	"null", "zero", "full", "random", "urandom", "tty",
+};
+
+struct view_mnt {
+	char *dst;  /* where, in the view */
+	char *link; /* a symbolic link to make there, or NULL */
+	int fd;     /* else the copy of the mount to put there, or -1 */
+	int file;   /* the copy is of a file, not a directory */
+	int must;   /* a failure to place it is an error */
+	int later;  /* placed after the system directories, through which
+		       its path may lead (/bin/bash: /bin -> usr/bin) */
+};
+
+struct view {
+	struct view_mnt *m;
+	size_t n;
+};
+
+static void
+view_free(struct view *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->n; i++) {
+		free(v->m[i].dst);
+		free(v->m[i].link);
+		if (v->m[i].fd >= 0)
+			close(v->m[i].fd);
+	}
+	free(v->m);
+	v->m = NULL;
+	v->n = 0;
+}
+
+/* Adds src, shown at dst: a copy of its mounts taken now (or, with
+ * links, a symbolic link made again).  A src that is not there is
+ * skipped unless must. */
 static int
-confine_mounts(const struct sandbox *sb, int *userns, struct ah_error *err)
+view_add(struct view *v, const char *src, const char *dst, int links,
+	 int must, struct ah_error *err)
+{
+	struct view_mnt *more, *m;
+	char target[PATH_MAX];
+	struct stat st;
+	ssize_t len;
+
+	if (lstat(src, &st) < 0) {
+		if (!must && (errno == ENOENT || errno == ENOTDIR ||
+			      errno == EACCES))
+			return 0;
+		return ah_fail_errno(err, errno, "cannot show '%s' to the "
+				     "commands", src);
+	}
+	more = realloc(v->m, (v->n + 1) * sizeof *more);
+	if (!more)
+		return ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+	v->m = more;
+	m = &more[v->n];
+	memset(m, 0, sizeof *m);
+	m->fd = -1;
+	m->must = must;
+	m->later = !links;
+	m->file = !S_ISDIR(st.st_mode);
+	m->dst = strdup(dst);
+	if (!m->dst)
+		return ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+	v->n++;
+	if (S_ISLNK(st.st_mode) && links) {
+		len = readlink(src, target, sizeof target - 1);
+		if (len < 0)
+			return ah_fail_errno(err, errno, "cannot read the link "
+					     "'%s'", src);
+		target[len] = '\0';
+		m->link = strdup(target);
+		return m->link ? 0 : ah_fail(err, AH_ENOMEM, "%s",
+					     strerror(ENOMEM));
+	}
+	m->fd = (int)syscall(SYS_open_tree, AT_FDCWD, src, MNT_OPEN_TREE_CLONE |
+			     MNT_AT_RECURSIVE | O_CLOEXEC);
+	if (m->fd < 0)
+		return ah_fail_errno(err, errno, "cannot copy the mount of "
+				     "'%s'", src);
+	return 0;
+}
+
+/* Makes the directories of path (VIEW_AT and an absolute path) that are
+ * missing, and, with file, an empty file at its end. */
+static int
+view_place(char *path, int file)
+{
+	char *slash;
+	int fd;
+
+	for (slash = strchr(path + strlen(VIEW_AT) + 1, '/'); slash;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+			*slash = '/';
+			return -1;
+		}
+		*slash = '/';
+	}
+	if (!file)
+		return mkdir(path, 0755) < 0 && errno != EEXIST ? -1 : 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0644);
+	if (fd < 0)
+		return errno == EEXIST ? 0 : -1;
+	close(fd);
+	return 0;
+}
+
+/* The view's /tmp is writable: the directories made there to hold what
+ * is shown beneath it (a workspace in /tmp, a home in /tmp) are not.
+ * Each top one (VIEW_AT/tmp/NAME of path) becomes a read-only mount of
+ * itself, which cannot be renamed either; what is then mounted in it
+ * keeps its own mode. */
+static int
+view_seal(const char *path, struct ah_error *err)
+{
+	static const char tmp[] = VIEW_AT "/tmp/";
+	struct mnt_attr ro = { MNT_ATTR_RDONLY, 0, 0, 0 };
+	struct statvfs sv;
+	const char *slash;
+	char *top;
+	int rc = 0;
+
+	if (strncmp(path, tmp, sizeof tmp - 1))
+		return 0;
+	slash = strchr(path + sizeof tmp - 1, '/');
+	top = slash ? strndup(path, (size_t)(slash - path)) : strdup(path);
+	if (!top)
+		return ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+	/* sealed already */
+	if (statvfs(top, &sv) == 0 && (sv.f_flag & ST_RDONLY))
+		goto out;
+	if (mount(top, top, NULL, MS_BIND, NULL) < 0 ||
+	    syscall(SYS_mount_setattr, AT_FDCWD, top, AT_SYMLINK_NOFOLLOW, &ro,
+		    sizeof ro) < 0)
+		rc = ah_fail_errno(err, errno, "cannot make '%s' read-only",
+				   top + strlen(VIEW_AT));
+out:
+	free(top);
+	return rc;
+}
+
+static int
+by_dst(const void *a, const void *b)
+{
+	const struct view_mnt *x = a, *y = b;
+
+	if (x->later != y->later)
+		return x->later - y->later;
+	return strcmp(x->dst, y->dst);
+}
+
+static int
+mount_tmpfs(const char *path, unsigned long flags, const char *opts,
+	    struct ah_error *err)
+{
+	if (mount("tmpfs", path, "tmpfs", flags, opts) < 0)
+		return ah_fail_errno(err, errno, "cannot mount a tmpfs on "
+				     "'%s'", path);
+	return 0;
+}
+
+/* A minimal /dev at path (VIEW_AT/dev): the devices of view_devices,
+ * bound from the host's, the links to /proc/self/fd, a devpts of its
+ * own (best effort) and a tmpfs /dev/shm. */
+static int
+view_dev(const char *path, struct ah_error *err)
+{
+	static const char *const links[][2] = {
+		{ "fd", "/proc/self/fd" }, { "stdin", "/proc/self/fd/0" },
+		{ "stdout", "/proc/self/fd/1" }, { "stderr", "/proc/self/fd/2" },
+	};
+	struct mnt_attr ro = { MNT_ATTR_RDONLY, 0, 0, 0 };
+	char p[PATH_MAX], host[64];
+	size_t i;
+	int fd;
+
+	if (mkdir(path, 0755) < 0)
+		return ah_fail_errno(err, errno, "cannot make '%s'", path);
+	if (mount_tmpfs(path, MS_NOSUID | MS_NOEXEC, "mode=0755", err) < 0)
+		return -1;
+	for (i = 0; i < sizeof view_devices / sizeof *view_devices; i++) {
+		snprintf(host, sizeof host, "/dev/%s", view_devices[i]);
+		snprintf(p, sizeof p, "%s/%s", path, view_devices[i]);
+		if (access(host, F_OK) < 0)
+			continue;
+		fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd < 0)
+			return ah_fail_errno(err, errno, "cannot make '%s'", p);
+		close(fd);
+		if (mount(host, p, NULL, MS_BIND, NULL) < 0)
+			return ah_fail_errno(err, errno, "cannot bind-mount "
+					     "'%s'", host);
+	}
+	for (i = 0; i < sizeof links / sizeof *links; i++) {
+		snprintf(p, sizeof p, "%s/%s", path, links[i][0]);
+		if (symlink(links[i][1], p) < 0)
+			return ah_fail_errno(err, errno, "cannot make '%s'", p);
+	}
+	/* Terminals of the commands' own (script, expect, a test's pty),
+	 * none of the user's. */
+	snprintf(p, sizeof p, "%s/pts", path);
+	if (mkdir(p, 0755) < 0)
+		return ah_fail_errno(err, errno, "cannot make '%s'", p);
+	if (mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
+		  "newinstance,ptmxmode=0666,mode=0620") == 0) {
+		snprintf(p, sizeof p, "%s/ptmx", path);
+		if (symlink("pts/ptmx", p) < 0)
+			return ah_fail_errno(err, errno, "cannot make '%s'", p);
+	}
+	snprintf(p, sizeof p, "%s/shm", path);
+	if (mkdir(p, 01777) < 0)
+		return ah_fail_errno(err, errno, "cannot make '%s'", p);
+	if (mount_tmpfs(p, MS_NOSUID | MS_NODEV, "mode=1777", err) < 0)
+		return -1;
+	if (syscall(SYS_mount_setattr, AT_FDCWD, path, 0, &ro, sizeof ro) < 0)
+		return ah_fail_errno(err, errno, "cannot make '%s' read-only",
+				     path);
+	return 0;
+}
+
+/* The entries of the view, their mounts copied before anything is
+ * mounted over them. */
+static int
+view_collect(const struct sandbox *sb, struct view *v, struct ah_error *err)
+{
+	const char *home = getenv("HOME");
+	char *path, *real;
+	struct stat st;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof view_system / sizeof *view_system; i++)
+		if (view_add(v, view_system[i], view_system[i], 1, 0, err) < 0)
+			return -1;
+	if (view_add(v, "/proc", "/proc", 0, 1, err) < 0 ||
+	    view_add(v, sb->workspace, sb->workspace, 0, 1, err) < 0 ||
+	    (sb->tmpdir && view_add(v, sb->tmpdir, sb->tmpdir, 0, 1, err) < 0))
+		return -1;
+	/* The name servers, where /etc/resolv.conf points elsewhere (to
+	 * /run/systemd/resolve, say), when the network is allowed. */
+	real = sb->network ? realpath("/etc/resolv.conf", NULL) : NULL;
+	if (real && !beneath("/etc", real) && !stat(real, &st) &&
+	    S_ISREG(st.st_mode) && view_add(v, real, real, 0, 0, err) < 0) {
+		free(real);
+		return -1;
+	}
+	free(real);
+	for (i = 0; home && *home == '/' && home[1] &&
+	     i < sizeof view_home / sizeof *view_home; i++) {
+		if (asprintf(&path, "%s/%s", home, view_home[i]) < 0)
+			return ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+		real = realpath(path, NULL);
+		rc = 0;
+		if (real && !stat(real, &st) && S_ISREG(st.st_mode))
+			rc = view_add(v, real, path, 0, 0, err);
+		free(real);
+		free(path);
+		if (rc < 0)
+			return -1;
+	}
+	/* (what is in the workspace is there already, writable or not) */
+	for (i = 0; i < sb->nallow; i++)
+		if (strcmp(sb->allow[i].dst, sb->workspace) &&
+		    !beneath(sb->workspace, sb->allow[i].dst) &&
+		    view_add(v, sb->allow[i].src, sb->allow[i].dst, 0, 1,
+			     err) < 0)
+			return -1;
+	return 0;
+}
+
+/* Builds the view and makes it the root (the working directory is
+ * changed by the caller). */
+static int
+build_view(const struct sandbox *sb, struct ah_error *err)
+{
+	struct mnt_attr ro = { MNT_ATTR_RDONLY, 0, 0, 0 };
+	struct view v = { NULL, 0 };
+	const char *home = getenv("HOME");
+	char *p = NULL;
+	size_t i;
+	int pass, rc = -1;
+
+	if (!strcmp(sb->workspace, "/"))
+		return ah_fail(err, AH_EIO, "the sandbox cannot show the "
+			       "commands / as their workspace and hide the "
+			       "rest");
+	if (view_collect(sb, &v, err) < 0)
+		goto out;
+	qsort(v.m, v.n, sizeof *v.m, by_dst);
+	if (mount_tmpfs(VIEW_AT, MS_NOSUID | MS_NODEV, "mode=0755", err) < 0)
+		goto out;
+	if (mkdir(VIEW_AT "/tmp", 01777) < 0) {
+		ah_fail_errno(err, errno, "cannot make /tmp in the view");
+		goto out;
+	}
+	if (mount_tmpfs(VIEW_AT "/tmp", MS_NOSUID | MS_NODEV, "mode=1777",
+			err) < 0 || view_dev(VIEW_AT "/dev", err) < 0)
+		goto out;
+	/* An empty home (best effort), and the places in /tmp first; then
+	 * those in /tmp sealed. */
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i <= v.n; i++) {
+			free(p);
+			p = NULL;
+			if (i == v.n ? !home || *home != '/' || !home[1] :
+			    v.m[i].link || !beneath("/tmp", v.m[i].dst))
+				continue;
+			if (asprintf(&p, VIEW_AT "%s", i == v.n ? home :
+				     v.m[i].dst) < 0) {
+				p = NULL;
+				ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+				goto out;
+			}
+			if (pass == 0)
+				view_place(p, i < v.n && v.m[i].file);
+			else if (!access(p, F_OK) && view_seal(p, err) < 0)
+				goto out;
+		}
+	for (i = 0; i < v.n; i++) {
+		free(p);
+		if (asprintf(&p, VIEW_AT "%s", v.m[i].dst) < 0) {
+			p = NULL;
+			ah_fail(err, AH_ENOMEM, "%s", strerror(ENOMEM));
+			goto out;
+		}
+		if (v.m[i].link) {
+			if (symlink(v.m[i].link, p) < 0 && v.m[i].must) {
+				ah_fail_errno(err, errno, "cannot make '%s'",
+					      v.m[i].dst);
+				goto out;
+			}
+			continue;
+		}
+		if (view_place(p, v.m[i].file) < 0 ||
+		    syscall(SYS_move_mount, v.m[i].fd, "", AT_FDCWD, p,
+			    MNT_MOVE_F_EMPTY_PATH) < 0) {
+			if (!v.m[i].must)
+				continue;
+			ah_fail_errno(err, errno, "cannot show '%s' to the "
+				      "commands", v.m[i].dst);
+			goto out;
+		}
+	}
+	if (syscall(SYS_mount_setattr, AT_FDCWD, VIEW_AT, 0, &ro,
+		    sizeof ro) < 0) {
+		ah_fail_errno(err, errno, "cannot make the commands' root "
+			      "read-only");
+		goto out;
+	}
+	/* The view becomes the root; the old one, stacked on it, goes. */
+	if (chdir(VIEW_AT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
+	    umount2(".", MNT_DETACH) < 0 || chdir("/") < 0) {
+		ah_fail_errno(err, errno, "cannot make the commands' view "
+			      "their root");
+		goto out;
+	}
+	rc = 0;
+out:
+	free(p);
+	view_free(&v);
+	return rc;
+}
+
+/* The mount namespace of the commands: all read-only but the write
+ * roots, and in those the protected paths; checked against snap (0, or
+ * 1 when what is protected changed since), then the view built from it.
+ * The working directory is looked up again, in the view. */
+static int
+confine_mounts(const struct sandbox *sb, const struct buf *snap, int *userns,
+	       struct ah_error *err)
 {
 	char *cwd;
 	int rc;
@@ -1153,13 +1733,16 @@ confine_mounts(const struct sandbox *sb, int *userns, struct ah_error *err)
 	if (own_namespace(userns, err) < 0 || read_only_but_roots(sb, err) < 0 ||
 	    (sb->mode == SANDBOX_WORKSPACE_WRITE && protect_paths(sb, err) < 0))
 		return -1;
+	rc = snap ? sandbox_verify(sb, snap, err) : 0;
+	if (rc)
+		return rc;
 	cwd = getcwd(NULL, 0);
 	if (!cwd)
 		return ah_fail_errno(err, errno, "cannot find the working "
 				     "directory");
-	rc = chdir(cwd);
-	if (rc < 0)
-		ah_fail_errno(err, errno, "cannot change to '%s'", cwd);
+	rc = build_view(sb, err);
+	if (rc == 0 && chdir(cwd) < 0)
+		rc = ah_fail_errno(err, errno, "cannot change to '%s'", cwd);
 	free(cwd);
 	return rc;
 }
@@ -1232,8 +1815,10 @@ allow(int ruleset, const char *path, uint64_t access, uint64_t handled,
 static int
 landlock_ruleset(const struct sandbox *sb, struct ah_error *err)
 {
+	/* in the view: the session's own /tmp, terminals and shm */
 	static const char *const devices[] = {
-		"/dev/null", "/dev/zero", "/dev/full",
+		"/dev/null", "/dev/zero", "/dev/full", "/dev/pts", "/dev/shm",
+		"/tmp",
 	};
 	struct ll_ruleset_attr attr = { 0 };
 	size_t size = sizeof attr.handled_access_fs, i;
@@ -1253,9 +1838,8 @@ landlock_ruleset(const struct sandbox *sb, struct ah_error *err)
 	}
 	if (sb->abi >= 6) {
 		size = sizeof attr;
-		attr.scoped = LL_SCOPE_SIGNAL;
-		if (!sb->network)
-			attr.scoped |= LL_SCOPE_ABSTRACT_UNIX;
+		/* abstract unix sockets are no network: scoped always */
+		attr.scoped = LL_SCOPE_SIGNAL | LL_SCOPE_ABSTRACT_UNIX;
 	}
 	rs = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
 	if (rs < 0)
@@ -1346,24 +1930,44 @@ seccomp(const struct sandbox *sb, struct ah_error *err)
 /* A /proc of the command's own PID namespace (called by its pid 1, in a
  * mount namespace of the call's own): ps and pgrep work there (with the
  * host's /proc they fail, "lookup self"), and the harness's processes are
- * not in it.  Best effort: where the kernel refuses the mount (a /proc
- * partly hidden by overmounts), the host's stays, as before. */
-void
-sandbox_fresh_proc(void)
+ * not in it.  Where the kernel refuses the mount, the command does not
+ * run: the /proc beneath is the host's, whose /proc/PID/root leads to
+ * the files and sockets of every process of the user. */
+int
+sandbox_fresh_proc(struct ah_error *err)
 {
-	mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL) < 0)
+		return ah_fail_errno(err, errno, "cannot mount the /proc of "
+				     "the command's PID namespace");
+	return 0;
 }
 
 int
-sandbox_setup(const struct sandbox *sb, int *ruleset, int *userns,
-	      struct ah_error *err)
+sandbox_setup(const struct sandbox *sb, const struct buf *snap, int *ruleset,
+	      int *userns, struct ah_error *err)
 {
+	int r;
+
 	*ruleset = -1;
 	*userns = 0;
 	if (sb->mode == SANDBOX_OFF)
 		return 0;
-	if (confine_mounts(sb, userns, err) < 0)
-		return -1;
+	r = confine_mounts(sb, snap, userns, err);
+	if (r)
+		return r;
+	/* System V shared memory, semaphores and message queues, and POSIX
+	 * message queues, of the session's own: the user's are not seen,
+	 * and what the commands leave goes with the helper. */
+	if (unshare(CLONE_NEWIPC) < 0)
+		return ah_fail_errno(err, errno, "cannot create an IPC "
+				     "namespace");
+	/* Abstract unix sockets (which have no file to hide) are out of
+	 * reach by Landlock's scope; a kernel without it gets a network
+	 * namespace of its own, when the network is not allowed. */
+	if (sb->abi < 6 && !sb->network && unshare(CLONE_NEWNET) < 0)
+		return ah_fail_errno(err, errno, "cannot create a network "
+				     "namespace");
 	drop_bounding();
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return ah_fail_errno(err, errno, "cannot set no_new_privs");

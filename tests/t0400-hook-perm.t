@@ -210,6 +210,14 @@ test_expect_success 'a permission the input already carries is decided again' '
 	jq -e ".tool_calls[0].permission.decision == \"deny\"" out
 '
 
+# asker_bg: a hook-perm that asks on a terminal of its own (in1) and is
+# never answered, for 12 s; what its terminal shows in tty1, its pid in
+# asker.pid.
+asker_bg() {
+	"$TEST_DIR/pty-run.py" --timeout 12 "hook-perm <in1 >out1" >tty1 &
+	echo $! >asker.pid
+}
+
 # The answer is typed once the question is there: hook-perm discards what
 # was typed before it (tcflush).
 if command -v python3 >/dev/null 2>&1; then
@@ -256,6 +264,15 @@ if command -v python3 >/dev/null 2>&1; then
 		"$TEST_DIR/pty-run.py" "hook-perm <in >out" n >tty &&
 		test_contains tty " [...]" &&
 		LC_ALL=C.UTF-8 grep -a "echo" tty | iconv -f UTF-8 -t UTF-8 >/dev/null
+	'
+	test_expect_success 'a question waiting at one terminal does not hold back a question at another (the lock is per terminal)' '
+		call_msg bash "{\"command\":\"make\"}" none >in1 &&
+		call_msg bash "{\"command\":\"make check\"}" none >in2 &&
+		asker_bg &&
+		wait_until 20 grep -q "Allow?" tty1 &&
+		"$TEST_DIR/pty-run.py" --timeout 10 "hook-perm <in2 >out2" y >tty2 &&
+		jq -e ".tool_calls[0].permission.decision == \"allow\"" out2 &&
+		{ wait "$(cat asker.pid)"; test $? = 124; }
 	'
 else
 	test_skip 'ask at a terminal' 'python3 is not installed'

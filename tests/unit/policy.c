@@ -61,6 +61,10 @@ test_verdict(struct policy *p)
 	ok(v.decision == DECIDE_DENY &&
 	   !strcmp(v.reason, "rule 'asks' could not be evaluated"),
 	   "a rule without a result denies (%s)", v.reason);
+	verdict(p, "11", -1, 0, &v);
+	ok(v.decision == DECIDE_DENY &&
+	   !strcmp(v.reason, "rule 'denies' could not be evaluated"),
+	   "the last rule without a result denies too (%s)", v.reason);
 	verdict(p, "1", -1, 0.5, &v);
 	ok(v.decision == DECIDE_DENY &&
 	   !strcmp(v.reason, "rule 'asks' took longer than 0.5 s"),
@@ -236,6 +240,32 @@ test_start(void)
 	cJSON_Delete(rm);
 }
 
+/* An "always" allow (an answer given at the terminal) answers the asks of
+ * the other rules, never a deny. */
+static void
+test_always_not_deny(void)
+{
+	static const char text[] =
+		"{\"default\": \"ask\", \"rules\": ["
+		"{\"name\": \"no\", \"if\": \"true\", \"decision\": \"deny\"},"
+		"{\"name\": \"q\", \"if\": \"true\", \"decision\": \"ask\"},"
+		"{\"name\": \"yes\", \"if\": \"true\", \"decision\": \"allow\", "
+		"\"always\": true}]}";
+	struct ah_error err = { 0 };
+	struct policy p = { 0 };
+	struct verdict v;
+
+	ok(policy_parse(&p, text, strlen(text), "t", &err) == 0,
+	   "a policy with an always rule parses (%s)", err.msg);
+	verdict(&p, "011", -1, 0, &v);
+	ok(v.decision == DECIDE_ALLOW && !strcmp(v.rule, "yes"),
+	   "always answers an ask (%s)", v.rule);
+	verdict(&p, "111", -1, 0, &v);
+	ok(v.decision == DECIDE_DENY && !strcmp(v.rule, "no"),
+	   "always never answers a deny (%s)", v.rule);
+	policy_free(&p);
+}
+
 /* The trust store's hash is SHA-256: the vectors of FIPS 180-2 (one
  * block, two blocks), and a policy with a key twice is refused. */
 static void
@@ -274,5 +304,6 @@ main(void)
 	test_always();
 	test_start();
 	test_hash_and_duplicates();
+	test_always_not_deny();
 	return tap_done();
 }
