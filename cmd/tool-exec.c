@@ -536,6 +536,9 @@ print_schema(const struct task_opts *t)
 	}
 	all = cJSON_Parse(sch);
 	more = cJSON_Parse(extra);
+	if (!cJSON_IsArray(more))
+		cli_warn("the MCP tools are left out: mcp-bridge answered: %.200s",
+			 extra);
 	free(extra);
 	while (cJSON_IsArray(all) && cJSON_IsArray(more) &&
 	       (one = cJSON_DetachItemFromArray(more, 0)))

@@ -253,4 +253,31 @@ test_expect_success '-m MODEL with no AGENT_MODEL in the environment' '
 	test "$(req 1 .model)" = "\"my-model\""
 '
 
+test_expect_success '--session ID TASK goes on with that session; a unique prefix of the id does' '
+	cat >script <<-\EOF &&
+	{"content": "A."}
+	{"content": "B."}
+	{"content": "More of alpha."}
+	{"content": "Again."}
+	EOF
+	start_model script && mkdir w &&
+	agent-run -C w "alpha" >answer 2>progress &&
+	a=$(sed -n "s/^agent-run: session //p" progress) &&
+	agent-run -C w "beta" >answer 2>progress &&
+	b=$(sed -n "s/^agent-run: session //p" progress) &&
+	agent-run -C w --session "$a" "more" >answer 2>progress &&
+	test "$(cat answer)" = "More of alpha." &&
+	req 3 "[.messages[1:][] | .content]" >msgs &&
+	jq -e ". == [\"alpha\", \"A.\", \"more\"]" msgs &&
+	test "$(sed -n "s/^{\"id\":\"\([^\"]*\)\".*/\1/p" w/.agent/session.json)" = "$a" &&
+	common=$(printf "%s\n%s\n" "$a" "$b" | sed -e "N;s/^\(.*\).*\n\1.*$/\1/") &&
+	test_expect_code 2 agent-run -C w --session "$common" "again" 2>err &&
+	test_grep "starts the ids of 2 sessions" err &&
+	test_expect_code 1 agent-run -C w --session "X$a" "again" 2>err &&
+	test_grep "no session .X$a." err &&
+	agent-run -C w --session "${b%?}" "again" >answer 2>progress &&
+	test "$(cat answer)" = "Again." &&
+	test "$(sed -n "s/^{\"id\":\"\([^\"]*\)\".*/\1/p" w/.agent/session.json)" = "$b"
+'
+
 test_done
