@@ -1217,14 +1217,35 @@ out:
 	return rc;
 }
 
+/* A file glob found, and when it was last modified. */
+struct found {
+	char *name;
+	struct timespec mtime;
+};
+
+/* Newest first; then by name. */
+static int
+cmp_found(const void *a, const void *b)
+{
+	const struct found *x = a, *y = b;
+
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? 1 : -1;
+	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+		return x->mtime.tv_nsec < y->mtime.tv_nsec ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
 static int
 tool_glob(const struct tool_ctx *ctx, const cJSON *args, char **res)
 {
 	struct buf cmd = BUF_INIT(0), b = BUF_INIT(0), notes = BUF_INIT(0);
 	struct proc_result r = { 0 };
+	struct found *f = NULL, *more;
 	const char *pattern, *path;
-	char *real = NULL, *p, *nl, c;
-	long shown = 0, more = 0;
+	char *real = NULL, *p, *nl, *next;
+	size_t n = 0, cap = 0, i;
+	struct stat st;
 	int rc, g;
 
 	if (arg_string(args, "glob", "pattern", 1, &pattern, res) ||
@@ -1234,17 +1255,17 @@ tool_glob(const struct tool_ctx *ctx, const cJSON *args, char **res)
 	if (rc)
 		return rc;
 	rc = -1;
-	if (buf_printf(&cmd, "exec rg --files --no-config --no-require-git "
-		       "--sortr modified") < 0 ||
-	    (strcmp(real, ".") &&
-	     (buf_printf(&cmd, " -- ") < 0 || sh_word(&cmd, real) < 0)))
+	if (buf_printf(&cmd, "exec rg --files --no-config --no-require-git") < 0
+	    || (strcmp(real, ".") &&
+		(buf_printf(&cmd, " -- ") < 0 || sh_word(&cmd, real) < 0)))
 		goto out;
 	rc = search_run(ctx, "glob", cmd.data, &r, res);
 	if (rc)
 		goto out;
 	rc = -1;
-	for (p = r.output ? r.output : ""; *p; p = *nl ? nl + 1 : nl) {
+	for (p = r.output ? r.output : ""; *p; p = next) {
 		nl = p + strcspn(p, "\n");
+		next = *nl ? nl + 1 : nl;
 		if (nl == p)
 			continue;
 		/* rg's messages, when it had some (exit 2) */
@@ -1254,34 +1275,45 @@ tool_glob(const struct tool_ctx *ctx, const cJSON *args, char **res)
 				goto out;
 			continue;
 		}
-		c = *nl;
 		*nl = '\0';
 		g = glob_match(pattern, p);
-		*nl = c;
 		if (g < 0)
 			goto out;
 		if (!g)
 			continue;
-		if (shown == SEARCH_SHOWN) {
-			more++;
-			continue;
+		/* the time of the name itself (no link is followed); one
+		 * gone meanwhile counts as oldest */
+		if (fstatat(ctx->root.fd, p, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			st.st_mtim.tv_sec = st.st_mtim.tv_nsec = 0;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			more = realloc(f, cap * sizeof *f);
+			if (!more)
+				goto out;
+			f = more;
 		}
-		shown++;
-		if ((b.len && buf_putc(&b, '\n') < 0) ||
-		    buf_append(&b, p, (size_t)(nl - p)) < 0)
-			goto out;
+		f[n].name = p;
+		f[n++].mtime = st.st_mtim;
 	}
-	if (notes.len && !shown) {
+	if (notes.len && !n) {
 		rc = answer(res, TOOL_ERROR, "Error: glob: %s", notes.data);
 		goto out;
 	}
+	if (n)
+		qsort(f, n, sizeof *f, cmp_found);
+	for (i = 0; i < n && i < SEARCH_SHOWN; i++)
+		if ((b.len && buf_putc(&b, '\n') < 0) ||
+		    buf_printf(&b, "%s", f[i].name) < 0)
+			goto out;
 	if ((!b.len && buf_printf(&b, "(no files)") < 0) ||
-	    (more && buf_printf(&b, "\n[... and %ld more files; narrow the "
-				"pattern or the path]", more) < 0) ||
+	    (n > SEARCH_SHOWN && buf_printf(&b, "\n[... and %zu more files; "
+					    "narrow the pattern or the path]",
+					    n - SEARCH_SHOWN) < 0) ||
 	    (notes.len && buf_printf(&b, "\n[%s]", notes.data) < 0))
 		goto out;
 	rc = bounded(ctx, &b, res);
 out:
+	free(f);
 	free(r.output);
 	free(real);
 	buf_free(&cmd);
