@@ -814,7 +814,8 @@ setup(struct opts *o, struct state *s)
 	 * their own commands cannot write either. */
 	pol = getenv("AGENT_POLICY");
 	if ((pol && *pol && sandbox_protect(&s->sandbox, pol, &err) < 0) ||
-	    protect_lines(&s->sandbox, getenv("AGENT_TODO_PARENTS"), &err) < 0) {
+	    protect_lines(&s->sandbox, getenv("AGENT_TODO_PARENTS"), &err) < 0 ||
+	    protect_lines(&s->sandbox, getenv("AGENT_PROTECT"), &err) < 0) {
 		cli_report(&err);
 		return ES_IO;
 	}

@@ -280,4 +280,41 @@ test_expect_success '--session ID TASK goes on with that session; a unique prefi
 	test "$(sed -n "s/^{\"id\":\"\([^\"]*\)\".*/\1/p" w/.agent/session.json)" = "$b"
 '
 
+test_expect_success '-o FILE: the final answer into FILE too, also with --json; a FILE in no directory is refused first' '
+	echo "{\"repeat\": true, \"content\": \"The answer.\"}" >script &&
+	start_model script && mkdir w &&
+	agent-run -C w -o last.txt "hi" >answer 2>progress &&
+	test "$(cat last.txt)" = "The answer." && test_cmp answer last.txt &&
+	agent-run -C w --json --output-last-message=last2.txt "hi" >events 2>progress &&
+	test "$(cat last2.txt)" = "The answer." &&
+	agent-run -C w --sessions >before &&
+	test_expect_code 2 agent-run -C w -o nodir/last.txt "hi" 2>err &&
+	test_grep "^agent-run: --output-last-message: no directory" err &&
+	agent-run -C w --sessions >after &&
+	test_cmp before after
+'
+
+test_expect_success '--ephemeral: the session is not kept, and the one before is the last again' '
+	cat >script <<-\EOF &&
+	{"content": "Kept."}
+	{"tool_calls": [{"name": "run_todo_write", "arguments": {"todos": [{"id": "x", "content": "passing", "status": "completed"}]}}]}
+	{"content": "Passing."}
+	{"content": "Back to kept."}
+	EOF
+	start_model script && mkdir w &&
+	agent-run -C w "keep me" >answer 2>progress &&
+	agent-run -C w --sessions >before &&
+	agent-run -C w -y --ephemeral "just asking" >answer 2>progress &&
+	test "$(cat answer)" = Passing. &&
+	test ! -e w/todo.json &&
+	agent-run -C w --sessions >after &&
+	jq -s -e "length == 1 and .[0].task == \"keep me\"" after &&
+	agent-run -C w -c "more" >answer 2>progress &&
+	test "$(cat answer)" = "Back to kept." &&
+	req 4 "[.messages[1:][] | .content]" >msgs &&
+	jq -e ". == [\"keep me\", \"Kept.\", \"more\"]" msgs &&
+	test_expect_code 2 agent-run -C w --ephemeral -c "x" 2>err &&
+	test_grep "ephemeral starts a new session" err
+'
+
 test_done
