@@ -317,4 +317,46 @@ test_expect_success '--ephemeral: the session is not kept, and the one before is
 	test_grep "ephemeral starts a new session" err
 '
 
+# doc_lines FILE START: the lines of the example in FILE that follow the
+# line START, to the end of its block, as a script ("$ " taken off)
+doc_lines() {
+	awk -v start="$2" '
+		found && (/^\.Ed/ || /^$/ && n) { exit }
+		found { sub(/^\$ /, ""); sub(/^    /, ""); print; n++ }
+		index($0, start) == 1 { found = 1; getline; if ($0 !~ /^\.Bd/) { sub(/^    /, ""); print; n++ } }
+	' "$1"
+}
+
+test_expect_success 'printed examples in an ordinary repository: AGENTS.md, a plan made beside a command, a subagent' '
+	cat >script <<-\EOF &&
+	{"match": "parent", "tool_calls": [{"name": "run_todo_write", "arguments": {"todos": [{"id": "a", "content": "look", "status": "in_progress"}]}}, {"name": "bash", "arguments": {"command": "ls"}}]}
+	{"match": "parent", "tool_calls": [{"name": "task", "arguments": {"description": "d", "prompt": "look around"}}]}
+	{"match": "look around", "content": "I looked."}
+	{"match": "parent", "content": "Done."}
+	EOF
+	start_model script && mkdir r && git -C r init -q &&
+	echo "Be brief." >r/AGENTS.md &&
+	(cd r && agent-run -y --stop-checks 0 "parent task" >answer 2>progress) &&
+	doc_lines "$SRC_DIR/man/hook-audit.1" "When the plan changed:" >plan.sh &&
+	test_grep "run_todo_write" plan.sh &&
+	(cd r && sh -e ../plan.sh) >plan.out &&
+	test_grep "\"in_progress\"" plan.out &&
+	grep -A 1 "^    agent-run --sessions | jq -r .select(.parent)" "$SRC_DIR/README.md" |
+		sed "s/^    //" >kids.sh &&
+	test_line_count = 2 kids.sh &&
+	(cd r && sh -e ../kids.sh) >kids.out &&
+	echo "[\"look around\",\"I looked.\"]" >expect &&
+	test_cmp expect kids.out
+'
+
+test_expect_success 'the README'"'"'s recipes over what a session leaves, in a session that kept no list' '
+	echo "{\"content\": \"Done.\"}" >script &&
+	start_model script && mkdir r && git -C r init -q &&
+	(cd r && agent-run "hi" >answer 2>progress) &&
+	test ! -e r/todo.json &&
+	doc_lines "$SRC_DIR/README.md" "Recipes over what a session leaves:" | grep -v "^cp -R" >recipes.sh &&
+	test_grep "todo.json" recipes.sh &&
+	(cd r && sh -e ../recipes.sh) >out
+'
+
 test_done
