@@ -49,7 +49,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	test_expect_success 'tools/deps.sh names python3 when it is missing' '
 		d=$(mktemp -d "$AH_TMPDIR/ah-deps.XXXXXX") &&
 		test_when_finished "rm -rf \"$d\"" &&
-		for c in sh cc gcc cpp as ld prove perl jq shellcheck mandoc pgrep script curl wget nc git parallel id printf; do
+		for c in sh cc gcc cpp as ld prove perl jq shellcheck mandoc pgrep script curl wget nc git parallel rg id printf; do
 			p=$(command -v $c) && ln -s "$p" "$d/" || return 1
 		done &&
 		chmod 755 "$d" &&
