@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -37,7 +38,8 @@ static const char usage[] =
 	"      --trust [FILE]    trust DIR/.mcp.json (or FILE) as it is now, and\n"
 	"                        list the servers it runs\n"
 	"      --schema          print the tools (JSON) and exit\n"
-	"      --serve SOCKET    serve calls on SOCKET; print the pid and exit\n"
+	"      --serve SOCKET    serve calls on SOCKET; print the pid and the\n"
+	"                        token clients must send, and exit\n"
 	"      --watch PID       with --serve: stop when PID ends\n"
 	"      --timeout SEC     a call without progress (120; $AGENT_MCP_TIMEOUT)\n"
 	"      --max-timeout SEC a call, progress or not (600)\n"
@@ -56,6 +58,10 @@ static const char usage[] =
 	"3 I/O error, 5 bad input line, 130 or 143 interrupted.\n";
 
 static volatile sig_atomic_t stop;
+
+/* --serve: what a client must send in "token" (hex, from getrandom):
+ * the session's tool-exec has it, the commands it runs do not. */
+static char token[33];
 
 static void
 on_signal(int sig)
@@ -202,6 +208,26 @@ handle(struct mcp *m, const cJSON *in, int client, char **out)
 	int rc;
 
 	*out = NULL;
+	if (token[0]) {
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(in, "token");
+		unsigned char diff = 0;
+		size_t i;
+
+		if (!cJSON_IsString(t) || strlen(t->valuestring) != 32)
+			diff = 1;
+		for (i = 0; !diff && i < 32; i++)
+			diff |= (unsigned char)(t->valuestring[i] ^ token[i]);
+		if (diff) {
+			cli_warn("refused a client without the session's token");
+			ans = cJSON_CreateObject();
+			if (!ans || !cJSON_AddStringToObject(ans, "content",
+				"Error: refused: the request does not carry this "
+				"session's token") ||
+			    !cJSON_AddStringToObject(ans, "status", "error"))
+				goto fail;
+			goto print;
+		}
+	}
 	if (cJSON_IsString(op) && !strcmp(op->valuestring, "schema")) {
 		ans = mcp_schema(m);
 		goto print;
@@ -417,6 +443,19 @@ serve(struct mcp *m, const char *path, pid_t watch)
 			close(lfd);
 		return ES_IO;
 	}
+	{
+		unsigned char r[16];
+		size_t i;
+
+		if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+			cli_warn("cannot make a token: %s", strerror(errno));
+			close(lfd);
+			unlink(path);
+			return ES_IO;
+		}
+		for (i = 0; i < sizeof r; i++)
+			snprintf(token + 2 * i, 3, "%02x", r[i]);
+	}
 	if (fflush(stdout) == EOF || (pid = fork()) < 0) {
 		cli_warn("cannot start the server: %s", strerror(errno));
 		close(lfd);
@@ -425,7 +464,7 @@ serve(struct mcp *m, const char *path, pid_t watch)
 	}
 	if (pid > 0) {
 		close(lfd);
-		printf("%ld\n", (long)pid);
+		printf("%ld %s\n", (long)pid, token);
 		return cli_finish(ES_OK);
 	}
 	/* stdin and stdout are nobody's to wait for; stderr stays, for

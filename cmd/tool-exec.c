@@ -536,6 +536,9 @@ print_schema(const struct task_opts *t)
 	}
 	all = cJSON_Parse(sch);
 	more = cJSON_Parse(extra);
+	if (!cJSON_IsArray(more))
+		cli_warn("the MCP tools are left out: mcp-bridge answered: %.200s",
+			 extra);
 	free(extra);
 	while (cJSON_IsArray(all) && cJSON_IsArray(more) &&
 	       (one = cJSON_DetachItemFromArray(more, 0)))
@@ -811,7 +814,8 @@ setup(struct opts *o, struct state *s)
 	 * their own commands cannot write either. */
 	pol = getenv("AGENT_POLICY");
 	if ((pol && *pol && sandbox_protect(&s->sandbox, pol, &err) < 0) ||
-	    protect_lines(&s->sandbox, getenv("AGENT_TODO_PARENTS"), &err) < 0) {
+	    protect_lines(&s->sandbox, getenv("AGENT_TODO_PARENTS"), &err) < 0 ||
+	    protect_lines(&s->sandbox, getenv("AGENT_PROTECT"), &err) < 0) {
 		cli_report(&err);
 		return ES_IO;
 	}

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -581,6 +582,54 @@ server_env(const struct mcp_server *s, const char *tmp, struct ah_error *err)
 	return env;
 }
 
+/* Lets into the server's view (sb, the child's copy) what its command
+ * needs to start, read-only: the program (found on env's PATH) and each
+ * argument that names an existing regular file by its path (a script; a
+ * directory, such as a file server's root, is not let in); a file inside
+ * a node_modules directory brings that whole directory (the package and
+ * its dependencies). */
+static int
+allow_command(struct sandbox *sb, const struct mcp_server *s, char **env,
+	      struct ah_error *err)
+{
+	char found[PATH_MAX], real[PATH_MAX], *nm;
+	const char *path = NULL, *p, *end;
+	struct stat st;
+	size_t i;
+	int k;
+
+	for (i = 0; env[i]; i++)
+		if (!strncmp(env[i], "PATH=", 5))
+			path = env[i] + 5;
+	for (k = 0; s->argv[k]; k++) {
+		const char *a = s->argv[k];
+
+		found[0] = '\0';
+		if (strchr(a, '/'))
+			snprintf(found, sizeof found, "%s", a);
+		else if (k == 0)
+			for (p = path; p && *p; p = *end ? end + 1 : end) {
+				end = strchr(p, ':');
+				if (!end)
+					end = p + strlen(p);
+				snprintf(found, sizeof found, "%.*s/%s",
+					 (int)(end - p), p, a);
+				if (*p == '/' && access(found, X_OK) == 0)
+					break;
+				found[0] = '\0';
+			}
+		if (!found[0] || !realpath(found, real) || stat(real, &st) < 0 ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		nm = strstr(real, "/node_modules/");
+		if (nm)
+			nm[13] = '\0';
+		if (sandbox_allow(sb, real, 0, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* The child: its own process group, killed with us, the pipes as its
  * standard streams, the status pipe as fd 3 (closed by exec) and nothing
  * else open; in the sandbox sb (a copy: the server's network setting in
@@ -591,7 +640,6 @@ child(struct mcp_server *s, struct sandbox *sb, const char *dir, char **env,
 {
 	struct ah_error e = { 0 };
 	int ruleset, userns;
-	size_t i;
 
 	setpgid(0, 0);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -608,14 +656,8 @@ child(struct mcp_server *s, struct sandbox *sb, const char *dir, char **env,
 	}
 	if (sb) {
 		sb->network = s->network;
-		/* the files its command names by absolute path (a script
-		 * outside the workspace) are let into the sandbox's view,
-		 * read-only */
-		for (i = 0; s->argv[i]; i++)
-			if (s->argv[i][0] == '/' &&
-			    sandbox_allow(sb, s->argv[i], 0, &e) < 0)
-				memset(&e, 0, sizeof e);
-		if (sandbox_setup(sb, NULL, &ruleset, &userns, &e) < 0 ||
+		if (allow_command(sb, s, env, &e) < 0 ||
+		    sandbox_setup(sb, NULL, &ruleset, &userns, &e) < 0 ||
 		    sandbox_restrict(sb, ruleset, &e) < 0)
 			goto fail;
 	}

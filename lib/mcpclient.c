@@ -89,7 +89,23 @@ mcp_client_schema(const char *path, struct ah_error *err)
 
 	if (fd < 0)
 		return NULL;
-	rc = exchange(fd, "{\"op\":\"schema\"}", &b, NULL, 0, err);
+	{
+		const char *t = getenv("AGENT_MCP_TOKEN");
+		cJSON *req = cJSON_CreateObject();
+		char *line = NULL;
+
+		if (!req || !cJSON_AddStringToObject(req, "op", "schema") ||
+		    !cJSON_AddStringToObject(req, "token", t ? t : "") ||
+		    !(line = cJSON_PrintUnformatted(req))) {
+			cJSON_Delete(req);
+			close(fd);
+			ah_fail(err, AH_ENOMEM, "out of memory");
+			return NULL;
+		}
+		cJSON_Delete(req);
+		rc = exchange(fd, line, &b, NULL, 0, err);
+		free(line);
+	}
 	close(fd);
 	if (rc != 0) {
 		buf_free(&b);
@@ -113,6 +129,8 @@ mcp_client_call(const char *path, const char *name, const char *args,
 	if (!req || !cJSON_AddStringToObject(req, "op", "call") ||
 	    !cJSON_AddStringToObject(req, "name", name) ||
 	    !cJSON_AddStringToObject(req, "arguments", args) ||
+	    !cJSON_AddStringToObject(req, "token", getenv("AGENT_MCP_TOKEN")
+				     ? getenv("AGENT_MCP_TOKEN") : "") ||
 	    !(line = cJSON_PrintUnformatted(req)))
 		goto out;
 	fd = connect_to(path, &err);

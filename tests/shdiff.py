@@ -238,8 +238,10 @@ class Oracle:
     def run(self, line, mode, k):
         d = os.path.join(self.root, "%d" % k)
         work, log, trace = d + "/w", d + "/log", d + "/trace"
+        # (a process the last run left, still writing, may have made d)
+        shutil.rmtree(d, ignore_errors=True)
         for x in (work, log, trace):
-            os.makedirs(x)
+            os.makedirs(x, exist_ok=True)
         with open(work + "/f", "w") as f:
             f.write("a\n")
         os.mkdir(work + "/d")

@@ -101,9 +101,7 @@ test_expect_success '--session ID -c takes up an earlier session' '
 	jq -s -e "map(.content) | index(\"task a\") != null and index(\"task b\") == null" msgs &&
 	test_expect_code 1 agent-run -C w --session no-such -c x 2>err &&
 	test_grep "no session .no-such." err &&
-	test_expect_code 2 agent-run -C w --session "../x" -c x 2>err &&
-	test_expect_code 2 agent-run -C w --session "$a" x 2>err &&
-	test_grep "goes with --continue or --resume" err
+	test_expect_code 2 agent-run -C w --session "../x" -c x 2>err
 '
 
 # the todo list of a session, as run_todo_write stores it
@@ -235,7 +233,7 @@ test_expect_success 'piped stdin is attached to a task given as arguments, bound
 	echo "{\"repeat\": true, \"content\": \"ok\"}" >script &&
 	start_model script && mkdir w &&
 	printf "Traceback: boom\n" | agent-run -C w "why does this fail?" >answer 2>/dev/null &&
-	jq -s -e ".[-2].content | startswith(\"why does this fail?\") and contains(\"--- stdin ---\nTraceback: boom\n--- end of stdin ---\")" w/.agent/transcript.jsonl &&
+	jq -s -e ".[-2].content | startswith(\"why does this fail?\") and test(\"--- stdin [0-9a-f]{24} ---\nTraceback: boom\n--- end of stdin [0-9a-f]{24} ---\")" w/.agent/transcript.jsonl &&
 	head -c 262145 /dev/zero | tr "\\0" x >big &&
 	test_expect_code 2 agent-run -C w -c "too much" <big 2>err &&
 	test_grep "stdin is larger than 262144 bytes" err &&

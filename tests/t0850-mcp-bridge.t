@@ -333,15 +333,18 @@ test_expect_success 'no server is left running, also after SIGTERM in the middle
 	! kill -0 "$(cat server.pid)" 2>/dev/null
 '
 
-test_expect_success 'the socket: --serve prints its pid, answers schema and calls, ends with the watched process' '
+test_expect_success 'the socket: --serve prints its pid and token, answers schema and calls with the token only, ends with the watched process' '
 	config cfg &&
 	{ sleep 60 & watched=$!; } &&
 	test_when_finished "kill $watched 2>/dev/null; true" &&
-	bridge --mcp-config cfg --serve "$PWD/sock" --watch $watched >pid &&
+	bridge --mcp-config cfg --serve "$PWD/sock" --watch $watched >started &&
+	read -r bpid token <started &&
+	echo "$bpid" >pid &&
 	test_when_finished "kill $(cat pid) 2>/dev/null; true" &&
 	python3 -c "
 import socket, sys, json
-def ask(line):
+def ask(line, token=sys.argv[2]):
+    line = json.dumps(dict(json.loads(line), token=token))
     s = socket.socket(socket.AF_UNIX)
     s.connect(sys.argv[1])
     s.sendall(line.encode() + b\"\\n\")
@@ -353,8 +356,10 @@ def ask(line):
     return json.loads(out)
 print(len(ask(json.dumps({\"op\": \"schema\"}))))
 print(ask(json.dumps({\"op\": \"call\", \"name\": \"mcp__t__echo\", \"arguments\": json.dumps({\"text\": \"via socket\"})})))
-" "$PWD/sock" >out &&
-	printf "%s\n" 11 "{'"'"'content'"'"': '"'"'via socket'"'"', '"'"'status'"'"': '"'"'ok'"'"'}" >expect &&
+print(ask(json.dumps({\"op\": \"schema\"}), token=\"0\" * 32))
+" "$PWD/sock" "$token" >out &&
+	printf "%s\n" 11 "{'"'"'content'"'"': '"'"'via socket'"'"', '"'"'status'"'"': '"'"'ok'"'"'}" \
+		"{'"'"'content'"'"': \"Error: refused: the request does not carry this session'"'"'s token\", '"'"'status'"'"': '"'"'error'"'"'}" >expect &&
 	test_cmp expect out &&
 	kill $watched &&
 	wait_until 5 eval "! kill -0 $(cat pid) 2>/dev/null" &&

@@ -20,9 +20,12 @@ config() {
 
 test_expect_success 'tool-exec --schema: the built-in tools, then the bridge'"'"'s' '
 	config cfg &&
-	mcp-bridge --no-user-config --mcp-config cfg --serve "$PWD/sock" --watch $$ >pid &&
-	test_when_finished "kill $(cat pid) 2>/dev/null; true" &&
-	AGENT_MCP_SOCKET=$PWD/sock tool-exec --schema >schema &&
+	mcp-bridge --no-user-config --mcp-config cfg --serve "$PWD/sock" --watch $$ >started &&
+	read -r bpid token <started &&
+	test_when_finished "kill $bpid 2>/dev/null; true" &&
+	AGENT_MCP_SOCKET=$PWD/sock AGENT_MCP_TOKEN=$token tool-exec --schema >schema &&
+	AGENT_MCP_SOCKET=$PWD/sock AGENT_MCP_TOKEN=wrong tool-exec --schema >schema2 2>err &&
+	test_grep "the MCP tools are left out: mcp-bridge answered: .*refused" err &&
 	jq -r ".[].function.name" schema >names &&
 	test "$(sed -n 1p names)" = bash &&
 	test_grep "^mcp__t__echo\$" names &&
@@ -102,6 +105,16 @@ test_expect_success 'the env of the configuration never reaches the transcript o
 	test_grep ! hunter2 w/.agent/audit.jsonl &&
 	test_grep ! hunter2 requests.jsonl &&
 	test_grep ! hunter2 progress
+'
+
+test_expect_success 'a command the model runs cannot call the bridge past hook-perm: the socket is out of its view, or it has no token' '
+	printf "%s\n" "{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"python3 -c \\\"import json, os, socket; s = socket.socket(socket.AF_UNIX); s.connect(os.environ[\\u0027AGENT_MCP_SOCKET\\u0027]); s.sendall(json.dumps({\\u0027op\\u0027: \\u0027call\\u0027, \\u0027name\\u0027: \\u0027mcp__t__echo\\u0027, \\u0027arguments\\u0027: \\u0027{}\\u0027, \\u0027token\\u0027: os.environ.get(\\u0027AGENT_MCP_TOKEN\\u0027, \\u0027\\u0027)}).encode() + b\\u0027\\\\\\\\n\\u0027); print(s.recv(1000))\\\"\"}}]}" "{\"content\": \"done\"}" >script &&
+	start_model script && mkdir w &&
+	config cfg &&
+	AGENT_PASS_ENV=AGENT_MCP_SOCKET agent-run -y --mcp-config cfg -C w "go" >answer 2>progress &&
+	jq -r "select(.role == \"tool\") | .content" w/.agent/transcript.jsonl >results &&
+	test_grep ! "status.: .ok" results &&
+	test_grep -E "refused: the request does not carry this session|No such file or directory|Permission denied" results
 '
 
 test_expect_success 'a workspace .mcp.json is not used until trusted' '

@@ -117,6 +117,8 @@ static const char *const complex_cases[] = {
 	 * with - or + as options; start-up files; vanishing arguments */
 	"+x|mv", "-x", "bash -la -c 'touch p'", "sh -i", "bash --login -c ls",
 	"bash --rcfile f -c ls", "env a=1 nice -n $x 5 ls", "timeout $t ls",
+	/* a shell's -c string outside the grammar */
+	"sh -c 'ls *'", "bash -c 'declare x'", "env bash -c 'ls &'",
 };
 
 /* With --filter: each line of stdin a JSON string, a command line; each
