@@ -35,6 +35,8 @@ call_gist_key(const char *tool)
 	if (!strcmp(tool, "write_file") || !strcmp(tool, "edit_file") ||
 	    !strcmp(tool, "read_file") || !strcmp(tool, "list_dir"))
 		return "path";
+	if (!strcmp(tool, "grep") || !strcmp(tool, "glob"))
+		return "pattern";
 	return NULL;
 }
 

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -823,6 +824,504 @@ out:
 	return rc;
 }
 
+/* --- grep and glob: ripgrep, run as a bash call is */
+
+#define SEARCH_SHOWN 500           /* entries shown by default */
+#define SEARCH_CAPTURE (32u << 20) /* bytes of rg's output read */
+#define SEARCH_LINE 500            /* bytes of a matching line shown */
+
+/* Appends s to b as one sh word, single-quoted. */
+static int
+sh_word(struct buf *b, const char *s)
+{
+	int rc = buf_putc(b, '\'');
+
+	for (; !rc && *s; s++)
+		rc = *s == '\'' ? buf_printf(b, "'\\''") : buf_putc(b, *s);
+	return rc ? rc : buf_putc(b, '\'');
+}
+
+/* Appends " opt'value'" to b (the value glued to the option, so that one
+ * starting with - is no option of rg's). */
+static int
+sh_opt(struct buf *b, const char *opt, const char *value)
+{
+	return buf_printf(b, " %s", opt) < 0 ? -1 : sh_word(b, value);
+}
+
+/* Does the path (components names[si..ns)) match the glob's components
+ * pat[pi..np)?  ** is any number of components. */
+static int
+glob_parts(char **pat, size_t pi, size_t np, char **names, size_t si,
+	   size_t ns)
+{
+	size_t k;
+
+	if (pi == np)
+		return si == ns;
+	if (!strcmp(pat[pi], "**")) {
+		for (k = si; k <= ns; k++)
+			if (glob_parts(pat, pi + 1, np, names, k, ns))
+				return 1;
+		return 0;
+	}
+	return si < ns && !fnmatch(pat[pi], names[si], 0) &&
+	       glob_parts(pat, pi + 1, np, names, si + 1, ns);
+}
+
+/* Splits s (a copy, modified) at each '/' into v (at most max). */
+static size_t
+split_slash(char *s, char **v, size_t max)
+{
+	size_t n = 0;
+	char *p;
+
+	for (p = strtok_r(s, "/", &s); p && n < max; p = strtok_r(NULL, "/", &s))
+		v[n++] = p;
+	return p ? max + 1 : n;
+}
+
+/* Does path (relative to the working directory) match glob, as
+ * .gitignore reads one: one without a slash matches a name at any
+ * depth; ** any number of directories; ! before it, what does not
+ * match.  -1 when out of memory. */
+static int
+glob_match(const char *glob, const char *path)
+{
+	char *g, *p, *pat[65], *names[257];
+	size_t np, ns;
+	int neg = *glob == '!', r = 0;
+
+	glob += neg;
+	g = malloc(strlen(glob) + 4);
+	p = strdup(path);
+	if (!g || !p) {
+		free(g);
+		free(p);
+		return -1;
+	}
+	snprintf(g, strlen(glob) + 4, "%s%s", strchr(glob, '/') ? "" : "**/",
+		 glob);
+	np = split_slash(g, pat, 64);
+	ns = split_slash(p, names, 256);
+	if (np <= 64 && ns <= 256)
+		r = glob_parts(pat, 0, np, names, 0, ns);
+	free(g);
+	free(p);
+	return neg ? !r : r;
+}
+
+/* The directory or file the model named (default the working directory),
+ * as its real path relative to the root, confined as read_file's is:
+ * TOOL_OK with *real set, TOOL_ERROR with *res, or -1. */
+static int
+search_path(const struct tool_ctx *ctx, const char *tool, const char *path,
+	    char **real, char **res)
+{
+	char msg[512], *rel = NULL;
+	int fd, rc;
+
+	*real = NULL;
+	rc = root_relative(&ctx->root, path, &rel, msg, sizeof msg);
+	if (rc)
+		return rc < 0 ? -1 : answer(res, TOOL_ERROR, "%s", msg);
+	fd = root_openat(&ctx->root, rel, O_PATH, 0);
+	free(rel);
+	if (fd < 0)
+		return path_error(res, tool, path, errno);
+	rc = root_realpath(&ctx->root, fd, real) < 0
+		     ? path_error(res, tool, path, errno) : TOOL_OK;
+	close(fd);
+	return rc;
+}
+
+/* Runs cmd (a command line of rg) as bash runs a command: the same
+ * shell, environment, limits, sandbox and helper, the bash timeout.
+ * TOOL_OK with *r filled (the caller frees r->output) when rg ran to its
+ * end, else the result for the model in *res, or -1. */
+static int
+search_run(const struct tool_ctx *ctx, const char *tool, const char *cmd,
+	   struct proc_result *r, char **res)
+{
+	struct proc_opts o = { 0 };
+	struct ah_error err = { 0 };
+	int rc;
+
+	o.shell = ctx->shell;
+	o.command = cmd;
+	o.timeout = ctx->timeout < ctx->max_timeout ? ctx->timeout
+						     : ctx->max_timeout;
+	o.term_grace = 2;
+	o.grace = ctx->grace;
+	o.max_output = SEARCH_CAPTURE;
+	o.interrupted = ctx->interrupted;
+	o.env = ctx->env;
+	if (ctx->limits) {
+		if (proc_limits_prepare(ctx->limits, &err) < 0)
+			return answer(res, TOOL_ERROR, "Error: %s: %s; the "
+				      "search was not run", tool, err.msg);
+		o.limits = ctx->limits;
+	}
+	if (ctx->sandbox && ctx->sandbox->mode != SANDBOX_OFF) {
+		if (sandbox_prepare(ctx->sandbox, &err) < 0)
+			return answer(res, TOOL_ERROR, "Error: %s: cannot set "
+				      "up the sandbox: %s; the search was not "
+				      "run", tool, err.msg);
+		o.sandbox = ctx->sandbox;
+		o.helper = ctx->helper;
+	}
+	if (proc_run(&o, r, &err) < 0)
+		return answer(res, TOOL_ERROR, "Error: %s: %s", tool, err.msg);
+	if (r->interrupted)
+		rc = answer(res, TOOL_INTERRUPTED, "[interrupted by signal %d: "
+			    "killed]", r->interrupted);
+	else if (r->timed_out)
+		rc = answer(res, TOOL_ERROR, "Error: %s: the search took more "
+			    "than %g s and was killed; narrow it with path, "
+			    "glob or type.", tool, o.timeout);
+	else if (r->limit)
+		rc = answer(res, TOOL_ERROR, "Error: %s: the search went over "
+			    "a limit of tool-exec (--max-procs, --max-memory or "
+			    "--max-file-size) and was killed.", tool);
+	else if (WIFSIGNALED(r->status))
+		rc = answer(res, TOOL_ERROR, "Error: %s: rg was killed by "
+			    "signal %d.", tool, WTERMSIG(r->status));
+	else if (WEXITSTATUS(r->status) == 127)
+		rc = answer(res, TOOL_ERROR, "Error: %s: ripgrep (rg) is not "
+			    "installed where commands run (not found in their "
+			    "PATH); install it (Debian: apt-get install "
+			    "ripgrep) or search with bash.", tool);
+	else if (WEXITSTATUS(r->status) > 2)
+		rc = answer(res, TOOL_ERROR, "Error: %s: rg exited with %d: "
+			    "%.500s", tool, WEXITSTATUS(r->status),
+			    r->output ? r->output : "");
+	else
+		return TOOL_OK;
+	free(r->output);
+	r->output = NULL;
+	return rc;
+}
+
+/* Appends at most SEARCH_LINE bytes of s (its newline dropped), cut
+ * between UTF-8 characters. */
+static int
+line_text(struct buf *b, const char *s)
+{
+	size_t n = strcspn(s, "\n");
+
+	if (n > SEARCH_LINE) {
+		n = SEARCH_LINE;
+		while (n && ((unsigned char)s[n] & 0xC0) == 0x80)
+			n--;
+		return buf_append(b, s, n) < 0 ? -1 : buf_printf(b, " [...]");
+	}
+	if (n && s[n - 1] == '\r')
+		n--;
+	return buf_append(b, s, n);
+}
+
+/* The text of {"text": ...} (rg's form for UTF-8), or a stand-in. */
+static const char *
+rg_text(const cJSON *o, const char *key)
+{
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(o, key), "text");
+
+	return cJSON_IsString(t) ? t->valuestring : "(not UTF-8)";
+}
+
+enum { MODE_CONTENT, MODE_FILES, MODE_COUNT };
+
+/* What grep shows, built as rg's events come. */
+struct hits {
+	struct buf b;
+	int mode;
+	long head, shown, more; /* entries shown, and the rest */
+	const char *glob;       /* only files it matches, or NULL */
+	char *file;             /* the file of the last event */
+	long nfile, lastno;     /* its matches, its last line */
+};
+
+/* The file of h->file is done: its entry, in modes other than content. */
+static int
+hits_file_done(struct hits *h)
+{
+	if (h->mode == MODE_CONTENT || !h->file || !h->nfile)
+		return 0;
+	if (h->shown >= h->head) {
+		h->more++;
+		return 0;
+	}
+	h->shown++;
+	if (h->b.len && buf_putc(&h->b, '\n') < 0)
+		return -1;
+	return h->mode == MODE_FILES ? buf_printf(&h->b, "%s", h->file)
+				     : buf_printf(&h->b, "%s:%ld", h->file,
+						  h->nfile);
+}
+
+/* One event of rg --json: a match or a line of context. */
+static int
+hits_add(struct hits *h, const cJSON *ev)
+{
+	const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
+	const cJSON *data = cJSON_GetObjectItemCaseSensitive(ev, "data");
+	const char *file;
+	int match;
+	long no;
+
+	if (!cJSON_IsString(type) || (strcmp(type->valuestring, "match") &&
+				      strcmp(type->valuestring, "context")))
+		return 0;
+	match = !strcmp(type->valuestring, "match");
+	file = rg_text(data, "path");
+	if (h->glob) {
+		int g = glob_match(h->glob, file);
+
+		if (g <= 0)
+			return g;
+	}
+	no = (long)cJSON_GetNumberValue(
+		cJSON_GetObjectItemCaseSensitive(data, "line_number"));
+	if (!h->file || strcmp(h->file, file)) {
+		if (hits_file_done(h) < 0)
+			return -1;
+		free(h->file);
+		h->file = strdup(file);
+		if (!h->file)
+			return -1;
+		h->nfile = 0;
+		h->lastno = 0;
+	}
+	h->nfile += match;
+	if (h->mode != MODE_CONTENT)
+		return 0;
+	if (h->shown >= h->head) {
+		h->more += match;
+		return 0;
+	}
+	h->shown++;
+	if ((h->b.len && buf_putc(&h->b, '\n') < 0) ||
+	    (h->lastno && no != h->lastno + 1 && buf_printf(&h->b, "--\n") < 0)
+	    || buf_printf(&h->b, "%s%c%ld%c", file, match ? ':' : '-', no,
+			  match ? ':' : '-') < 0 ||
+	    line_text(&h->b, rg_text(data, "lines")) < 0)
+		return -1;
+	h->lastno = no;
+	return 0;
+}
+
+static int
+tool_grep(const struct tool_ctx *ctx, const cJSON *args, char **res)
+{
+	struct buf cmd = BUF_INIT(0), notes = BUF_INIT(0);
+	struct hits h = { BUF_INIT(0), MODE_CONTENT, 0, 0, 0, NULL, NULL, 0,
+			  0 };
+	struct proc_result r = { 0 };
+	const char *pattern, *path, *glob, *type, *mode, *p, *nl;
+	char *real = NULL;
+	const cJSON *ci;
+	long ctxl;
+	int rc;
+
+	if (arg_string(args, "grep", "pattern", 1, &pattern, res) ||
+	    arg_string(args, "grep", "path", 0, &path, res) ||
+	    arg_string(args, "grep", "glob", 0, &glob, res) ||
+	    arg_string(args, "grep", "type", 0, &type, res) ||
+	    arg_string(args, "grep", "output_mode", 0, &mode, res) ||
+	    arg_count(args, "grep", "context", 0, 0, &ctxl, res) ||
+	    arg_count(args, "grep", "head_limit", SEARCH_SHOWN, 1, &h.head,
+		      res))
+		return TOOL_ERROR;
+	ci = cJSON_GetObjectItemCaseSensitive(args, "case_insensitive");
+	if (ci && !cJSON_IsNull(ci) && !cJSON_IsBool(ci))
+		return answer(res, TOOL_ERROR, "Error: grep: 'case_insensitive' "
+			      "must be true or false.");
+	if (mode && !strcmp(mode, "files_with_matches"))
+		h.mode = MODE_FILES;
+	else if (mode && !strcmp(mode, "count"))
+		h.mode = MODE_COUNT;
+	else if (mode && strcmp(mode, "content"))
+		return answer(res, TOOL_ERROR, "Error: grep: 'output_mode' must "
+			      "be content, files_with_matches or count.");
+	if (ctxl > 100)
+		ctxl = 100;
+	/* matched here, not by rg --glob, which would override .gitignore */
+	h.glob = glob;
+	rc = search_path(ctx, "grep", path ? path : ".", &real, res);
+	if (rc)
+		return rc;
+	rc = -1;
+	/* rg's own configuration file is not read; .gitignore is obeyed
+	 * in a directory that is no git repository too; no symbolic link
+	 * is followed below the path */
+	if (buf_printf(&cmd, "exec rg --json --no-config --no-require-git "
+		       "--sort path") < 0 ||
+	    (ci && cJSON_IsTrue(ci) && buf_printf(&cmd, " -i") < 0) ||
+	    (h.mode == MODE_FILES && buf_printf(&cmd, " --max-count 1") < 0) ||
+	    (h.mode == MODE_CONTENT && ctxl &&
+	     buf_printf(&cmd, " --context %ld", ctxl) < 0) ||
+	    (type && sh_opt(&cmd, "--type=", type) < 0) ||
+	    sh_opt(&cmd, "--regexp=", pattern) < 0 ||
+	    (strcmp(real, ".") &&
+	     (buf_printf(&cmd, " -- ") < 0 || sh_word(&cmd, real) < 0)))
+		goto out;
+	rc = search_run(ctx, "grep", cmd.data, &r, res);
+	if (rc)
+		goto out;
+	rc = -1;
+	for (p = r.output ? r.output : ""; *p; p = *nl ? nl + 1 : nl) {
+		cJSON *ev;
+		size_t n;
+		int e;
+
+		nl = p + strcspn(p, "\n");
+		n = (size_t)(nl - p);
+		ev = *p == '{' ? cJSON_ParseWithLength(p, n) : NULL;
+		if (!ev) {
+			/* what rg said on its standard error */
+			if (n && ((notes.len && buf_putc(&notes, '\n') < 0) ||
+				  buf_append(&notes, p, n) < 0))
+				goto out;
+			continue;
+		}
+		e = hits_add(&h, ev);
+		cJSON_Delete(ev);
+		if (e < 0)
+			goto out;
+	}
+	if (hits_file_done(&h) < 0)
+		goto out;
+	if (WEXITSTATUS(r.status) == 2 && !h.shown) {
+		rc = answer(res, TOOL_ERROR, "Error: grep: %s", notes.len
+			    ? notes.data : "rg failed");
+		goto out;
+	}
+	if (!h.b.len && buf_printf(&h.b, "(no matches)") < 0)
+		goto out;
+	if (h.more && buf_printf(&h.b, "\n[... and %ld more %s; narrow the "
+				 "search or raise head_limit]", h.more,
+				 h.mode == MODE_CONTENT ? "matching lines"
+							: "files") < 0)
+		goto out;
+	if (notes.len && buf_printf(&h.b, "\n[rg: %s]", notes.data) < 0)
+		goto out;
+	rc = bounded(ctx, &h.b, res);
+out:
+	free(r.output);
+	free(real);
+	free(h.file);
+	buf_free(&cmd);
+	buf_free(&h.b);
+	buf_free(&notes);
+	return rc;
+}
+
+/* A file glob found, and when it was last modified. */
+struct found {
+	char *name;
+	struct timespec mtime;
+};
+
+/* Newest first; then by name. */
+static int
+cmp_found(const void *a, const void *b)
+{
+	const struct found *x = a, *y = b;
+
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? 1 : -1;
+	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+		return x->mtime.tv_nsec < y->mtime.tv_nsec ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static int
+tool_glob(const struct tool_ctx *ctx, const cJSON *args, char **res)
+{
+	struct buf cmd = BUF_INIT(0), b = BUF_INIT(0), notes = BUF_INIT(0);
+	struct proc_result r = { 0 };
+	struct found *f = NULL, *more;
+	const char *pattern, *path;
+	char *real = NULL, *p, *nl, *next;
+	size_t n = 0, cap = 0, i;
+	struct stat st;
+	int rc, g;
+
+	if (arg_string(args, "glob", "pattern", 1, &pattern, res) ||
+	    arg_string(args, "glob", "path", 0, &path, res))
+		return TOOL_ERROR;
+	rc = search_path(ctx, "glob", path ? path : ".", &real, res);
+	if (rc)
+		return rc;
+	rc = -1;
+	if (buf_printf(&cmd, "exec rg --files --no-config --no-require-git") < 0
+	    || (strcmp(real, ".") &&
+		(buf_printf(&cmd, " -- ") < 0 || sh_word(&cmd, real) < 0)))
+		goto out;
+	rc = search_run(ctx, "glob", cmd.data, &r, res);
+	if (rc)
+		goto out;
+	rc = -1;
+	for (p = r.output ? r.output : ""; *p; p = next) {
+		nl = p + strcspn(p, "\n");
+		next = *nl ? nl + 1 : nl;
+		if (nl == p)
+			continue;
+		/* rg's messages, when it had some (exit 2) */
+		if (WEXITSTATUS(r.status) == 2 && !strncmp(p, "rg: ", 4)) {
+			if ((notes.len && buf_putc(&notes, '\n') < 0) ||
+			    buf_append(&notes, p, (size_t)(nl - p)) < 0)
+				goto out;
+			continue;
+		}
+		*nl = '\0';
+		g = glob_match(pattern, p);
+		if (g < 0)
+			goto out;
+		if (!g)
+			continue;
+		/* the time of the name itself (no link is followed); one
+		 * gone meanwhile counts as oldest */
+		if (fstatat(ctx->root.fd, p, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			st.st_mtim.tv_sec = st.st_mtim.tv_nsec = 0;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			more = realloc(f, cap * sizeof *f);
+			if (!more)
+				goto out;
+			f = more;
+		}
+		f[n].name = p;
+		f[n++].mtime = st.st_mtim;
+	}
+	if (notes.len && !n) {
+		rc = answer(res, TOOL_ERROR, "Error: glob: %s", notes.data);
+		goto out;
+	}
+	if (n)
+		qsort(f, n, sizeof *f, cmp_found);
+	for (i = 0; i < n && i < SEARCH_SHOWN; i++)
+		if ((b.len && buf_putc(&b, '\n') < 0) ||
+		    buf_printf(&b, "%s", f[i].name) < 0)
+			goto out;
+	if ((!b.len && buf_printf(&b, "(no files)") < 0) ||
+	    (n > SEARCH_SHOWN && buf_printf(&b, "\n[... and %zu more files; "
+					    "narrow the pattern or the path]",
+					    n - SEARCH_SHOWN) < 0) ||
+	    (notes.len && buf_printf(&b, "\n[%s]", notes.data) < 0))
+		goto out;
+	rc = bounded(ctx, &b, res);
+out:
+	free(f);
+	free(r.output);
+	free(real);
+	buf_free(&cmd);
+	buf_free(&b);
+	buf_free(&notes);
+	return rc;
+}
+
 /* --- run_todo_write */
 
 static int
@@ -877,6 +1376,8 @@ tool_call(const struct tool_ctx *ctx, const char *name, const char *argstr,
 		{ "read_file", tool_read_file },
 		{ "write_file", tool_write_file },
 		{ "edit_file", tool_edit_file },
+		{ "grep", tool_grep },
+		{ "glob", tool_glob },
 	};
 	const char *dup = NULL;
 	size_t i, off = 0, n;
@@ -897,7 +1398,8 @@ tool_call(const struct tool_ctx *ctx, const char *name, const char *argstr,
 	if (i == sizeof tools / sizeof *tools && strcmp(name, "run_todo_write"))
 		return answer(res, TOOL_ERROR, "Error: unknown tool '%.100s'; "
 			      "the tools are bash, list_dir, read_file, "
-			      "write_file, edit_file, run_todo_write%s.", name,
+			      "write_file, edit_file, grep, glob, "
+			      "run_todo_write%s.", name,
 			      task_offered(ctx->task) ? " and task" : "");
 	args = json_parse(argstr, n, &off);
 	if (!args)

@@ -7,11 +7,11 @@ content() { jq -j .content "$1"; }
 # bash_call FILE: a bash call of the command held in FILE (no quoting).
 bash_call() { call_msg bash "$(jq -Rsc "{command: .}" "$1")"; }
 
-test_expect_success '--schema prints the six tools and task in Chat Completions form' '
+test_expect_success '--schema prints the eight tools and task in Chat Completions form' '
 	tool-exec --schema >schema &&
-	jq -e "length == 7 and all(.type == \"function\")" schema &&
+	jq -e "length == 9 and all(.type == \"function\")" schema &&
 	jq -r ".[].function.name" schema >names &&
-	printf "bash\nlist_dir\nread_file\nwrite_file\nedit_file\nrun_todo_write\ntask\n" >expect &&
+	printf "bash\nlist_dir\nread_file\nwrite_file\nedit_file\nrun_todo_write\ngrep\nglob\ntask\n" >expect &&
 	test_cmp expect names &&
 	jq -e ".[5].function.parameters.properties.todos.items.required == [\"id\",\"content\",\"status\"]" schema &&
 	jq -e ".[5].function.description | startswith(\"Create or update the full task todo list.\")" schema

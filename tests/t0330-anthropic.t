@@ -41,7 +41,7 @@ test_expect_success 'tools, parallel calls and their results, as the API groups 
 		"{\"role\":\"tool\",\"tool_call_id\":\"toolu_b\",\"content\":\"Error: no f\"}" >>t.jsonl &&
 	agent-step --tools tools.json <t.jsonl >out &&
 	jq -e ".content == \"Two files.\"" out &&
-	test "$(req 1 ".tools | map(.name) | join(\",\")")" = "\"bash,list_dir,read_file,write_file,edit_file,run_todo_write,task\"" &&
+	test "$(req 1 ".tools | map(.name) | join(\",\")")" = "\"bash,list_dir,read_file,write_file,edit_file,run_todo_write,grep,glob,task\"" &&
 	test "$(req 1 ".tools[-1].cache_control.type")" = "\"ephemeral\"" &&
 	test "$(req 1 ".tools[0] | has(\"input_schema\")")" = true &&
 	req 2 ".messages" >sent &&

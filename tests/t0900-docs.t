@@ -72,7 +72,7 @@ test_expect_success 'a full stdout: exit 3 and one message with the reason, ever
 
 test_expect_success 'share/*.json: valid (jq -e), and what the programs compiled in' '
 	jq -e "type == \"object\" and (.default | IN(\"allow\", \"ask\", \"deny\")) and (.rules | length > 5) and all(.rules[]; (.name | type) == \"string\" and (.if | type) == \"string\" and (.decision | IN(\"allow\", \"ask\", \"deny\")) and (.reason | type) == \"string\")" "$SRC_DIR/share/policy.json" &&
-	jq -e "type == \"array\" and length == 6 and all(.[]; .type == \"function\" and (.function.name | type) == \"string\" and .function.parameters.type == \"object\")" "$SRC_DIR/share/tools.json" &&
+	jq -e "type == \"array\" and length == 8 and all(.[]; .type == \"function\" and (.function.name | type) == \"string\" and .function.parameters.type == \"object\")" "$SRC_DIR/share/tools.json" &&
 	hook-perm --print-policy >policy.json &&
 	test_cmp "$SRC_DIR/share/policy.json" policy.json &&
 	jq -e "type == \"object\" and .function.name == \"task\" and .function.parameters.type == \"object\"" "$SRC_DIR/share/task.json" &&

@@ -49,7 +49,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	test_expect_success 'tools/deps.sh names python3 when it is missing' '
 		d=$(mktemp -d "$AH_TMPDIR/ah-deps.XXXXXX") &&
 		test_when_finished "rm -rf \"$d\"" &&
-		for c in sh cc gcc cpp as ld prove perl jq shellcheck mandoc pgrep script curl wget nc git parallel id printf; do
+		for c in sh cc gcc cpp as ld prove perl jq shellcheck mandoc pgrep script curl wget nc git parallel rg id printf; do
 			p=$(command -v $c) && ln -s "$p" "$d/" || return 1
 		done &&
 		chmod 755 "$d" &&
@@ -279,5 +279,99 @@ test_expect_success '--session ID TASK goes on with that session; a unique prefi
 	test "$(cat answer)" = "Again." &&
 	test "$(sed -n "s/^{\"id\":\"\([^\"]*\)\".*/\1/p" w/.agent/session.json)" = "$b"
 '
+
+test_expect_success '-o FILE: the final answer into FILE too, also with --json; a FILE in no directory is refused first' '
+	echo "{\"repeat\": true, \"content\": \"The answer.\"}" >script &&
+	start_model script && mkdir w &&
+	agent-run -C w -o last.txt "hi" >answer 2>progress &&
+	test "$(cat last.txt)" = "The answer." && test_cmp answer last.txt &&
+	agent-run -C w --json --output-last-message=last2.txt "hi" >events 2>progress &&
+	test "$(cat last2.txt)" = "The answer." &&
+	agent-run -C w --sessions >before &&
+	test_expect_code 2 agent-run -C w -o nodir/last.txt "hi" 2>err &&
+	test_grep "^agent-run: --output-last-message: no directory" err &&
+	agent-run -C w --sessions >after &&
+	test_cmp before after
+'
+
+test_expect_success '--ephemeral: the session is not kept, and the one before is the last again' '
+	cat >script <<-\EOF &&
+	{"content": "Kept."}
+	{"tool_calls": [{"name": "run_todo_write", "arguments": {"todos": [{"id": "x", "content": "passing", "status": "completed"}]}}]}
+	{"content": "Passing."}
+	{"content": "Back to kept."}
+	EOF
+	start_model script && mkdir w &&
+	agent-run -C w "keep me" >answer 2>progress &&
+	agent-run -C w --sessions >before &&
+	agent-run -C w -y --ephemeral "just asking" >answer 2>progress &&
+	test "$(cat answer)" = Passing. &&
+	test ! -e w/todo.json &&
+	agent-run -C w --sessions >after &&
+	jq -s -e "length == 1 and .[0].task == \"keep me\"" after &&
+	agent-run -C w -c "more" >answer 2>progress &&
+	test "$(cat answer)" = "Back to kept." &&
+	req 4 "[.messages[1:][] | .content]" >msgs &&
+	jq -e ". == [\"keep me\", \"Kept.\", \"more\"]" msgs &&
+	test_expect_code 2 agent-run -C w --ephemeral -c "x" 2>err &&
+	test_grep "ephemeral starts a new session" err
+'
+
+# doc_lines FILE START: the lines of the example in FILE that follow the
+# line START, to the end of its block, as a script ("$ " taken off)
+doc_lines() {
+	awk -v start="$2" '
+		found && (/^\.Ed/ || /^$/ && n) { exit }
+		found { sub(/^\$ /, ""); sub(/^    /, ""); print; n++ }
+		index($0, start) == 1 { found = 1; getline; if ($0 !~ /^\.Bd/) { sub(/^    /, ""); print; n++ } }
+	' "$1"
+}
+
+test_expect_success 'printed examples in an ordinary repository: AGENTS.md, a plan made beside a command, a subagent' '
+	cat >script <<-\EOF &&
+	{"match": "parent", "tool_calls": [{"name": "run_todo_write", "arguments": {"todos": [{"id": "a", "content": "look", "status": "in_progress"}]}}, {"name": "bash", "arguments": {"command": "ls"}}]}
+	{"match": "parent", "tool_calls": [{"name": "task", "arguments": {"description": "d", "prompt": "look around"}}]}
+	{"match": "look around", "content": "I looked."}
+	{"match": "parent", "content": "Done."}
+	EOF
+	start_model script && mkdir r && git -C r init -q &&
+	echo "Be brief." >r/AGENTS.md &&
+	(cd r && agent-run -y --stop-checks 0 "parent task" >answer 2>progress) &&
+	doc_lines "$SRC_DIR/man/hook-audit.1" "When the plan changed:" >plan.sh &&
+	test_grep "run_todo_write" plan.sh &&
+	(cd r && sh -e ../plan.sh) >plan.out &&
+	test_grep "\"in_progress\"" plan.out &&
+	grep -A 1 "^    agent-run --sessions | jq -r .select(.parent)" "$SRC_DIR/README.md" |
+		sed "s/^    //" >kids.sh &&
+	test_line_count = 2 kids.sh &&
+	(cd r && sh -e ../kids.sh) >kids.out &&
+	echo "[\"look around\",\"I looked.\"]" >expect &&
+	test_cmp expect kids.out
+'
+
+test_expect_success 'the README'"'"'s recipes over what a session leaves, in a session that kept no list' '
+	echo "{\"content\": \"Done.\"}" >script &&
+	start_model script && mkdir r && git -C r init -q &&
+	(cd r && agent-run "hi" >answer 2>progress) &&
+	test ! -e r/todo.json &&
+	doc_lines "$SRC_DIR/README.md" "Recipes over what a session leaves:" | grep -v "^cp -R" >recipes.sh &&
+	test_grep "todo.json" recipes.sh &&
+	(cd r && sh -e ../recipes.sh) >out
+'
+
+if [ "$(id -u)" != 0 ]; then
+	test_expect_success 'a read-only checkout: agent-run says so in its own words' '
+		mkdir ro && chmod 555 ro &&
+		test_when_finished "chmod 755 ro" &&
+		test_expect_code 1 agent-run -C ro "hi" 2>err &&
+		test_grep "^agent-run: cannot create .*/ro/.agent., where the session is kept: Permission denied$" err
+	'
+else
+	test_expect_success 'a read-only checkout (a read-only mount): agent-run says so in its own words' '
+		mkdir ro &&
+		test_expect_code 1 unshare -m sh -c "mount --bind -o ro ro ro 2>/dev/null || mount -o remount,bind,ro ro; agent-run -C ro hi" 2>err &&
+		test_grep "^agent-run: cannot create .*/ro/.agent., where the session is kept: Read-only file system$" err
+	'
+fi
 
 test_done

@@ -31,6 +31,8 @@ command -v nc >/dev/null 2>&1 || missing="$missing netcat-openbsd"
 command -v git >/dev/null 2>&1 || missing="$missing git"
 # examples/parallel.sh, tested by t0550
 command -v parallel >/dev/null 2>&1 || missing="$missing parallel"
+# tool-exec's grep and glob tools run ripgrep, tested by t0205
+command -v rg >/dev/null 2>&1 || missing="$missing ripgrep"
 
 [ -z "$missing" ] && exit 0
 
