@@ -108,7 +108,7 @@ agent_session() {
 	EOF
 	start_model script --real-usage &&
 	mkdir -p "$1" && echo "{\"mine\": 1}" >"$1/todo.json" &&
-	agent-run -y --stop-checks 0 --context-window 3500 -C "$1" "main job" </dev/null >/dev/null 2>>"$1.err"
+	agent-run -y --stop-checks 0 --context-window 4200 -C "$1" "main job" </dev/null >/dev/null 2>>"$1.err"
 	as_st1_=$?
 	find "$1/.agent" >"$1.files1" 2>/dev/null
 	agent-run -y -C "$1" "second job" </dev/null >/dev/null 2>>"$1.err"
