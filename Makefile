@@ -89,6 +89,7 @@ deps:
 
 $(BUILD)/.deps:
 	@sh tools/deps.sh
+	@sh tools/mcp-servers.sh
 	@mkdir -p $(@D) && touch $@
 
 $(BUILD)/lib/%.o: lib/%.c | $(BUILD)/.deps

@@ -359,4 +359,19 @@ test_expect_success 'the README'"'"'s recipes over what a session leaves, in a s
 	(cd r && sh -e ../recipes.sh) >out
 '
 
+if [ "$(id -u)" != 0 ]; then
+	test_expect_success 'a read-only checkout: agent-run says so in its own words' '
+		mkdir ro && chmod 555 ro &&
+		test_when_finished "chmod 755 ro" &&
+		test_expect_code 1 agent-run -C ro "hi" 2>err &&
+		test_grep "^agent-run: cannot create .*/ro/.agent., where the session is kept: Permission denied$" err
+	'
+else
+	test_expect_success 'a read-only checkout (a read-only mount): agent-run says so in its own words' '
+		mkdir ro &&
+		test_expect_code 1 unshare -m sh -c "mount --bind -o ro ro ro 2>/dev/null || mount -o remount,bind,ro ro; agent-run -C ro hi" 2>err &&
+		test_grep "^agent-run: cannot create .*/ro/.agent., where the session is kept: Read-only file system$" err
+	'
+fi
+
 test_done

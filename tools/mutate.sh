@@ -30,12 +30,22 @@ set -u
 LC_ALL=C
 export LC_ALL
 prog=mutate
-src=$(cd "$(dirname "$0")/.." && pwd)
+# sh reads a script as it runs it: this one runs from a copy, so that the
+# tree's may change meanwhile (a run takes an hour)
+if [ -z "${MUTATE_SELF:-}" ]; then
+	MUTATE_SRC=$(cd "$(dirname "$0")/.." && pwd) || exit 1
+	MUTATE_SELF=$(mktemp "${TMPDIR:-/tmp}/ah-mutate-sh.XXXXXX") || exit 1
+	cp "$0" "$MUTATE_SELF" || exit 1
+	export MUTATE_SRC MUTATE_SELF
+	exec sh "$MUTATE_SELF" "$@"
+fi
+src=$MUTATE_SRC
+rm -f "$MUTATE_SELF" # sh has it open: it reads on from the open file
 dir=${MUTANTS_DIR:-$src/tests/mutants}
 check=0 limit=300 baseline=1
 
 usage() {
-	sed -n '/^# usage/,/^# env/p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '/^# usage/,/^# env/p' "$src/tools/mutate.sh" | sed 's/^# \{0,1\}//'
 }
 while [ $# -gt 0 ]; do
 	case $1 in
