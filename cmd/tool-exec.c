@@ -172,8 +172,8 @@ bash_ending(const char *res, char *out, size_t n)
 	return NULL;
 }
 
-/* The gist of a call for a person watching: the command, the path, or
- * the number of todos. */
+/* The gist of a call for a person watching: the command, the path, the
+ * pattern searched, or the number of todos. */
 static void
 progress(const cJSON *call, int rc, const char *res)
 {
@@ -188,7 +188,8 @@ progress(const cJSON *call, int rc, const char *res)
 					: NULL;
 	const cJSON *g = cJSON_GetObjectItemCaseSensitive(args,
 		!strcmp(tool, "bash") ? "command" :
-		!strcmp(tool, "task") ? "description" : "path");
+		!strcmp(tool, "task") ? "description" :
+		!strcmp(tool, "grep") || !strcmp(tool, "glob") ? "pattern" : "path");
 	const cJSON *todos = cJSON_GetObjectItemCaseSensitive(args, "todos");
 	const char *end;
 	char gist[81], ending[48], *safe_tool, *safe_gist, *safe_res;

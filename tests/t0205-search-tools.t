@@ -139,6 +139,7 @@ test_expect_success 'agent-run without -y nor a terminal searches and reads, no 
 	AGENT_MODEL=scripted agent-run -C "$SCRATCH/w" "where is foo" </dev/null >answer 2>progress &&
 	test "$(cat answer)" = "Found it." &&
 	test_grep ! -i "denied" progress &&
+	test_grep "allow grep again -> ok" progress &&
 	req 2 ".messages | map(select(.role == \"tool\")) | .[1].content" >actual &&
 	test "$(cat actual)" = "\"src/a.c:3:foo again\"" &&
 	req 2 ".messages | map(select(.role == \"tool\")) | .[0].content" >actual &&

@@ -247,14 +247,14 @@ test_expect_success 'agent-run: kill -9 of agent-run alone, or Ctrl-C, stops a h
 	{ setsid agent-run -y --sandbox off --hooks h.json -C w "make it" >answer 2>progress & pid=$!; } &&
 	sid=$(ps -o sid= -p $pid | tr -d " ") && test -n "$sid" &&
 	test_when_finished "kill_session $sid" &&
-	wait_until 20 test -s sleep.pid &&
+	wait_until 60 test -s sleep.pid &&
 	kill -9 $pid && { wait $pid || :; } &&
 	wait_until 10 gone "$(cat sleep.pid)" &&
 	test ! -e w/made &&
 	rm sleep.pid &&
 	start_model script &&
 	{ fg_signals agent-run -y --sandbox off --hooks h.json -C w --resume >answer 2>progress & pid=$!; } &&
-	wait_until 20 test -s sleep.pid &&
+	wait_until 60 test -s sleep.pid &&
 	kill -INT $pid && { wait $pid; test $? = 130; } &&
 	wait_until 10 gone "$(cat sleep.pid)" &&
 	test ! -e w/made &&
