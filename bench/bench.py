@@ -474,9 +474,12 @@ def mcp_harness(bindir, cfg, work, n):
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"],
                AGENT_MCP_SOCKET=sock, AGENT_WORKDIR=work)
     env.pop("AGENT_MCP_CONFIG", None)
-    pid = int(subprocess.check_output(
+    # it prints its pid and the token a call must carry (tool-exec's)
+    pid, token = subprocess.check_output(
         [os.path.join(bindir, "mcp-bridge"), "--no-user-config", "--mcp-config", cfg,
-         "--serve", sock, "--watch", str(os.getpid())], env=env, cwd=work))
+         "--serve", sock, "--watch", str(os.getpid())], env=env, cwd=work).split()
+    pid = int(pid)
+    env["AGENT_MCP_TOKEN"] = token.decode()
     te = subprocess.Popen([os.path.join(bindir, "tool-exec"), "--yes"], env=env,
                           cwd=work, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           bufsize=0)
@@ -511,7 +514,9 @@ def mcp_main(a):
             f.write(MCP_SERVER)
         cfg = os.path.join(work, "mcp.json")
         with open(cfg, "w") as f:
-            json.dump({"mcpServers": {"t": {"command": sys.executable,
+            # python3 by name: inside the sandbox's view it is the
+            # system's (an interpreter under the home is not in that view)
+            json.dump({"mcpServers": {"t": {"command": "python3",
                                             "args": [server]}}}, f)
         direct, through = [], []
         for _ in range(a.runs):

@@ -364,7 +364,8 @@ session_list(const char *agentdir, struct buf *out, struct ah_error *err)
 	i = 0;
 	for (rec = list->child; rec; rec = rec->next)
 		v[i++] = rec;
-	qsort(v, n, sizeof *v, newest_first);
+	if (n) /* qsort wants an array, even of none */
+		qsort(v, n, sizeof *v, newest_first);
 	for (i = 0; i < n; i++) {
 		char *s = cJSON_PrintUnformatted(v[i]);
 
