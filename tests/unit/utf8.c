@@ -105,8 +105,8 @@ main(void)
 	term(S("a\xFF\xC3"), 0, S("a\\xff\\xc3"), "ill-formed bytes as \\xnn");
 	term(S("\xE1\x80\xC0"), 0, S("\\xe1\\x80\\xc0"),
 	     "each byte of an ill-formed subpart");
-	term(S("rm \xE2\x80\xAE" "fdp.exe"), 0, S("rm \xE2\x80\xAE" "fdp.exe"),
-	     "bidi kept without TERM_SHOW_HIDDEN");
+	term(S("rm \xE2\x80\xAE" "fdp.exe"), 0, S("rm \\u{202E}fdp.exe"),
+	     "bidi shown without TERM_SHOW_HIDDEN too (issue 30 item 19)");
 	term(S("rm \xE2\x80\xAE" "fdp.exe\xE2\x80\x8B\xEF\xBB\xBF\xE2\x81\xA6"),
 	     TERM_SHOW_HIDDEN, S("rm \\u{202E}fdp.exe\\u{200B}\\u{FEFF}\\u{2066}"),
 	     "RLO, zero-width space, BOM, isolate shown with TERM_SHOW_HIDDEN");
