@@ -75,23 +75,24 @@ TASK_LOG=.
 
 test_expect_success 'schema: task offered at depth 0, not at 1 unless AGENT_MAX_DEPTH allows, at most 3' '
 	tool-exec --schema >s0 &&
-	jq -e "length == 7 and .[6].function.name == \"task\" and
-		.[6].function.parameters.required == [\"description\", \"prompt\"] and
-		.[6].function.parameters.properties.read_only.type == \"boolean\"" s0 &&
-	jq -r ".[6].function.description" s0 >desc &&
+	jq -e "map(.function.name) | index(\"task\") == length - 1" s0 &&
+	jq -e ".[-1].function.parameters.required == [\"description\", \"prompt\"] and
+		.[-1].function.parameters.properties.read_only.type == \"boolean\"" s0 &&
+	jq -r ".[-1].function.description" s0 >desc &&
+	n=$(jq length s0) &&
 	test_grep "does not see this conversation" desc &&
 	test_grep "final answer" desc &&
 	AGENT_DEPTH=1 tool-exec --schema >s1 &&
-	jq -e "length == 6 and all(.function.name != \"task\")" s1 &&
+	jq -e "length == $n - 1 and all(.function.name != \"task\")" s1 &&
 	AGENT_DEPTH=1 AGENT_MAX_DEPTH=2 tool-exec --schema >s2 &&
-	jq -e "length == 7" s2 &&
+	jq -e "length == $n" s2 &&
 	AGENT_MAX_DEPTH=0 tool-exec --schema >s3 &&
-	jq -e "length == 6" s3 &&
+	jq -e "length == $n - 1" s3 &&
 	AGENT_DEPTH=2 AGENT_MAX_DEPTH=9 tool-exec --schema >s4 2>err4 &&
-	jq -e "length == 7" s4 &&
+	jq -e "length == $n" s4 &&
 	test_grep "AGENT_MAX_DEPTH=9 is above the hard maximum 3; 3 is used" err4 &&
 	AGENT_DEPTH=3 AGENT_MAX_DEPTH=9 tool-exec --schema >s5 2>/dev/null &&
-	jq -e "length == 6" s5 &&
+	jq -e "length == $n - 1" s5 &&
 	test_expect_code 2 env AGENT_DEPTH=x tool-exec --schema 2>err6 &&
 	test_grep "AGENT_DEPTH: .x. is not a whole number" err6 &&
 	test_expect_code 2 env AGENT_MAX_TASKS=0 tool-exec --schema 2>/dev/null &&
