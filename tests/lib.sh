@@ -366,6 +366,23 @@ some_left() {
 	test "$(left "$1" | wc -l)" -ge "$2"
 }
 
+# new_session_of PID: the session of PID, a child started with setsid,
+# once it is its own: ps right after the & can still see it in ours (and
+# kill_session would then stop this very script).  Fails, printing
+# nothing, when PID is gone, or still in our session after 5 s.
+new_session_of() {
+	ns_own_=$(ps -o sid= -p $$ | tr -d ' ')
+	ns_left_=250
+	while ns_sid_=$(ps -o sid= -p "$1" | tr -d ' ') && [ -n "$ns_sid_" ]; do
+		[ "$ns_sid_" != "$ns_own_" ] && { echo "$ns_sid_"; return 0; }
+		[ "$ns_left_" -gt 0 ] || break
+		ns_left_=$((ns_left_ - 1))
+		sleep 0.02
+	done
+	echo "new_session_of: process $1 is gone, or in our session still" >&2
+	return 1
+}
+
 # kill_session SID: SIGKILL to every process of session SID, as a power
 # cut would.  The processes are stopped first: killed one after the
 # other, those still running could see the others die and act on it
@@ -382,6 +399,10 @@ kill_session() {
 		echo "kill_session: '$1' is not a session id" >&2
 		return 1 ;;
 	esac
+	if [ "$1" = "$(ps -o sid= -p $$ | tr -d ' ')" ]; then
+		echo "kill_session: $1 is this script's own session" >&2
+		return 1
+	fi
 	for _ in 1 2 3; do
 		pkill -STOP -s "$1" || return 0
 	done

@@ -245,7 +245,7 @@ test_expect_success 'agent-run: kill -9 of agent-run alone, or Ctrl-C, stops a h
 	hook slow "cat >/dev/null; sleep 60 & echo \$! >\"$PWD/sleep.pid\"; wait" &&
 	settings PreToolUse Bash "$PWD/slow" 100 >h.json &&
 	{ setsid agent-run -y --sandbox off --hooks h.json -C w "make it" >answer 2>progress & pid=$!; } &&
-	sid=$(ps -o sid= -p $pid | tr -d " ") && test -n "$sid" &&
+	sid=$(new_session_of $pid) && test -n "$sid" &&
 	test_when_finished "kill_session $sid" &&
 	wait_until 60 test -s sleep.pid &&
 	kill -9 $pid && { wait $pid || :; } &&

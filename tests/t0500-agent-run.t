@@ -144,7 +144,7 @@ for mode in ring step; do
 		EOF
 		start_model script && mkdir w &&
 		{ setsid agent-run $flag -y -C w 'crash' >answer 2>progress & pid=\$!; } &&
-		sid=\$(ps -o sid= -p \$pid | tr -d ' ') && test -n \"\$sid\" &&
+		sid=\$(new_session_of \$pid) && test -n \"\$sid\" &&
 		test_when_finished \"kill_session \$sid\" &&
 		wait_until 10 test -e w/killme &&
 		kill_session \"\$sid\" && { wait \$pid || :; } && sleep 0.2 &&
@@ -222,7 +222,7 @@ for mode in ring step; do
 		start_model script && mkdir w tmp &&
 		{ TMPDIR=\$PWD/tmp setsid agent-run $flag -y -C w count >answer 2>progress &
 		  pid=\$!; } &&
-		sid=\$(ps -o sid= -p \$pid | tr -d ' ') && test -n \"\$sid\" &&
+		sid=\$(new_session_of \$pid) && test -n \"\$sid\" &&
 		test_when_finished \"kill_session \$sid\" &&
 		wait_until 30 test -e w/started &&
 		test \"\$(session_servers)\" = 1 &&
@@ -238,7 +238,7 @@ for mode in ring step; do
 		start_model script && mkdir w tmp &&
 		{ TMPDIR=\$PWD/tmp setsid agent-run $flag -y -C w wait >answer 2>progress &
 		  run=\$!; } &&
-		sid=\$(ps -o sid= -p \$run | tr -d ' ') && test -n \"\$sid\" &&
+		sid=\$(new_session_of \$run) && test -n \"\$sid\" &&
 		test_when_finished \"kill_session \$sid\" &&
 		wait_until 10 test -s requests.jsonl &&
 		wait_until 10 test -n \"\$(servers)\" &&
@@ -337,7 +337,7 @@ test_expect_success 'a second agent-run in the same directory is refused' '
 	echo "{\"tool_calls\": [{\"name\": \"bash\", \"arguments\": {\"command\": \"touch busy; sleep 38.5\"}}], \"repeat\": true}" >script &&
 	start_model script && mkdir w &&
 	{ setsid agent-run -y -C w "first" >/dev/null 2>&1 & pid=$!; } &&
-	sid=$(ps -o sid= -p $pid | tr -d " ") && test -n "$sid" &&
+	sid=$(new_session_of $pid) && test -n "$sid" &&
 	test_when_finished "kill_session $sid" &&
 	wait_until 10 test -e w/busy &&
 	test_must_fail 1 timeout 20 agent-run -y -C w "second" 2>err &&

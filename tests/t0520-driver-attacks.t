@@ -140,7 +140,7 @@ test_expect_success 'a command that unlocks every fd it has does not free the di
 	EOF
 	start_model script && mkdir w &&
 	{ setsid agent-run -y -C w "first" >/dev/null 2>&1 & pid=$!; } &&
-	sid=$(ps -o sid= -p $pid | tr -d " ") &&
+	sid=$(new_session_of $pid) &&
 	test_when_finished "kill_session $sid" &&
 	wait_until 10 test -e w/unlocked &&
 	test_must_fail 1 timeout 20 agent-run -y -C w "second" >answer 2>err &&
@@ -163,7 +163,7 @@ for mode in ring step; do
 		EOF
 		start_model script && mkdir w &&
 		{ setsid agent-run $flag -y -C w 'long' >answer 2>progress & pid=\$!; } &&
-		sid=\$(ps -o sid= -p \$pid | tr -d ' ') &&
+		sid=\$(new_session_of \$pid) &&
 		test_when_finished \"kill_session \$sid\" &&
 		wait_until 10 test -e w/started &&
 		kill -9 \$pid &&
@@ -182,7 +182,7 @@ test_expect_success 'SIGHUP to the whole process group (the terminal closed) is 
 	EOF
 	start_model script && mkdir w &&
 	{ setsid agent-run -y -C w "long" >answer 2>progress & pid=$!; } &&
-	sid=$(ps -o sid= -p $pid | tr -d " ") &&
+	sid=$(new_session_of $pid) &&
 	test_when_finished "kill_session $sid" &&
 	wait_until 10 test -e w/started &&
 	kill -HUP -$sid &&

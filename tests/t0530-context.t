@@ -318,7 +318,7 @@ test_expect_success 'agent-run: killed during a compaction, --resume goes on' '
 	start_model script --window-bytes 40000 --summaries --summary-delay 60 --real-usage &&
 	mkdir w &&
 	{ setsid agent-run -y --max-steps 200 --context-window 10000 --stop-checks 0 -C w "read the logs" >answer 2>progress & pid=$!; } &&
-	sid=$(ps -o sid= -p $pid | tr -d " ") &&
+	sid=$(new_session_of $pid) &&
 	test_when_finished "kill_session $sid" &&
 	wait_until 120 compacting &&
 	kill_session "$sid" && { wait $pid || :; } &&

@@ -90,7 +90,7 @@ test_expect_success 'agent-run: killed at random points, --resume finishes with 
 	{ setsid agent-run -y -C w --stop-checks 0 "work" >answer 2>progress & pid=$!; } &&
 	r=0 st=1 && while [ $r -lt $ROUNDS ]; do
 		pause; pause
-		sid=$(ps -o sid= -p $pid 2>/dev/null | tr -d " ")
+		sid=$(new_session_of $pid 2>/dev/null)
 		[ -n "$sid" ] && kill_session "$sid"
 		wait $pid; st=$?
 		[ $st = 0 ] && break
