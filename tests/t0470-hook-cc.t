@@ -252,6 +252,7 @@ test_expect_success 'agent-run: kill -9 of agent-run alone, or Ctrl-C, stops a h
 	wait_until 10 gone "$(cat sleep.pid)" &&
 	test ! -e w/made &&
 	rm sleep.pid &&
+	wait_until 30 flock -n w/.agent/lock true &&
 	start_model script &&
 	{ fg_signals agent-run -y --sandbox off --hooks h.json -C w --resume >answer 2>progress & pid=$!; } &&
 	wait_until 60 test -s sleep.pid &&
