@@ -1318,6 +1318,27 @@ snap_diff(struct snap *s, const char *id, const char *id2, int outfd,
 				goto out;
 			}
 	}
+	/* the copy keeps the index's time: git takes an entry whose file
+	 * changed in the second the index was written as possibly changed
+	 * ("racily clean") by comparing with the index file's time, and a
+	 * copy made a second later would have it trust the stat data and
+	 * miss an edit of the same size made in that second */
+	if (in >= 0) {
+		struct stat st;
+		struct timespec t[2];
+
+		if (fstat(in, &st) < 0) {
+			ah_fail_errno(err, errno, "cannot read the index");
+			goto out;
+		}
+		t[0] = st.st_atim;
+		t[1] = st.st_mtim;
+		if (futimens(fd, t) < 0) {
+			ah_fail_errno(err, errno, "cannot date the index "
+				      "copy");
+			goto out;
+		}
+	}
 	close(fd);
 	fd = -1;
 	for (e = s->env; *e; e++)

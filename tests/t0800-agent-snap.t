@@ -104,6 +104,26 @@ test_expect_success 'diff: a snapshot against the workspace, and against another
 	test_expect_code 1 agent-snap diff 0000 2>err && test_grep "no snapshot" err
 '
 
+# next_second: returns once the clock has passed into another second
+next_second() {
+	ns_now=$(date +%s)
+	while test "$(date +%s)" = "$ns_now"; do sleep 0.05; done
+}
+
+test_expect_success 'diff: an edit of the same size, made in the second of the snapshot, is seen a second later' '
+	# the file, the snapshot and the edit fall in one second, the diff
+	# in the next: git must not take the file for unchanged on its
+	# stat data (a fresh workspace each round: a first snapshot)
+	for i in 1 2 3; do
+		mkdir w$i && (
+			cd w$i && next_second && echo aaaa >f &&
+			id=$(agent-snap take) && echo bbb$i >f &&
+			next_second &&
+			agent-snap diff "$id" >../d$i
+		) && test_grep "^+bbb$i" d$i || return 1
+	done
+'
+
 test_expect_success 'restore of some paths: the rest is left as it is' '
 	mkdir w && cd w && mkdir d && echo a >d/a && echo b >b && echo c >c &&
 	id=$(agent-snap take) &&
