@@ -68,13 +68,17 @@ struct fent {
 	unsigned mode;  /* 0: removed since */
 	char oid[41];
 	unsigned char bin[20];
+	size_t off;     /* where its entry begins in its directory's body */
 };
 
 struct fdir {
 	char *path;     /* "" for the top */
 	char oid[41];
 	unsigned char bin[20];
-	int dirty;
+	int dirty;      /* its tree is to be written anew */
+	int valid;      /* body is its tree's (but for the ids patched in) */
+	struct buf body; /* HEAD_ROOM bytes, then the tree's entries */
+	size_t off;     /* where its id is in its parent's body */
 };
 
 struct fwatch {
@@ -239,8 +243,11 @@ put_object(struct snap *s, const char *type, unsigned char *data,
 	zlen = compressBound((uLong)((size_t)n + len));
 	if (!(z = malloc(zlen)))
 		return -1;
+	/* a tree is mostly ids, which do not compress: stored as they are
+	 * (git reads any level; gc packs them) */
 	if (compress2(z, &zlen, data + hlen - (size_t)n,
-		      (uLong)((size_t)n + len), 1) != Z_OK) {
+		      (uLong)((size_t)n + len), strcmp(type, "tree") ? 1 :
+		      Z_NO_COMPRESSION) != Z_OK) {
 		errno = EIO;
 		goto out;
 	}
@@ -540,8 +547,10 @@ forget(struct snap_fast *f)
 
 	for (i = 0; i < f->ne; i++)
 		free(f->e[i].path);
-	for (i = 0; i < f->nd; i++)
+	for (i = 0; i < f->nd; i++) {
 		free(f->d[i].path);
+		buf_free(&f->d[i].body);
+	}
 	free(f->e);
 	free(f->d);
 	f->e = NULL;
@@ -604,8 +613,7 @@ hex_to_bin(const char *hex, unsigned char bin[20])
 	return 0;
 }
 
-static int build(struct snap *s, struct snap_fast *f, const char *dir,
-		 int dry, char oid[41]);
+static int write_dirty(struct snap *s, struct snap_fast *f, int dry);
 
 /* The tree of the snapshot commit (whose empty directories are dirs,
  * taken), from git ls-tree. */
@@ -664,17 +672,10 @@ load(struct snap *s, struct snap_fast *f, const char *commit,
 	qsort(f->d, f->nd, sizeof *f->d, dir_cmp);
 	/* our trees are git's: the top one made here from the table, every
 	 * directory anew, is the one git wrote (else nothing is made here) */
-	{
-		char mine[41];
-
-		for (i = 0; i < f->nd; i++)
-			f->d[i].dirty = 1;
-		if (build(s, f, "", 1, mine) < 0 || strcmp(mine, tree))
-			goto out;
-		for (i = 0; i < f->nd; i++)
-			f->d[i].dirty = 0;
-		memcpy(f->d[0].oid, tree, 41);
-	}
+	for (i = 0; i < f->nd; i++)
+		f->d[i].dirty = 1;
+	if (write_dirty(s, f, 1) < 0 || strcmp(f->d[0].oid, tree))
+		goto out;
 	memcpy(f->base, commit, 41);
 	memcpy(f->tree, tree, 41);
 	f->seq = s->seq;
@@ -700,21 +701,20 @@ put_entry(struct buf *t, unsigned mode, const char *name, size_t n,
 		buf_append(t, bin, 20) < 0 ? -1 : 0;
 }
 
-/* Writes the tree of directory dir ("" the top) anew into oid: its
- * files from the table, its subdirectories' trees as they are, or
- * written anew when dirty.  -1 when one of them is left without files,
- * or git failed. */
+/* The body of directory dir's tree, made anew from the table: its files
+ * as they are, its subdirectories' ids as they are (where each entry is
+ * noted in it).  -1 when it is left without files. */
 static int
-build(struct snap *s, struct snap_fast *f, const char *dir, int dry,
-      char oid[41])
+scan_dir(struct snap_fast *f, struct fdir *dir)
 {
 	static const char room[HEAD_ROOM];
-	struct buf t = BUF_INIT(0), key = BUF_INIT(0);
-	size_t plen = strlen(dir) + (*dir ? 1 : 0), i;
+	struct buf key = BUF_INIT(0), *t = &dir->body;
+	size_t plen = strlen(dir->path) + (*dir->path ? 1 : 0), i;
 	int rc = -1;
 
-	if (buf_printf(&key, "%s%s", dir, *dir ? "/" : "") < 0 ||
-	    buf_append(&t, room, sizeof room) < 0)
+	buf_reset(t);
+	if (buf_printf(&key, "%s%s", dir->path, *dir->path ? "/" : "") < 0 ||
+	    buf_append(t, room, sizeof room) < 0)
 		goto out;
 	for (i = lower(f, key.data); i < f->ne &&
 	     !strncmp(f->e[i].path, key.data, plen);) {
@@ -728,7 +728,8 @@ build(struct snap *s, struct snap_fast *f, const char *dir, int dry,
 		}
 		slash = strchr(rest, '/');
 		if (!slash) {
-			if (put_entry(&t, f->e[i].mode, rest, strlen(rest),
+			f->e[i].off = t->len;
+			if (put_entry(t, f->e[i].mode, rest, strlen(rest),
 				      f->e[i].bin) < 0)
 				goto out;
 			i++;
@@ -739,28 +740,89 @@ build(struct snap *s, struct snap_fast *f, const char *dir, int dry,
 		if (buf_append(&key, f->e[i].path, n) < 0 ||
 		    !(sub = find_dir(f, key.data)))
 			goto out;
-		if (sub->dirty) {
-			if (build(s, f, sub->path, dry, sub->oid) < 0 ||
-			    hex_to_bin(sub->oid, sub->bin) < 0)
-				goto out;
-			sub->dirty = 0;
-		}
-		if (put_entry(&t, 040000, rest, (size_t)(slash - rest),
+		if (put_entry(t, 040000, rest, (size_t)(slash - rest),
 			      sub->bin) < 0 || buf_putc(&key, '0') < 0)
 			goto out;
+		sub->off = t->len - 20;
 		/* past everything under it: "NAME0" follows "NAME/..." */
 		i = lower(f, key.data);
 		buf_reset(&key);
-		if (buf_printf(&key, "%s%s", dir, *dir ? "/" : "") < 0)
+		if (buf_printf(&key, "%s%s", dir->path, *dir->path ? "/" : "")
+		    < 0)
 			goto out;
 	}
-	if (t.len == HEAD_ROOM)
+	if (t->len == HEAD_ROOM)
 		goto out; /* left without files */
-	rc = put_object(s, "tree", (unsigned char *)t.data, HEAD_ROOM,
-			t.len - HEAD_ROOM, dry, oid);
+	dir->valid = 1;
+	rc = 0;
 out:
-	buf_free(&t);
 	buf_free(&key);
+	return rc;
+}
+
+static int
+deeper(const void *a, const void *b)
+{
+	size_t x = strlen((*(struct fdir *const *)a)->path);
+	size_t y = strlen((*(struct fdir *const *)b)->path);
+
+	return (x < y) - (x > y);
+}
+
+/* The directory above path ("" for the top). */
+static struct fdir *
+parent_of(struct snap_fast *f, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *p;
+	struct fdir *d;
+
+	if (!slash)
+		return find_dir(f, "");
+	if (!(p = strndup(path, (size_t)(slash - path))))
+		return NULL;
+	d = find_dir(f, p);
+	free(p);
+	return d;
+}
+
+/* Writes the trees of the dirty directories anew (dry: their ids only),
+ * the deepest first, each id into its parent's body. */
+static int
+write_dirty(struct snap *s, struct snap_fast *f, int dry)
+{
+	struct fdir **q = NULL, *up;
+	size_t n = 0, i;
+	int rc = -1;
+
+	for (i = 0; i < f->nd; i++)
+		n += f->d[i].dirty;
+	if (!n)
+		return 0;
+	if (!(q = malloc(n * sizeof *q)))
+		return -1;
+	for (i = n = 0; i < f->nd; i++)
+		if (f->d[i].dirty)
+			q[n++] = &f->d[i];
+	qsort(q, n, sizeof *q, deeper);
+	for (i = 0; i < n; i++) {
+		if ((!q[i]->valid && scan_dir(f, q[i]) < 0) ||
+		    put_object(s, "tree", (unsigned char *)q[i]->body.data,
+			       HEAD_ROOM, q[i]->body.len - HEAD_ROOM, dry,
+			       q[i]->oid) < 0 ||
+		    hex_to_bin(q[i]->oid, q[i]->bin) < 0)
+			goto out;
+		q[i]->dirty = 0;
+		if (!*q[i]->path)
+			continue;
+		if (!(up = parent_of(f, q[i]->path)))
+			goto out;
+		if (up->valid)
+			memcpy(up->body.data + q[i]->off, q[i]->bin, 20);
+	}
+	rc = 0;
+out:
+	free(q);
 	return rc;
 }
 
@@ -770,14 +832,27 @@ str_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Marks the directories above path to be written anew. */
+/* Marks the directories above the entry e to be written anew, its own
+ * body patched (or, e removed, made anew). */
 static int
-dirty_above(struct snap_fast *f, const char *path)
+dirty_above(struct snap_fast *f, const struct fent *e)
 {
-	char *p = strdup(path), *slash;
-	struct fdir *d;
+	const char *base = strrchr(e->path, '/');
+	struct fdir *d = parent_of(f, e->path);
+	char *p, *slash;
 
-	if (!p)
+	if (!d)
+		return -1;
+	base = base ? base + 1 : e->path;
+	if (!e->mode)
+		d->valid = 0;
+	else if (d->valid) {
+		memcpy(d->body.data + e->off, e->mode == 0100644 ? "100644" :
+		       e->mode == 0100755 ? "100755" : "120000", 6);
+		memcpy(d->body.data + e->off + 7 + strlen(base) + 1, e->bin,
+		       20);
+	}
+	if (!(p = strdup(e->path)))
 		return -1;
 	while ((slash = strrchr(p, '/'))) {
 		*slash = '\0';
@@ -917,22 +992,13 @@ from_changes(struct snap *s, struct snap_fast *f, const struct snap_meta *m,
 			if (hex_to_bin(oid, e->bin) < 0)
 				goto out;
 		}
-		if (dirty_above(f, v[i]) < 0)
+		if (dirty_above(f, e) < 0)
 			goto out;
 		files++;
 	}
-	{
-		struct fdir *top = find_dir(f, "");
-
-		if (!top)
-			goto out;
-		if (!top->dirty)
-			memcpy(tree, f->tree, 41);
-		else if (build(s, f, "", 0, tree) < 0)
-			goto out;
-		memcpy(top->oid, tree, 41);
-		top->dirty = 0;
-	}
+	if (write_dirty(s, f, 0) < 0)
+		goto out;
+	memcpy(tree, find_dir(f, "")->oid, 41);
 	if (!(msg = snap_message(m, files, "changes", f->dirs)))
 		goto out;
 	{
