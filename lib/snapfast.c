@@ -869,27 +869,6 @@ dirty_above(struct snap_fast *f, const struct fent *e)
 	return 0;
 }
 
-/* Is there a file left under the directory of path? */
-static int
-parent_has_files(struct snap_fast *f, const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *key;
-	size_t n = slash ? (size_t)(slash - path) + 1 : 0, i;
-	int yes = 0;
-
-	if (!(key = strndup(path, n)))
-		return 0;
-	for (i = lower(f, key); i < f->ne && !strncmp(f->e[i].path, key, n);
-	     i++)
-		if (f->e[i].mode) {
-			yes = 1;
-			break;
-		}
-	free(key);
-	return yes;
-}
-
 /* The path's blob (written) and mode as they are now; 1: not a file or
  * link of the tree any more (gone), -1: a whole walk is needed. */
 static int
@@ -979,9 +958,7 @@ from_changes(struct snap *s, struct snap_fast *f, const struct snap_meta *m,
 		if (r == 1) { /* gone */
 			if (!e || !e->mode)
 				continue;
-			e->mode = 0;
-			if (!parent_has_files(f, v[i]))
-				goto out;
+			e->mode = 0; /* (its directory emptied: build fails) */
 		} else if (!e) {
 			goto out; /* new: ignored or not, git says */
 		} else if (e->mode == mode && !strcmp(e->oid, oid)) {

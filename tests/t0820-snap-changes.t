@@ -27,12 +27,20 @@ step() {
 	case $cp in ????????????) ;; *) echo "no checkpoint: $cp" >&2; return 1 ;; esac
 }
 
-# walked SCAN: the snapshot $cp is the tree a whole walk takes now, and
-# was made by SCAN (changes or full)
+# dirs ID: the empty directories snapshot ID records
+dirs() {
+	git --git-dir=.agent/snap/git cat-file -p "$1" >../commit &&
+	tail -n 1 ../commit | jq -c .dirs
+}
+
+# walked SCAN: the snapshot $cp is the tree (and the empty directories) a
+# whole walk takes now, and was made by SCAN (changes or full)
 walked() {
 	full=$(agent-snap take) &&
 	agent-snap diff "$cp" "$full" >../delta &&
 	test_line_count = 0 ../delta &&
+	dirs "$cp" >../dirs.cp && dirs "$full" >../dirs.full &&
+	test_cmp ../dirs.full ../dirs.cp &&
 	agent-snap list >../list &&
 	jq -r --arg id "$cp" 'select(.id == $id) | .scan' ../list >../scan &&
 	echo "$1" >../want && test_cmp ../want ../scan
@@ -111,6 +119,8 @@ test_expect_success 'what the changes may not tell: a whole walk' '
 	mkdir -p n/m && echo deep >n/m/x && step && walked full &&
 	rm n/m/x && step && walked full &&
 	echo "*.txt" >>.gitignore && echo y >z.txt && step && walked full &&
+	echo ignored >b/x.log && step && walked full &&
+	echo "*.txt" >.gitignore && step && walked full &&
 	mv a/deep d2 && step && walked full &&
 	chmod 700 d2 && step && walked full &&
 	echo edit >>d2/f1 && step && walked changes &&
