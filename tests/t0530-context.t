@@ -311,6 +311,18 @@ test_expect_success 'agent-run: two compactions in a row that make no room, then
 	valid w/.agent/transcript.jsonl
 '
 
+test_expect_success 'agent-run: compactions with answers of the model between them are not in a row: a session that needs six goes on to its end' '
+	# each call 2.5 kB of arguments, which no compaction leaves out
+	jq -nc "(range(40) as \$k | {tool_calls: [{name: \"bash\", arguments:
+		{command: \": \\(\"x\" * 2500); echo \\(\$k)\"}}]}), {content: \"Done.\"}" >script &&
+	start_model script --window-bytes 40000 --summaries --real-usage &&
+	mkdir w &&
+	agent-run -y --max-steps 100 --context-window 10000 --stop-checks 0 -C w "read the logs" >answer 2>progress &&
+	test "$(cat answer)" = "Done." &&
+	test "$(jq -s "map(select(.compaction)) | length" w/.agent/transcript.jsonl)" -ge 3 &&
+	valid w/.agent/transcript.jsonl
+'
+
 compacting() { grep -q "compacting" progress; }
 
 test_expect_success 'agent-run: killed during a compaction, --resume goes on' '
