@@ -244,6 +244,62 @@ test_keep(void)
 	   "(%d)", n);
 }
 
+/* The stubs left out of a request of steps results of size bytes each,
+ * under a window of 2000 tokens, stubbing from the first request on. */
+static int
+stubs_of_size(int steps, size_t size)
+{
+	struct ah_error err;
+	struct chat c;
+	cJSON *head = message("{\"model\":\"m\"}"), *m;
+	char *out = malloc(size + 1), json[256];
+	size_t len;
+	int i, stubs;
+
+	if (!out)
+		abort();
+	memset(out, 'x', size);
+	out[size] = '\0';
+	chat_init(&c);
+	chat_budget_default(&c.budget, 2000, NULL);
+	c.budget.stub_at = 0;
+	for (i = 0; i < steps; i++) {
+		snprintf(json, sizeof json, "{\"role\":\"assistant\","
+			 "\"content\":null,\"tool_calls\":[{\"id\":\"c%d\","
+			 "\"type\":\"function\",\"function\":{\"name\":\"bash\","
+			 "\"arguments\":\"{}\"}}]}", i);
+		m = message(json);
+		chat_add(&c, m, (unsigned long)(2 * i + 1), &err);
+		cJSON_Delete(m);
+		snprintf(json, sizeof json, "{\"role\":\"tool\","
+			 "\"tool_call_id\":\"c%d\"}", i);
+		m = message(json);
+		cJSON_AddStringToObject(m, "content", out);
+		chat_add(&c, m, (unsigned long)(2 * i + 2), &err);
+		cJSON_Delete(m);
+	}
+	chat_request(&c, head, &len);
+	stubs = c.stubs;
+	chat_free(&c);
+	cJSON_Delete(head);
+	free(out);
+	return stubs;
+}
+
+/* Results under stub_min (1024 bytes) go whole: a stub would save
+ * little, and the model would have to read the file again. */
+static void
+test_stub_min(void)
+{
+	int n;
+
+	n = stubs_of_size(20, 2000);
+	ok(n > 0, "20 results of 2000 bytes under 2000 tokens: stubbed (%d)", n);
+	n = stubs_of_size(20, 1000);
+	ok(n == 0, "20 results of 1000 bytes, under stub_min: none stubbed (%d)",
+	   n);
+}
+
 /* Without a window nothing is left out: the request is the transcript. */
 static void
 test_no_budget(void)
@@ -447,6 +503,7 @@ main(void)
 	test_keep();
 	test_stubs(dir);
 	test_no_budget();
+	test_stub_min();
 	test_parts();
 	test_wire();
 	for (i = 0; i < nmsgs; i++)
