@@ -300,6 +300,43 @@ test_stub_min(void)
 	   n);
 }
 
+/* After a compaction the estimate starts again: the prompt size an
+ * answer measured before it counted the messages the summary replaced. */
+static void
+test_estimate_compacted(void)
+{
+	static const char *const lines[] = {
+		"{\"role\":\"system\",\"content\":\"s\"}",
+		"{\"role\":\"user\",\"content\":\"go\"}",
+		"{\"role\":\"assistant\",\"content\":null,\"usage\":"
+		"{\"prompt_tokens\":35000,\"completion_tokens\":5},"
+		"\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\","
+		"\"function\":{\"name\":\"bash\",\"arguments\":\"{}\"}}]}",
+		"{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"ok\"}",
+		"{\"role\":\"user\",\"content\":\"A summary.\","
+		"\"compaction\":{\"keep\":2,\"summarised\":1}}",
+	};
+	struct ah_error err;
+	struct chat c;
+	cJSON *m;
+	size_t i;
+	long before = -1, after;
+
+	chat_init(&c);
+	chat_budget_default(&c.budget, 40000, NULL);
+	for (i = 0; i < sizeof lines / sizeof *lines; i++) {
+		if (i + 1 == sizeof lines / sizeof *lines)
+			before = chat_estimate(&c);
+		m = message(lines[i]);
+		chat_add(&c, m, (unsigned long)i + 1, &err);
+		cJSON_Delete(m);
+	}
+	after = chat_estimate(&c);
+	ok(before >= 35000 && after < 1000, "the estimate: %ld tokens as the "
+	   "answer measured, %ld after the compaction", before, after);
+	chat_free(&c);
+}
+
 /* Without a window nothing is left out: the request is the transcript. */
 static void
 test_no_budget(void)
@@ -504,6 +541,7 @@ main(void)
 	test_stubs(dir);
 	test_no_budget();
 	test_stub_min();
+	test_estimate_compacted();
 	test_parts();
 	test_wire();
 	for (i = 0; i < nmsgs; i++)
