@@ -224,6 +224,21 @@ test_expect_success 'agent-compact: nothing to compact, a failing model, bad inp
 	test_must_fail 2 agent-compact --keep-bytes x <t.jsonl 2>err
 '
 
+test_expect_success 'agent-compact: the last summary alone before what is kept is nothing to compact (no summary of a summary)' '
+	jq -nc "{role: \"system\", content: \"s\"}, {role: \"user\", content: \"go\"},
+		{role: \"assistant\", content: null, tool_calls: [{id: \"c0\", type: \"function\",
+		 function: {name: \"bash\", arguments: \"{}\"}}]},
+		{role: \"tool\", tool_call_id: \"c0\", content: \"out-0\"},
+		{role: \"user\", content: (\"The summary. \" * 200), compaction: {keep: 2, summarised: 1}},
+		{role: \"assistant\", content: null, tool_calls: [{id: \"c1\", type: \"function\",
+		 function: {name: \"bash\", arguments: \"{}\"}}]},
+		{role: \"tool\", tool_call_id: \"c1\", content: \"out-1\"}" >t.jsonl &&
+	test_expect_code 1 agent-compact -n --keep-bytes 1500 <t.jsonl >out 2>err &&
+	test_grep "nothing to compact" err && test ! -s out &&
+	agent-compact -n --keep-bytes 100 <t.jsonl >req 2>err &&
+	jq -s -e ".[-1].role == \"user\" and (.[-1].content | test(\"summary\"))" req
+'
+
 test_expect_success 'agent-compact -n: the summary request, sent nowhere' '
 	session 6 800 >t.jsonl &&
 	agent-compact -n --keep-bytes 100 <t.jsonl >req &&
