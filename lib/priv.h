@@ -17,6 +17,7 @@ extern const char data_policy[]; /* share/policy.json */
 extern const char data_tools[];  /* share/tools.json */
 extern const char data_task[];   /* share/task.json: the task tool */
 extern const char data_prelude[]; /* share/prelude.jq: the rules' helpers */
+extern const char data_modes[];  /* share/modes.json: agent-run's modes */
 
 /* --- text.c: bounded text for the model --------------------------------- */
 
