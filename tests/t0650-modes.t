@@ -166,7 +166,7 @@ test_expect_success 'plan: -c keeps the mode; -c --mode edit carries the plan ou
 	jq -e ".permission_mode == \"edit\"" w/.agent/session.json &&
 	jq -s -e ".[0].permission_mode == \"edit\" and .[0].mode == \"continue\"" events &&
 	req 4 ".messages[-2].content" >note &&
-	test_grep "edit mode now" note && test_grep "plan you made" note &&
+	test_grep "left plan mode: it is in edit mode now" note && test_grep "plan you made" note &&
 	req 4 "[.messages[] | select(.role == \"assistant\") | .content] | index(\"still a plan\") != null" >seen &&
 	test "$(cat seen)" = true
 '
