@@ -426,6 +426,25 @@ char *compact_request(const struct chat *c, int keep, const char *prompt,
 char *compact_entry(const struct chat *c, int keep, size_t before,
 		    const char *summary, const char *todos, size_t user_max);
 
+/* --- project.c: the project's instructions -------------------------- */
+
+/* The bytes s[0..n) takes inside a JSON string as cJSON writes it: 2 for
+ * a quote, a backslash and \b \f \n \r \t, 6 for another control
+ * character (\u00XX), 1 for any other byte. */
+size_t json_sent_bytes(const char *s, size_t n);
+/* The text of the project's instructions: a line saying what they are,
+ * then for each of the n files, the top first (rel[n-1], path[n-1]) and
+ * the most specific last (rel[0]), a header "## REL" and its text.  The
+ * headers and texts take at most budget bytes as sent (json_sent_bytes,
+ * after the repair of hook-audit --message), given to the most specific
+ * first; a text cut, or left out, gets a note of the harness's saying
+ * so, outside the budget.  Each path is opened without following a link
+ * and must be a regular file.  names gets "REL[ (cut)| (left out)], ..."
+ * in the text's order.  0, or -1 (err set). */
+int project_text(const char *const *rel, const char *const *path, int n,
+		 size_t budget, struct buf *out, struct buf *names,
+		 struct ah_error *err);
+
 /* --- reply.c: the model's answer ------------------------------------- */
 
 struct reply_call {
