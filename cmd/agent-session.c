@@ -17,6 +17,7 @@ static const char usage[] =
 	"                     [--stdin-bytes N] [--parent ID --call ID] < TASK\n"
 	"       agent-session [-C DIR] [files] --reopen continue|resume\n"
 	"       agent-session [-C DIR] [files] --end STATUS [--from LINE]\n"
+	"                     [--error TEXT]\n"
 	"       agent-session --project N [REL FILE]...\n"
 	"\n"
 	"Keeps the record of an agent-run session (id, times, task, status,\n"
@@ -41,6 +42,8 @@ static const char usage[] =
 	"                       print the result event\n"
 	"      --from LINE      the transcript's last line before this run\n"
 	"                       (for the result's run figures; 0)\n"
+	"      --error TEXT     what went wrong, with --end STATUS other than\n"
+	"                       0: the record's and the result's error\n"
 	"      --project N      print a line of the files' names, then the\n"
 	"                       text of the project's instructions: each FILE\n"
 	"                       (the most specific first) under a header REL,\n"
@@ -63,7 +66,7 @@ enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT };
 struct opts {
 	enum mode mode;
 	const char *dir, *transcript, *record, *id, *parent, *call, *how;
-	const char *todo;
+	const char *todo, *error;
 	long status, from;
 	long stdin_bytes;   /* the size of the stdin attached to the task, or -1 */
 	long project;       /* --project: the budget of project files */
@@ -269,6 +272,23 @@ do_reopen(const struct opts *o)
 	return rc;
 }
 
+/* The error of a run that ended: null when it is done; else what
+ * went wrong, as agent-run said it (its last word, or the first of the
+ * stage that failed), or its exit status when it said nothing. */
+static cJSON *
+error_of(const struct opts *o)
+{
+	char why[96];
+
+	if (o->status == 0)
+		return cJSON_CreateNull();
+	if (o->error && *o->error)
+		return cJSON_CreateString(o->error);
+	snprintf(why, sizeof why, "agent-run: exit %ld (%s)", o->status,
+		 status_name(o->status));
+	return cJSON_CreateString(why);
+}
+
 static int
 do_end(const struct opts *o)
 {
@@ -300,6 +320,7 @@ do_end(const struct opts *o)
 	    set_number(children, "tokens", kids[2]) ||
 	    set_string(rec, "updated", now) ||
 	    set_string(rec, "status", status_name(o->status)) ||
+	    set_value(rec, "error", error_of(o)) ||
 	    set_number(rec, "model_calls", st.model_calls + kids[1]) ||
 	    set_number(rec, "tokens", st.tokens + kids[2]) ||
 	    set_item(rec, "children", children)) {
@@ -406,7 +427,7 @@ main(int argc, char **argv)
 {
 	enum { OPT_LIST = 256, OPT_BEGIN, OPT_PARENT, OPT_CALL, OPT_REOPEN,
 	       OPT_END, OPT_FROM, OPT_TRANSCRIPT, OPT_RECORD, OPT_TODO,
-	       OPT_STDIN_BYTES, OPT_PROJECT };
+	       OPT_STDIN_BYTES, OPT_ERROR, OPT_PROJECT };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -420,6 +441,7 @@ main(int argc, char **argv)
 		{ "record", required_argument, NULL, OPT_RECORD },
 		{ "todo", required_argument, NULL, OPT_TODO },
 		{ "stdin-bytes", required_argument, NULL, OPT_STDIN_BYTES },
+		{ "error", required_argument, NULL, OPT_ERROR },
 		{ "project", required_argument, NULL, OPT_PROJECT },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
@@ -472,6 +494,9 @@ main(int argc, char **argv)
 		case OPT_TODO:
 			o.todo = optarg;
 			break;
+		case OPT_ERROR:
+			o.error = optarg;
+			break;
 		case OPT_STDIN_BYTES:
 			rc = cli_whole("--stdin-bytes", optarg, 0, LONG_MAX,
 				       &o.stdin_bytes);
@@ -514,6 +539,8 @@ main(int argc, char **argv)
 	    o.mode != M_BEGIN)
 		return cli_usage_error("--parent, --call, --todo and "
 				       "--stdin-bytes go with --begin");
+	if (o.error && o.mode != M_END)
+		return cli_usage_error("--error goes with --end");
 	if (o.mode == M_REOPEN && strcmp(o.how, "continue") &&
 	    strcmp(o.how, "resume"))
 		return cli_usage_error("--reopen: '%s' is neither continue nor "

@@ -1381,6 +1381,8 @@ struct mcp_opts {
 				  none: servers run unconfined; else a
 				  server that asks for it is not started */
 	const char *sandbox_error; /* why there is none, for that error */
+	const char *cafile;    /* https servers' certificates are checked
+				  against it; NULL: libcurl's CA bundle */
 	/* what the user should hear (a server down, a refused request),
 	 * one line, secrets redacted; NULL: nothing */
 	void (*note)(void *ctx, const char *text);
