@@ -1389,6 +1389,9 @@ tool_call(const struct tool_ctx *ctx, const char *name, const char *argstr,
 	for (i = 0; i < sizeof tools / sizeof *tools; i++)
 		if (!strcmp(name, tools[i].name))
 			break;
+	if (ctx->sandbox && ctx->sandbox->mode == SANDBOX_READ_ONLY &&
+	    !mode_may_run(name, ctx->todo_path))
+		return mode_refuse(name, res);
 	if (!strcmp(name, "task"))
 		return tool_task(ctx, argstr, res);
 	/* an MCP server's tool: the session's mcp-bridge runs it */
