@@ -17,6 +17,8 @@ static const char usage[] =
 	"                     [--stdin-bytes N] [--parent ID --call ID] < TASK\n"
 	"       agent-session [-C DIR] [files] --reopen continue|resume\n"
 	"       agent-session [-C DIR] [files] --end STATUS [--from LINE]\n"
+	"                     [--error TEXT]\n"
+	"       agent-session --project N [REL FILE]...\n"
 	"\n"
 	"Keeps the record of an agent-run session (id, times, task, status,\n"
 	"model calls, tokens) and prints the first and the last of the\n"
@@ -40,6 +42,14 @@ static const char usage[] =
 	"                       print the result event\n"
 	"      --from LINE      the transcript's last line before this run\n"
 	"                       (for the result's run figures; 0)\n"
+	"      --error TEXT     what went wrong, with --end STATUS other than\n"
+	"                       0: the record's and the result's error\n"
+	"      --project N      print a line of the files' names, then the\n"
+	"                       text of the project's instructions: each FILE\n"
+	"                       (the most specific first) under a header REL,\n"
+	"                       within N bytes as sent (escapes counted) and a\n"
+	"                       quarter of $AGENT_CONTEXT_WINDOW at most, cut\n"
+	"                       with a note\n"
 	"      --transcript F   the transcript (.agent/transcript.jsonl)\n"
 	"      --record F       the record (.agent/session.json)\n"
 	"  -h, --help           print this help and exit\n"
@@ -51,14 +61,15 @@ static const char usage[] =
 	"Exit status: 0 done, 2 usage, 3 a file could not be read or\n"
 	"written, 5 a record is not one.\n";
 
-enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END };
+enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT };
 
 struct opts {
 	enum mode mode;
 	const char *dir, *transcript, *record, *id, *parent, *call, *how;
-	const char *todo;
+	const char *todo, *error;
 	long status, from;
 	long stdin_bytes;   /* the size of the stdin attached to the task, or -1 */
+	long project;       /* --project: the budget of project files */
 };
 
 /* agent-run's exit status as the status of its session. */
@@ -261,6 +272,23 @@ do_reopen(const struct opts *o)
 	return rc;
 }
 
+/* The error of a run that ended: null when it is done; else what
+ * went wrong, as agent-run said it (its last word, or the first of the
+ * stage that failed), or its exit status when it said nothing. */
+static cJSON *
+error_of(const struct opts *o)
+{
+	char why[96];
+
+	if (o->status == 0)
+		return cJSON_CreateNull();
+	if (o->error && *o->error)
+		return cJSON_CreateString(o->error);
+	snprintf(why, sizeof why, "agent-run: exit %ld (%s)", o->status,
+		 status_name(o->status));
+	return cJSON_CreateString(why);
+}
+
 static int
 do_end(const struct opts *o)
 {
@@ -292,6 +320,7 @@ do_end(const struct opts *o)
 	    set_number(children, "tokens", kids[2]) ||
 	    set_string(rec, "updated", now) ||
 	    set_string(rec, "status", status_name(o->status)) ||
+	    set_value(rec, "error", error_of(o)) ||
 	    set_number(rec, "model_calls", st.model_calls + kids[1]) ||
 	    set_number(rec, "tokens", st.tokens + kids[2]) ||
 	    set_item(rec, "children", children)) {
@@ -331,12 +360,64 @@ out:
 	return rc;
 }
 
+/* --project: the names, then the text.  The budget is what is sent:
+ * the bytes after JSON's escapes (a file of control characters takes six
+ * times its size), and never more than a quarter of the window. */
+static int
+do_project(const struct opts *o, int n, char **args)
+{
+	const char *env = getenv("AGENT_CONTEXT_WINDOW");
+	const char **rel = calloc((size_t)n / 2 + 1, sizeof *rel);
+	const char **path = calloc((size_t)n / 2 + 1, sizeof *path);
+	struct buf text = BUF_INIT(0), names = BUF_INIT(0);
+	struct ah_error err = { 0 };
+	size_t budget = (size_t)o->project, k;
+	long window = 0;
+	int i, rc = ES_IO;
+
+	if (env && *env && cli_window("AGENT_CONTEXT_WINDOW", env,
+				      getenv("AGENT_MODEL"), &window) < 0) {
+		rc = ES_USAGE;
+		goto out;
+	}
+	if (window > 0 && budget > (size_t)window * CHAT_BYTES_PER_TOKEN / 4)
+		budget = (size_t)window * CHAT_BYTES_PER_TOKEN / 4;
+	if (!rel || !path) {
+		cli_warn("out of memory");
+		goto out;
+	}
+	for (i = 0; i < n / 2; i++) {
+		rel[i] = args[2 * i];
+		path[i] = args[2 * i + 1];
+	}
+	if (project_text(rel, path, n / 2, budget, &text, &names, &err) < 0) {
+		cli_report(&err);
+		goto out;
+	}
+	/* one line: a name's control characters do not end it */
+	for (k = 0; k < names.len; k++)
+		if ((unsigned char)names.data[k] < 0x20)
+			names.data[k] = '?';
+	if (names.len && fwrite(names.data, 1, names.len, stdout) != names.len)
+		cli_stdout_failed(errno);
+	putchar('\n');
+	if (text.len && n && fwrite(text.data, 1, text.len, stdout) != text.len)
+		cli_stdout_failed(errno);
+	rc = ES_OK;
+out:
+	buf_free(&text);
+	buf_free(&names);
+	free(rel);
+	free(path);
+	return rc;
+}
+
 static int
 set_mode(struct opts *o, enum mode m)
 {
 	if (o->mode != M_NONE && o->mode != m)
-		return cli_usage_error("--list, --begin, --reopen and --end "
-				       "go one at a time");
+		return cli_usage_error("--list, --begin, --reopen, --end and "
+				       "--project go one at a time");
 	o->mode = m;
 	return ES_OK;
 }
@@ -346,7 +427,7 @@ main(int argc, char **argv)
 {
 	enum { OPT_LIST = 256, OPT_BEGIN, OPT_PARENT, OPT_CALL, OPT_REOPEN,
 	       OPT_END, OPT_FROM, OPT_TRANSCRIPT, OPT_RECORD, OPT_TODO,
-	       OPT_STDIN_BYTES };
+	       OPT_STDIN_BYTES, OPT_ERROR, OPT_PROJECT };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -360,6 +441,8 @@ main(int argc, char **argv)
 		{ "record", required_argument, NULL, OPT_RECORD },
 		{ "todo", required_argument, NULL, OPT_TODO },
 		{ "stdin-bytes", required_argument, NULL, OPT_STDIN_BYTES },
+		{ "error", required_argument, NULL, OPT_ERROR },
+		{ "project", required_argument, NULL, OPT_PROJECT },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -411,9 +494,18 @@ main(int argc, char **argv)
 		case OPT_TODO:
 			o.todo = optarg;
 			break;
+		case OPT_ERROR:
+			o.error = optarg;
+			break;
 		case OPT_STDIN_BYTES:
 			rc = cli_whole("--stdin-bytes", optarg, 0, LONG_MAX,
 				       &o.stdin_bytes);
+			break;
+		case OPT_PROJECT:
+			rc = set_mode(&o, M_PROJECT);
+			if (rc == ES_OK)
+				rc = cli_whole("--project", optarg, 0,
+					       1000000000, &o.project);
 			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
@@ -425,6 +517,12 @@ main(int argc, char **argv)
 		}
 		if (rc != ES_OK)
 			return rc;
+	}
+	if (o.mode == M_PROJECT) {
+		if ((argc - optind) % 2)
+			return cli_usage_error("--project: a FILE for each REL");
+		return cli_finish(do_project(&o, argc - optind,
+					     argv + optind));
 	}
 	if (optind < argc)
 		return cli_usage_error("unexpected argument '%s'", argv[optind]);
@@ -441,6 +539,8 @@ main(int argc, char **argv)
 	    o.mode != M_BEGIN)
 		return cli_usage_error("--parent, --call, --todo and "
 				       "--stdin-bytes go with --begin");
+	if (o.error && o.mode != M_END)
+		return cli_usage_error("--error goes with --end");
 	if (o.mode == M_REOPEN && strcmp(o.how, "continue") &&
 	    strcmp(o.how, "resume"))
 		return cli_usage_error("--reopen: '%s' is neither continue nor "

@@ -95,7 +95,27 @@ on_signal(int sig)
 }
 
 /* A diagnostic that quotes the server (its message, a request id):
- * the whole line is redacted last, whatever was redacted before. */
+ * the whole line is redacted last, whatever was redacted before.  An
+ * error (cli_warn), or a note that is none (cli_note): a retry, the
+ * figures of a request. */
+static void
+vsay_server(const struct run *r, int error, const char *fmt, va_list ap)
+{
+	const char *secrets[] = { r->mo.api_key, NULL };
+	char *msg = NULL;
+
+	if (vasprintf(&msg, fmt, ap) < 0) {
+		cli_warn("(a message, lost: out of memory)");
+		return;
+	}
+	redact(msg, secrets);
+	if (error)
+		cli_warn("%s", msg);
+	else
+		cli_note("%s", msg);
+	free(msg);
+}
+
 static void
 warn_server(const struct run *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -103,21 +123,25 @@ warn_server(const struct run *r, const char *fmt, ...)
 static void
 warn_server(const struct run *r, const char *fmt, ...)
 {
-	const char *secrets[] = { r->mo.api_key, NULL };
-	char *msg = NULL;
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = vasprintf(&msg, fmt, ap);
+	vsay_server(r, 1, fmt, ap);
 	va_end(ap);
-	if (n < 0) {
-		cli_warn("(a message, lost: out of memory)");
-		return;
-	}
-	redact(msg, secrets);
-	cli_warn("%s", msg);
-	free(msg);
+}
+
+static void
+note_server(const struct run *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+note_server(const struct run *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay_server(r, 0, fmt, ap);
+	va_end(ap);
 }
 
 /* Shows r->held[0..n) on stderr, without its escape sequences: none
@@ -178,8 +202,9 @@ on_retry(void *ctx, const char *why)
 {
 	struct run *r = ctx;
 
+	/* a note, not an error: the retry may well succeed */
 	if (!r->quiet)
-		warn_server(r, "%s", why);
+		note_server(r, "%s", why);
 }
 
 /* An answer whose stop reason is not that of an answer (the tables of
@@ -328,7 +353,7 @@ step(struct run *r, struct chat *chat, int *stop)
 				 100.0 * pt->valuedouble / (double)r->window);
 		/* and the session's tokens so far: the answers read, this
 		 * one too */
-		warn_server(r, "request %s: %d prompt + %d completion tokens%s, "
+		note_server(r, "request %s: %d prompt + %d completion tokens%s, "
 			 "%d tool call%s; %.0f tokens so far",
 			 rid[0] ? rid : "(no id)",
 			 cJSON_IsNumber(pt) ? pt->valueint : 0,

@@ -286,6 +286,9 @@ struct chat_msg {
 	size_t wire[2];    /* its bytes in the Messages API's shape, without
 			    * and with cache_control; 0: not known yet */
 	char role;         /* 's' (system, developer), 'u', 'a' or 't' */
+	int said;          /* a user message of the user's own words: the
+			    * first user message (the task), or one marked
+			    * "from":"user" (a follow-up) */
 };
 
 /* The context budget (see agent-step(1), CONTEXT).  With a window, the
@@ -383,9 +386,13 @@ int chat_answer_text(const cJSON *msg, struct buf *out);
 /* --- compact.c: a summary in place of the start of a chat ------------- */
 
 /* A compaction entry is a user message whose "compaction" member holds
- * {"keep": N, ...}: from it on, chat_add sends the system messages the
- * chat began with, the entry (the summary), the last N messages sent
- * before it, and what follows.  The transcript keeps every message. */
+ * {"keep": N, "user_bytes": U, ...}: from it on, chat_add sends the
+ * system messages the chat began with, the user's own messages (struct
+ * chat_msg.said) of those it stands for, word for word, within U bytes
+ * (compact_users; 0: all of them), the entry (the summary), the last N
+ * messages sent before it, and what follows.  An entry without
+ * "user_bytes" (written before it existed) keeps none of them.  The
+ * transcript keeps every message. */
 
 /* The summary instruction agent-compact sends by default. */
 const char *compact_default_prompt(void);
@@ -393,18 +400,50 @@ const char *compact_default_prompt(void);
  * keep_bytes, at least one, never a tool result without its call.  -1
  * when nothing would be left to summarise. */
 int compact_keep(const struct chat *c, size_t keep_bytes);
+/* The user's own messages among those a compaction keeping the newest
+ * keep would summarise (c->view[lead..from)), kept word for word before
+ * the summary: the first (the task) and the newest always, then the
+ * others from the newest back while they all take at most max bytes as
+ * sent (0: no limit).  kept[k] is set for c->view[k] kept (c->nview
+ * chars, the caller's); *left and *left_bytes tell what was left out.
+ * 0, or -1 when the first and the newest alone take more than max (they
+ * are kept all the same). */
+int compact_users(const struct chat *c, int keep, size_t max, char *kept,
+		  int *left, size_t *left_bytes);
 /* The transcript (JSON Lines) of the summary request: what is sent but
  * the newest keep messages, then a user message with prompt.  NULL when
  * out of memory. */
 char *compact_request(const struct chat *c, int keep, const char *prompt,
 		      size_t *len);
-/* The compaction entry, one JSON line without newline: the summary, the
- * rendered todo list (or NULL) framed as data, and in "compaction" the
- * keep, the messages summarised, the bytes sent before (given: what the
- * chat sent before its summary request was made) and (estimated) after,
- * and the time.  NULL when out of memory. */
+/* The compaction entry, one JSON line without newline: a note of the
+ * harness's, with the summary and the rendered todo list (or NULL) each
+ * quoted as material between two lines holding a random marker that
+ * neither contains; in "compaction" the keep, user_bytes (user_max),
+ * the messages summarised, the user's messages kept and left out, the
+ * bytes sent before (given: what the chat sent before its summary
+ * request was made) and (estimated) after, and the time.  NULL when out
+ * of memory or of random bytes. */
 char *compact_entry(const struct chat *c, int keep, size_t before,
-		    const char *summary, const char *todos);
+		    const char *summary, const char *todos, size_t user_max);
+
+/* --- project.c: the project's instructions -------------------------- */
+
+/* The bytes s[0..n) takes inside a JSON string as cJSON writes it: 2 for
+ * a quote, a backslash and \b \f \n \r \t, 6 for another control
+ * character (\u00XX), 1 for any other byte. */
+size_t json_sent_bytes(const char *s, size_t n);
+/* The text of the project's instructions: a line saying what they are,
+ * then for each of the n files, the top first (rel[n-1], path[n-1]) and
+ * the most specific last (rel[0]), a header "## REL" and its text.  The
+ * headers and texts take at most budget bytes as sent (json_sent_bytes,
+ * after the repair of hook-audit --message), given to the most specific
+ * first; a text cut, or left out, gets a note of the harness's saying
+ * so, outside the budget.  Each path is opened without following a link
+ * and must be a regular file.  names gets "REL[ (cut)| (left out)], ..."
+ * in the text's order.  0, or -1 (err set). */
+int project_text(const char *const *rel, const char *const *path, int n,
+		 size_t budget, struct buf *out, struct buf *names,
+		 struct ah_error *err);
 
 /* --- reply.c: the model's answer ------------------------------------- */
 
@@ -1356,6 +1395,8 @@ struct mcp_opts {
 				  none: servers run unconfined; else a
 				  server that asks for it is not started */
 	const char *sandbox_error; /* why there is none, for that error */
+	const char *cafile;    /* https servers' certificates are checked
+				  against it; NULL: libcurl's CA bundle */
 	/* what the user should hear (a server down, a refused request),
 	 * one line, secrets redacted; NULL: nothing */
 	void (*note)(void *ctx, const char *text);

@@ -5,7 +5,6 @@
  * load than a step of the harness takes, and more memory than the rest
  * of it. */
 #include <ctype.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <math.h>
@@ -14,8 +13,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include <curl/curl.h>
-
+#include "curlfn.h"
 #include "priv.h"
 
 #define RETRY_CAP 60.0 /* seconds: the longest wait we honour */
@@ -29,21 +27,6 @@ struct model {
 	char url[2048];
 	char errbuf[CURL_ERROR_SIZE];
 };
-
-/* libcurl's functions, once it is loaded (curl_load). */
-static struct {
-	void *lib;
-	CURLcode (*global_init)(long);
-	void (*global_cleanup)(void);
-	CURL *(*easy_init)(void);
-	CURLcode (*setopt)(CURL *, CURLoption, ...);
-	CURLcode (*perform)(CURL *);
-	CURLcode (*getinfo)(CURL *, CURLINFO, ...);
-	void (*cleanup)(CURL *);
-	const char *(*strerror)(CURLcode);
-	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-	void (*slist_free_all)(struct curl_slist *);
-} cu;
 
 /* What one attempt brings back. */
 struct attempt {
@@ -70,65 +53,6 @@ struct attempt {
 	int stalled, late;
 	volatile sig_atomic_t *stop;
 };
-
-/* Does url go through libcurl: not plain http://, or a proxy set for it
- * (libcurl's variables for http://: http_proxy, lowercase only, and
- * all_proxy in either case), or AGENT_HTTP=curl (the tests run every
- * request through both clients)? */
-static int
-needs_curl(const char *url)
-{
-	static const char *const proxies[] = {
-		"http_proxy", "all_proxy", "ALL_PROXY",
-	};
-	const char *v;
-	size_t i;
-
-	if (!http_url_plain(url))
-		return 1;
-	if ((v = getenv("AGENT_HTTP")) && !strcmp(v, "curl"))
-		return 1;
-	for (i = 0; i < sizeof proxies / sizeof *proxies; i++)
-		if ((v = getenv(proxies[i])) && *v)
-			return 1;
-	return 0;
-}
-
-#define CURL_FN(field, name) \
-	(*(void **)&cu.field = dlsym(cu.lib, name)) == NULL
-
-/* Loads libcurl and starts it, once. */
-static int
-curl_load(struct ah_error *err)
-{
-	const char *why;
-
-	if (cu.lib)
-		return 0;
-	cu.lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-	if (!cu.lib) {
-		why = dlerror();
-		return ah_fail(err, AH_EIO, "cannot load libcurl, which a URL "
-			       "other than plain http:// needs: %s",
-			       why ? why : "unknown error");
-	}
-	if (CURL_FN(global_init, "curl_global_init") ||
-	    CURL_FN(global_cleanup, "curl_global_cleanup") ||
-	    CURL_FN(easy_init, "curl_easy_init") ||
-	    CURL_FN(setopt, "curl_easy_setopt") ||
-	    CURL_FN(perform, "curl_easy_perform") ||
-	    CURL_FN(getinfo, "curl_easy_getinfo") ||
-	    CURL_FN(cleanup, "curl_easy_cleanup") ||
-	    CURL_FN(strerror, "curl_easy_strerror") ||
-	    CURL_FN(slist_append, "curl_slist_append") ||
-	    CURL_FN(slist_free_all, "curl_slist_free_all") ||
-	    cu.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		dlclose(cu.lib);
-		memset(&cu, 0, sizeof cu);
-		return ah_fail(err, AH_EIO, "cannot start libcurl");
-	}
-	return 0;
-}
 
 /* libcurl's handle for m, set up. */
 static int
@@ -236,7 +160,7 @@ model_new(const struct model_opts *o, struct ah_error *err)
 			"or empty", e);
 		goto fail;
 	}
-	if (!needs_curl(m->url)) {
+	if (!http_needs_curl(m->url)) {
 		m->http = http_new(m->url, o->timeout, err);
 		if (!m->http)
 			goto fail;

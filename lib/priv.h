@@ -164,6 +164,12 @@ int http_url_plain(const char *url);
  * seconds; NULL (err) when the host or port cannot be read. */
 struct http *http_new(const char *url, double connect_timeout,
 		      struct ah_error *err);
+/* A client for url, any http:// or https:// one: over http_new's when
+ * it can (http_needs_curl says not), else over libcurl, loaded then, which
+ * reads the proxy variables and checks the server's certificate against
+ * cafile (NULL: libcurl's own CA bundle).  NULL (err) when it cannot. */
+struct http *http_open(const char *url, double connect_timeout,
+		       const char *cafile, struct ah_error *err);
 /* Closes the connection kept, frees h. */
 void http_free(struct http *h);
 /* POSTs the body (flat, else read out by io->read; len bytes either way)
@@ -179,6 +185,22 @@ int http_post(struct http *h, const char *const *headers, const char *flat,
  * next request.  For the fuzz target. */
 int http_read(int fd, const struct http_io *io, long *status, int *keep,
 	      char *errbuf, size_t errsize);
+
+/* --- curl.c: libcurl, for what http.c does not speak -------------------- */
+
+/* Does url need libcurl: not plain http://, or a proxy set for it
+ * (libcurl's variables for http://: http_proxy, lowercase only, and
+ * all_proxy in either case), or AGENT_HTTP=curl (the tests run every
+ * request through both clients)? */
+int http_needs_curl(const char *url);
+struct hcurl;
+/* http_new, http_post and http_free over libcurl (see http_open). */
+struct hcurl *hcurl_new(const char *url, double connect_timeout,
+			const char *cafile, struct ah_error *err);
+int hcurl_post(struct hcurl *c, const char *const *headers, const char *flat,
+	       size_t len, const struct http_io *io, long *status,
+	       char *errbuf, size_t errsize);
+void hcurl_free(struct hcurl *c);
 
 /* --- model.c ------------------------------------------------------------ */
 

@@ -359,6 +359,48 @@ test_expect_success 'the README'"'"'s recipes over what a session leaves, in a s
 	(cd r && sh -e ../recipes.sh) >out
 '
 
+test_expect_success 'the --json result and the session record say why a run failed: agent-step, tool-exec, agent-run' '
+	mkdir w &&
+	echo "{\"raw\": \"this is no JSON\", \"ctype\": \"application/json\"}" >script &&
+	start_model script &&
+	test_expect_code 1 agent-run --json -C w "hi" >events 2>progress &&
+	tail -n 1 events >result &&
+	jq -e ".type == \"result\" and .status == \"failed\" and
+		(.error | startswith(\"agent-step: the answer is not a JSON object\"))" result &&
+	jq -e ".status == \"failed\" and (.error | startswith(\"agent-step: the answer is not a JSON object\"))" \
+		w/.agent/session.json &&
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]}
+	{"content": "Said hi."}
+	EOF
+	start_model script &&
+	AGENT_PASS_ENV=1bad= test_expect_code 1 agent-run -y --json -C w "hi" >events 2>progress &&
+	test_grep "Broken pipe" progress &&
+	tail -n 1 events >result &&
+	jq -e ".status == \"failed\" and
+		.error == \"tool-exec: --pass-env or AGENT_PASS_ENV: '"'"'1bad='"'"' is not a variable name\"" result &&
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "echo one"}}]}
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "echo two"}}]}
+	{"content": "Said hi."}
+	{"content": "Said it again."}
+	EOF
+	start_model script &&
+	test_expect_code 3 agent-run -y --json --max-steps 1 -C w "hi" >events 2>progress &&
+	tail -n 1 events >result &&
+	jq -e ".status == \"step-limit\" and
+		(.error | startswith(\"agent-run: stopped at the step limit (1 model calls)\"))" result &&
+	jq -e ".error | startswith(\"agent-run: stopped at the step limit\")" w/.agent/session.json &&
+	mkdir answer.d &&
+	test_expect_code 1 agent-run -y --json -o answer.d -C w "hi" >events 2>progress &&
+	tail -n 1 events >result &&
+	jq -e ".status == \"failed\" and .answer == \"Said hi.\" and
+		.error == \"agent-run: the answer could not be written to '"'"'$PWD/answer.d'"'"'\"" result &&
+	agent-run -y --json -C w -c "again" >events 2>progress &&
+	tail -n 1 events | jq -e ".status == \"done\" and .error == null" &&
+	jq -e ".status == \"done\" and .error == null" w/.agent/session.json
+'
+
 if [ "$(id -u)" != 0 ]; then
 	test_expect_success 'a read-only checkout: agent-run says so in its own words' '
 		mkdir ro && chmod 555 ro &&
