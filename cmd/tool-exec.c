@@ -31,6 +31,8 @@ static const char usage[] =
 	"                        /bin/bash, else /bin/sh)\n"
 	"      --sandbox MODE    confine bash: workspace-write (the default;\n"
 	"                        $AGENT_SANDBOX), read-only or off\n"
+	"      --mode MODE       agent-run's mode ($AGENT_MODE): plan runs\n"
+	"                        everything in the read-only sandbox\n"
 	"      --allow-network   let sandboxed commands open inet sockets\n"
 	"                        ($AGENT_SANDBOX_NETWORK=1)\n"
 	"      --allow-git       let sandboxed commands and the file tools\n"
@@ -566,6 +568,8 @@ print_schema(const struct task_opts *t, const char *tools, int with_skill)
 /* What the options and the environment ask for. */
 struct opts {
 	const char *dir, *mode, *tools;
+	const char *agent_mode; /* --mode, AGENT_MODE: agent-run's mode */
+	int sandbox_opt;        /* --sandbox was given */
 	int schema;
 	const char *protect[64], *pass[64], *allow[64];
 	int nprotect, npass, nallow;
@@ -586,6 +590,33 @@ struct state {
 	char **env;
 };
 
+/* agent-run's mode (--mode, AGENT_MODE): one that holds commands and
+ * file tools in a sandbox of its own (plan: read-only) has it, whatever
+ * AGENT_SANDBOX says; a --sandbox that says another is a usage error.
+ * -1 to go on, else the exit status. */
+static int
+agent_mode(struct opts *o)
+{
+	static const char *const names[] = { "off", "read-only",
+					     "workspace-write" };
+	struct ah_error err = { 0 };
+	struct run_mode m;
+
+	if (!o->agent_mode || !*o->agent_mode)
+		return -1;
+	if (mode_lookup(o->agent_mode, &m, &err) < 0)
+		return cli_usage_error("--mode or AGENT_MODE: %s", err.msg);
+	if (m.sandbox < 0 || m.sandbox == sandbox_mode_parse(o->mode))
+		return -1;
+	if (o->sandbox_opt)
+		return cli_usage_error("the %s mode runs commands in the %s "
+				       "sandbox: --sandbox %s does not go "
+				       "with it", m.name, names[m.sandbox],
+				       o->mode);
+	o->mode = names[m.sandbox];
+	return -1;
+}
+
 /* The options: -1 to go on, else the exit status (after --help,
  * --version, --schema, or a usage error). */
 static int
@@ -595,7 +626,7 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 	       OPT_SHELL, OPT_BATCH, OPT_SCHEMA, OPT_INTERRUPTED, OPT_SANDBOX,
 	       OPT_NETWORK, OPT_GIT, OPT_PROTECT, OPT_PASSENV, OPT_MAXPROCS,
 	       OPT_MAXMEM, OPT_MAXFSIZE, OPT_ALLOWREAD, OPT_ALLOWSOCKET,
-	       OPT_TOOLS };
+	       OPT_MODE, OPT_TOOLS };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "yes", no_argument, NULL, 'y' },
@@ -605,6 +636,7 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 		{ "max-output", required_argument, NULL, OPT_MAXOUTPUT },
 		{ "shell", required_argument, NULL, OPT_SHELL },
 		{ "sandbox", required_argument, NULL, OPT_SANDBOX },
+		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "allow-network", no_argument, NULL, OPT_NETWORK },
 		{ "allow-git", no_argument, NULL, OPT_GIT },
 		{ "protect", required_argument, NULL, OPT_PROTECT },
@@ -631,6 +663,7 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 	o->dir = getenv("AGENT_WORKDIR");
 	o->mode = getenv("AGENT_SANDBOX");
 	o->tools = getenv("AGENT_TOOLS");
+	o->agent_mode = getenv("AGENT_MODE");
 	o->maxout = 30000;
 	o->procs = 512;
 	ctx->timeout = 120;
@@ -693,6 +726,10 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 			break;
 		case OPT_SANDBOX:
 			o->mode = optarg;
+			o->sandbox_opt = 1;
+			break;
+		case OPT_MODE:
+			o->agent_mode = optarg;
 			break;
 		case OPT_NETWORK:
 			o->network = 1;
@@ -787,7 +824,7 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 		return cli_usage_error("unknown sandbox mode '%s' (use "
 				       "workspace-write, read-only or off)",
 				       o->mode);
-	return -1;
+	return agent_mode(o);
 }
 
 /* The commands' environment, the working directory, the sandbox, the

@@ -711,6 +711,35 @@ int policy_is_trusted(const char *file, const char *text, size_t len,
 int policy_trust(const char *file, const char *text, size_t len,
 		 struct ah_error *err);
 
+/* --- modes.c: agent-run's modes, presets of policy and sandbox -------- */
+
+/* A mode of share/modes.json (plan, ask, edit, auto). */
+struct run_mode {
+	char name[16];
+	int sandbox;      /* the sandbox it holds commands and file tools in
+			     (enum sandbox_mode), or -1: as given */
+	int approve_asks; /* every ask of the policy is approved (-y) */
+};
+
+/* Looks the mode name up: 0 with *m, or -1 (an unknown name: AH_EFORMAT,
+ * saying which names there are). */
+int mode_lookup(const char *name, struct run_mode *m, struct ah_error *err);
+/* The policy text (from source, for its errors) with the rules of mode
+ * name added after its own, and a "mode" member saying what the mode is:
+ * a new text, or NULL with err (the policy's own errors first). */
+char *mode_policy(const char *text, size_t len, const char *source,
+		  const char *name, struct ah_error *err);
+/* Whether tool leaves the workspace as it is: only those run in the
+ * read-only sandbox. */
+int mode_tool_reads_only(const char *tool);
+/* Whether tool may run in the read-only sandbox: it leaves the workspace
+ * as it is (mode_tool_reads_only), and for run_todo_write, the todo file
+ * todo_path is in .agent. */
+int mode_may_run(const char *tool, const char *todo_path);
+/* The result of a call of tool refused in the read-only sandbox, into
+ * *res: TOOL_ERROR, or -1 when out of memory (*res NULL). */
+int mode_refuse(const char *tool, char **res);
+
 /* --- cctool.c: other agents' tool calls, and their hooks' answers ---- */
 
 /* The agents whose PreToolUse hooks hook-perm --format answers. */

@@ -1878,6 +1878,9 @@ tool_call(const struct tool_ctx *ctx, const char *name, const char *argstr,
 	for (i = 0; i < sizeof tools / sizeof *tools; i++)
 		if (!strcmp(name, tools[i].name))
 			break;
+	if (ctx->sandbox && ctx->sandbox->mode == SANDBOX_READ_ONLY &&
+	    !mode_may_run(name, ctx->todo_path))
+		return mode_refuse(name, res);
 	if (!strncmp(name, "mcp__", 5) ? 0 : (i < sizeof tools / sizeof *tools
 	    || !strcmp(name, "run_todo_write") || !strcmp(name, "task")) &&
 	    !tool_is_offered(ctx->tools, name))
