@@ -1300,6 +1300,8 @@ struct tool_ctx {
 	struct proc_helper *helper; /* bash: forks the sandboxed commands */
 	const char *mcp;       /* mcp__SERVER__TOOL calls go to the
 				  mcp-bridge at this socket; NULL: none */
+	const char *tools;     /* the tools offered (tool-exec --tools),
+				  NULL for the default set */
 };
 
 enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };
@@ -1307,6 +1309,18 @@ enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };
 /* The tool definitions, a JSON array in Chat Completions form; with_task:
  * the task tool too (task_offered). */
 const char *tool_schema(int with_task);
+
+/* The definitions of the tools offered, a JSON array in *out (the
+ * caller frees): those of list (names separated by commas; task only
+ * with with_task), or with none the default set (tool_schema) and with
+ * with_skill the skill tool.  0, 1 with msg naming a tool there is not,
+ * -1 out of memory. */
+int tool_schema_select(const char *list, int with_task, int with_skill,
+		       char **out, char *msg, size_t size);
+
+/* Is the tool name offered by list (NULL or "": the default set, every
+ * tool but apply_patch)? */
+int tool_is_offered(const char *list, const char *name);
 
 /* Checks the arguments of a call of tool (an object) against its schema
  * (share/tools.json, share/task.json), which allows no other key: 0 when
