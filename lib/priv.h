@@ -224,8 +224,6 @@ int policy_trust_store(char *path, size_t size);
 
 /* --- redact.c ----------------------------------------------------------- */
 
-/* redact on every string of v, object keys included. */
-void redact_json(cJSON *v, const char *const *secrets);
 
 /* --- file.c ------------------------------------------------------------- */
 
