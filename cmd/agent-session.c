@@ -22,6 +22,7 @@ static const char usage[] =
 	"       agent-session [-C DIR] [files] --reopen continue|resume\n"
 	"       agent-session [-C DIR] [files] --end STATUS [--from LINE]\n"
 	"                     [--error TEXT]\n"
+	"       agent-session --project N [REL FILE]...\n"
 	"\n"
 	"Keeps the record of an agent-run session (id, times, task, status,\n"
 	"model calls, tokens) and prints the first and the last of the\n"
@@ -47,18 +48,25 @@ static const char usage[] =
 	"                       (for the result's run figures; 0)\n"
 	"      --error TEXT     what went wrong, with --end STATUS other than\n"
 	"                       0: the record's and the result's error\n"
+	"      --project N      print a line of the files' names, then the\n"
+	"                       text of the project's instructions: each FILE\n"
+	"                       (the most specific first) under a header REL,\n"
+	"                       within N bytes as sent (escapes counted) and a\n"
+	"                       quarter of $AGENT_CONTEXT_WINDOW at most, cut\n"
+	"                       with a note\n"
 	"      --transcript F   the transcript (.agent/transcript.jsonl)\n"
 	"      --record F       the record (.agent/session.json)\n"
 	"  -h, --help           print this help and exit\n"
 	"      --version        print the version and exit\n"
 	"\n"
 	"The model and the API of a new record are $AGENT_MODEL and\n"
-	"$AGENT_API.\n"
+	"$AGENT_API; its permission_mode (agent-run's mode) is $AGENT_MODE,\n"
+	"else ask, and --reopen sets it to $AGENT_MODE when that is set.\n"
 	"\n"
 	"Exit status: 0 done, 2 usage, 3 a file could not be read or\n"
 	"written, 5 a record is not one.\n";
 
-enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END };
+enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT };
 
 struct opts {
 	enum mode mode;
@@ -66,6 +74,7 @@ struct opts {
 	const char *todo, *error;
 	long status, from;
 	long stdin_bytes;   /* the size of the stdin attached to the task, or -1 */
+	long project;       /* --project: the budget of project files */
 };
 
 /* agent-run's exit status as the status of its session. */
@@ -181,6 +190,7 @@ do_begin(const struct opts *o)
 {
 	struct ah_error err = { 0 };
 	const char *model = getenv("AGENT_MODEL"), *api = getenv("AGENT_API");
+	const char *pmode = getenv("AGENT_MODE");
 	char now[32], *task = NULL, cwd[PATH_MAX];
 	size_t len;
 	cJSON *rec = cJSON_CreateObject();
@@ -205,6 +215,7 @@ do_begin(const struct opts *o)
 	    set_string(rec, "directory", cwd) ||
 	    set_string(rec, "model", model ? model : "") ||
 	    set_string(rec, "api", api && *api ? api : "chat") ||
+	    set_string(rec, "permission_mode", pmode && *pmode ? pmode : "ask") ||
 	    set_string(rec, "todo", o->todo ? o->todo : "todo.json") ||
 	    (o->stdin_bytes >= 0 &&
 	     set_number(rec, "stdin_bytes", (double)o->stdin_bytes)) ||
@@ -250,6 +261,7 @@ static int
 do_reopen(const struct opts *o)
 {
 	struct ah_error err = { 0 };
+	const char *pmode = getenv("AGENT_MODE");
 	char now[32];
 	cJSON *rec = record_of(o, &err);
 	int rc = ES_IO;
@@ -260,7 +272,8 @@ do_reopen(const struct opts *o)
 	}
 	session_now(now);
 	redact_json(rec, secrets);
-	if (set_string(rec, "updated", now) || set_string(rec, "status", "running")) {
+	if (set_string(rec, "updated", now) || set_string(rec, "status", "running") ||
+	    (pmode && *pmode && set_string(rec, "permission_mode", pmode))) {
 		cli_warn("out of memory");
 	} else if (session_write(o->record, rec, &err) < 0) {
 		cli_report(&err);
@@ -362,12 +375,64 @@ out:
 	return rc;
 }
 
+/* --project: the names, then the text.  The budget is what is sent:
+ * the bytes after JSON's escapes (a file of control characters takes six
+ * times its size), and never more than a quarter of the window. */
+static int
+do_project(const struct opts *o, int n, char **args)
+{
+	const char *env = getenv("AGENT_CONTEXT_WINDOW");
+	const char **rel = calloc((size_t)n / 2 + 1, sizeof *rel);
+	const char **path = calloc((size_t)n / 2 + 1, sizeof *path);
+	struct buf text = BUF_INIT(0), names = BUF_INIT(0);
+	struct ah_error err = { 0 };
+	size_t budget = (size_t)o->project, k;
+	long window = 0;
+	int i, rc = ES_IO;
+
+	if (env && *env && cli_window("AGENT_CONTEXT_WINDOW", env,
+				      getenv("AGENT_MODEL"), &window) < 0) {
+		rc = ES_USAGE;
+		goto out;
+	}
+	if (window > 0 && budget > (size_t)window * CHAT_BYTES_PER_TOKEN / 4)
+		budget = (size_t)window * CHAT_BYTES_PER_TOKEN / 4;
+	if (!rel || !path) {
+		cli_warn("out of memory");
+		goto out;
+	}
+	for (i = 0; i < n / 2; i++) {
+		rel[i] = args[2 * i];
+		path[i] = args[2 * i + 1];
+	}
+	if (project_text(rel, path, n / 2, budget, &text, &names, &err) < 0) {
+		cli_report(&err);
+		goto out;
+	}
+	/* one line: a name's control characters do not end it */
+	for (k = 0; k < names.len; k++)
+		if ((unsigned char)names.data[k] < 0x20)
+			names.data[k] = '?';
+	if (names.len && fwrite(names.data, 1, names.len, stdout) != names.len)
+		cli_stdout_failed(errno);
+	putchar('\n');
+	if (text.len && n && fwrite(text.data, 1, text.len, stdout) != text.len)
+		cli_stdout_failed(errno);
+	rc = ES_OK;
+out:
+	buf_free(&text);
+	buf_free(&names);
+	free(rel);
+	free(path);
+	return rc;
+}
+
 static int
 set_mode(struct opts *o, enum mode m)
 {
 	if (o->mode != M_NONE && o->mode != m)
-		return cli_usage_error("--list, --begin, --reopen and --end "
-				       "go one at a time");
+		return cli_usage_error("--list, --begin, --reopen, --end and "
+				       "--project go one at a time");
 	o->mode = m;
 	return ES_OK;
 }
@@ -377,7 +442,7 @@ main(int argc, char **argv)
 {
 	enum { OPT_LIST = 256, OPT_BEGIN, OPT_PARENT, OPT_CALL, OPT_REOPEN,
 	       OPT_END, OPT_FROM, OPT_TRANSCRIPT, OPT_RECORD, OPT_TODO,
-	       OPT_STDIN_BYTES, OPT_ERROR };
+	       OPT_STDIN_BYTES, OPT_ERROR, OPT_PROJECT };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -392,6 +457,7 @@ main(int argc, char **argv)
 		{ "todo", required_argument, NULL, OPT_TODO },
 		{ "stdin-bytes", required_argument, NULL, OPT_STDIN_BYTES },
 		{ "error", required_argument, NULL, OPT_ERROR },
+		{ "project", required_argument, NULL, OPT_PROJECT },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -456,6 +522,12 @@ main(int argc, char **argv)
 			rc = cli_whole("--stdin-bytes", optarg, 0, LONG_MAX,
 				       &o.stdin_bytes);
 			break;
+		case OPT_PROJECT:
+			rc = set_mode(&o, M_PROJECT);
+			if (rc == ES_OK)
+				rc = cli_whole("--project", optarg, 0,
+					       1000000000, &o.project);
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -466,6 +538,12 @@ main(int argc, char **argv)
 		}
 		if (rc != ES_OK)
 			return rc;
+	}
+	if (o.mode == M_PROJECT) {
+		if ((argc - optind) % 2)
+			return cli_usage_error("--project: a FILE for each REL");
+		return cli_finish(do_project(&o, argc - optind,
+					     argv + optind));
 	}
 	if (optind < argc)
 		return cli_usage_error("unexpected argument '%s'", argv[optind]);

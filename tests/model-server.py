@@ -76,6 +76,7 @@ and the benchmark of compaction:
                     400 context_length_exceeded, and consumes no entry
   --real-usage      usage.prompt_tokens is the request's bytes / 4, not 10n
   --summary-delay S  wait S seconds before answering a summary
+  --summary-text T  answer summaries with T instead
   --summaries       a request whose last message asks for a summary
                     (agent-compact's) is answered "Summary of the work so
                     far." without consuming an entry
@@ -603,7 +604,7 @@ def serve(conn, cid, args):
         if side is not None:
             entry = {"content": "OK"}
         elif summary:
-            entry = {"content": "Summary of the work so far.",
+            entry = {"content": args.summary_text,
                      "delay": args.summary_delay}
         else:
             entry = next_entry(req)
@@ -728,6 +729,7 @@ def main():
     ap.add_argument("--summaries", action="store_true")
     ap.add_argument("--real-usage", action="store_true")
     ap.add_argument("--summary-delay", type=float, default=0)
+    ap.add_argument("--summary-text", default="Summary of the work so far.")
     ap.add_argument("--sizes")
     ap.add_argument("--bodies")
     ap.add_argument("--side-requests", action="store_true")
