@@ -55,8 +55,13 @@ int cli_version(void);
  * write the API key (or what the model was shown) into the workspace. */
 int cli_no_core(void);
 
-/* Prints "progname: message" on stderr. */
+/* Prints "progname: message" on stderr.  An error (not a message that
+ * starts "warning: ") is also appended to $AGENT_ERROR_FILE when that is
+ * set: agent-run keeps there what its stages said went wrong. */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The same, for a note that is no error (a retry): stderr only. */
+void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints the error the library filled, as "progname: what: why". */
 void cli_report(const struct ah_error *err);

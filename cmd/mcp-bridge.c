@@ -27,9 +27,10 @@ static const char usage[] =
 	"       mcp-bridge [-C DIR] [options] --serve SOCKET [--watch PID]\n"
 	"       mcp-bridge [-C DIR] --trust [FILE]\n"
 	"\n"
-	"Starts the MCP servers of the configuration (stdio), and answers each\n"
-	"tool call read (JSON Lines, a call of a tool mcp__SERVER__TOOL) with a\n"
-	"tool message.  Protocol versions: 2025-06-18, 2025-03-26, 2024-11-05.\n"
+	"Starts the MCP servers of the configuration (stdio, Streamable HTTP over\n"
+	"http:// or https://), and answers each tool call read (JSON Lines, a\n"
+	"call of a tool mcp__SERVER__TOOL) with a tool message.  Protocol\n"
+	"versions: 2025-06-18, 2025-03-26, 2024-11-05.\n"
 	"\n"
 	"  -C, --directory DIR   the workspace (default $AGENT_WORKDIR, else the\n"
 	"                        current directory): its .mcp.json, once trusted\n"
@@ -47,6 +48,8 @@ static const char usage[] =
 	"      --max-output N    bytes of a result, head and tail kept (30000;\n"
 	"                        $AGENT_MAX_OUTPUT)\n"
 	"      --max-restarts N  starts again of a server that died (3)\n"
+	"      --ca-file FILE    check https:// servers' certificates against the\n"
+	"                        CA certificates of FILE ($AGENT_MCP_CA_FILE)\n"
 	"      --sandbox MODE    confine the servers as tool-exec confines\n"
 	"                        commands: workspace-write (the default;\n"
 	"                        $AGENT_SANDBOX), read-only or off\n"
@@ -515,7 +518,7 @@ main(int argc, char **argv)
 {
 	enum { OPT_CONFIG = 256, OPT_NOUSER, OPT_TRUST, OPT_SCHEMA, OPT_SERVE,
 	       OPT_WATCH, OPT_TIMEOUT, OPT_MAXTIMEOUT, OPT_START, OPT_MAXOUT,
-	       OPT_RESTARTS, OPT_SANDBOX };
+	       OPT_RESTARTS, OPT_SANDBOX, OPT_CAFILE };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "mcp-config", required_argument, NULL, OPT_CONFIG },
@@ -530,6 +533,7 @@ main(int argc, char **argv)
 		{ "max-output", required_argument, NULL, OPT_MAXOUT },
 		{ "max-restarts", required_argument, NULL, OPT_RESTARTS },
 		{ "sandbox", required_argument, NULL, OPT_SANDBOX },
+		{ "ca-file", required_argument, NULL, OPT_CAFILE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
@@ -548,6 +552,7 @@ main(int argc, char **argv)
 	mcp_init(&m);
 	o.dir = getenv("AGENT_WORKDIR");
 	o.mode = getenv("AGENT_SANDBOX");
+	m.opts.cafile = getenv("AGENT_MCP_CA_FILE");
 	o.maxout = 30000;
 	o.restarts = 3;
 	v = getenv("AGENT_MCP_TIMEOUT");
@@ -610,6 +615,9 @@ main(int argc, char **argv)
 			break;
 		case OPT_SANDBOX:
 			o.mode = optarg;
+			break;
+		case OPT_CAFILE:
+			m.opts.cafile = optarg;
 			break;
 		case 'v':
 			m.opts.verbose = 1;

@@ -38,6 +38,7 @@ struct http {
 	char *target;    /* the path and query */
 	double connect_timeout;
 	int fd;          /* the connection kept alive, or -1 */
+	struct hcurl *curl; /* http_open's over libcurl: all the rest unused */
 };
 
 /* One exchange: the answer as it is read. */
@@ -200,9 +201,32 @@ http_free(struct http *h)
 {
 	if (!h)
 		return;
+	hcurl_free(h->curl);
 	drop(h);
 	free(h->target);
 	free(h);
+}
+
+struct http *
+http_open(const char *url, double connect_timeout, const char *cafile,
+	  struct ah_error *err)
+{
+	struct http *h;
+
+	if (!http_needs_curl(url))
+		return http_new(url, connect_timeout, err);
+	h = calloc(1, sizeof *h);
+	if (!h) {
+		ah_fail(err, AH_ENOMEM, "out of memory");
+		return NULL;
+	}
+	h->fd = -1;
+	h->curl = hcurl_new(url, connect_timeout, cafile, err);
+	if (!h->curl) {
+		free(h);
+		return NULL;
+	}
+	return h;
 }
 
 /* Waits up to ms for events on fd, telling the caller at least once a
@@ -702,6 +726,9 @@ http_post(struct http *h, const char *const *headers, const char *flat,
 	struct xfer x;
 	int r, tries, reused, keep, cut = 0;
 
+	if (h->curl)
+		return hcurl_post(h->curl, headers, flat, len, io, status,
+				  errbuf, errsize);
 	memset(&x, 0, sizeof x);
 	x.h = h;
 	x.io = io;

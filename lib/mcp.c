@@ -158,6 +158,23 @@ server_free(struct mcp_server *s)
 	free(s);
 }
 
+/* Is url one a Streamable HTTP server may have: http:// or https://, a
+ * host, no user name or password (they would show in messages)? */
+static int
+url_ok(const char *url)
+{
+	const char *a, *end;
+
+	if (!strncasecmp(url, "http://", 7))
+		a = url + 7;
+	else if (!strncasecmp(url, "https://", 8))
+		a = url + 8;
+	else
+		return 0;
+	end = a + strcspn(a, "/?#");
+	return end > a && !memchr(a, '@', (size_t)(end - a));
+}
+
 /* A Streamable HTTP server: {"type": "http", "url", "headers"}; the
  * values of headers are secrets. */
 static int
@@ -181,11 +198,11 @@ parse_http(struct mcp *m, const char *file, const cJSON *def,
 	if (!cJSON_IsString(url))
 		return ah_fail(err, AH_EFORMAT, "'%s': server '%s': \"url\" "
 			       "must be a string", file, name);
-	if (!http_url_plain(url->valuestring))
+	if (!url_ok(url->valuestring))
 		return ah_fail(err, AH_EFORMAT, "'%s': server '%s': '%.200s': "
-			       "only plain http:// URLs are supported yet (no "
-			       "https://, no user name)", file, name,
-			       url->valuestring);
+			       "not an http:// or https:// URL without a user "
+			       "name (give credentials in \"headers\")", file,
+			       name, url->valuestring);
 	if (hd && !cJSON_IsObject(hd))
 		return ah_fail(err, AH_EFORMAT, "'%s': server '%s': \"headers\" "
 			       "must be an object of strings", file, name);
@@ -1297,7 +1314,7 @@ http_send(struct mcp *m, struct mcp_server *s, const cJSON *msg,
 	/* a message sent while an answer streams in (an answer to the
 	 * server's ping) goes on a connection of its own */
 	if (s->busy) {
-		struct http *h = http_new(s->url, 10, &err);
+		struct http *h = http_open(s->url, 10, m->opts.cafile, &err);
 
 		if (!h)
 			goto out;
@@ -1323,7 +1340,7 @@ http_send(struct mcp *m, struct mcp_server *s, const cJSON *msg,
 							       : W_FAILED;
 		goto out;
 	}
-	if (!s->http && !(s->http = http_new(s->url, 10, &err))) {
+	if (!s->http && !(s->http = http_open(s->url, 10, m->opts.cafile, &err))) {
 		server_fail(m, s, "%s", err.msg);
 		goto out;
 	}

@@ -616,7 +616,7 @@ command(const struct proc_opts *o, const char *cmd, char **envp,
 	sigset_t none;
 	size_t n;
 	int i, devnull;
-	char *argv[4];
+	char *argv[5];
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	sigemptyset(&none);
@@ -654,10 +654,13 @@ command(const struct proc_opts *o, const char *cmd, char **envp,
 			strerror(errno));
 		_exit(126);
 	}
+	/* "--": a command that starts with - or + is the command, not an
+	 * option of the shell's. */
 	argv[0] = (char *)o->shell;
 	argv[1] = (char *)"-c";
-	argv[2] = (char *)(cmd ? cmd : warm_boot);
-	argv[3] = NULL;
+	argv[2] = (char *)"--";
+	argv[3] = (char *)(cmd ? cmd : warm_boot);
+	argv[4] = NULL;
 	execve(o->shell, argv, envp);
 	dprintf(2, "cannot run '%s': %s\n", o->shell, strerror(errno));
 	_exit(127);

@@ -26,6 +26,22 @@ test_expect_success 'bash: output, stderr merged, exit code' '
 	test_cmp expect actual
 '
 
+test_expect_success 'bash: a command that starts with - or + is run, not read as an option of the shell (with and without the sandbox)' '
+	printf "%s\n" "+x 2>/dev/null; echo one" "-e 2>/dev/null; echo two" \
+		"--version 2>/dev/null; echo three" "-c 2>/dev/null; echo four" |
+		jq -Rsc "{role: \"assistant\", content: null, tool_calls: [split(\"\n\")[:-1]
+			| to_entries[] | {id: \"c\\(.key)\", type: \"function\",
+			  permission: {decision: \"allow\"}, function: {name: \"bash\",
+			  arguments: ({command: .value} | tojson)}}]}" >in &&
+	printf "%s\n" one two three four >expect &&
+	tool-exec --sandbox off <in >out &&
+	jq -j .content out >actual &&
+	test_cmp expect actual &&
+	tool-exec <in >out &&
+	jq -j .content out >actual &&
+	test_cmp expect actual
+'
+
 test_expect_success 'bash: runs in the working directory, stdin empty' '
 	mkdir wd &&
 	call_msg bash "{\"command\":\"pwd; cat; echo done\"}" >in &&

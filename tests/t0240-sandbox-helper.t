@@ -198,6 +198,19 @@ test_expect_success 'a shell started ahead: one killed is replaced and the call 
 	wait_until 5 gone "$(cat w2)"
 '
 
+test_expect_success 'a shell started ahead runs a command that starts with - or + as a shell started for the call does (bash -c --)' '
+	mkdir ws &&
+	bash_call c1 "-e 2>/dev/null; echo one" >m1 &&
+	bash_call c2 "+x 2>/dev/null; echo two" >m2 &&
+	test_when_finished "kill -9 \$(cat pid) 2>/dev/null || :" &&
+	{ { cat m1 && wait_until 20 lines out 1 &&
+	    wait_until 20 has_warm "$(cat pid)" &&
+	    cat m2 && wait_until 20 lines out 2 && touch fed; } |
+	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
+	test -e fed &&
+	test "$(result c1)" = one && test "$(result c2)" = two
+'
+
 test_expect_success 'a shell started ahead goes with tool-exec (kill -9)' '
 	mkdir ws &&
 	bash_call c1 "echo one" >m1 &&
@@ -362,7 +375,7 @@ test_expect_success 'the line a shell started ahead runs: a command that did not
 	    touch fed; } |
 	  sh -c "echo \$\$ >pid && exec tool-exec -C ws >out"; } &&
 	test -e fed &&
-	sed -n 3p argv >boot &&
+	sed -n 4p argv >boot &&
 	{ printf "touch cut" | bash -c "$(cat boot)" 3<&0 </dev/null; echo $? >rc; } &&
 	echo 125 >expect && test_cmp expect rc && ! test -e cut &&
 	printf "touch whole." | bash -c "$(cat boot)" 3<&0 </dev/null &&

@@ -206,9 +206,9 @@ test_expect_success 'a configuration with an unknown key, a bad name, or no mcpS
 	test_grep "server name .a__b." err2 &&
 	test_expect_code 1 bridge --mcp-config bad3 --schema 2>err3 &&
 	test_grep "no \"mcpServers\" object" err3 &&
-	echo "{\"mcpServers\": {\"h\": {\"type\": \"http\", \"url\": \"https://example.invalid/mcp\"}}}" >bad4 &&
+	echo "{\"mcpServers\": {\"h\": {\"type\": \"http\", \"url\": \"ftp://example.invalid/mcp\"}}}" >bad4 &&
 	test_expect_code 1 bridge --mcp-config bad4 --schema 2>err4 &&
-	test_grep "only plain http:// URLs are supported yet" err4 &&
+	test_grep "not an http:// or https:// URL without a user name" err4 &&
 	echo "{\"mcpServers\": {\"h\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:1/\", \"command\": \"x\"}}}" >bad5 &&
 	test_expect_code 1 bridge --mcp-config bad5 --schema 2>err5 &&
 	test_grep "unknown key .command. (known for http: type, url, headers)" err5
