@@ -27,8 +27,8 @@ step() {
 	case $cp in ????????????) ;; *) echo "no checkpoint: $cp" >&2; return 1 ;; esac
 }
 
-# dirs ID: the empty directories snapshot ID records
-dirs() {
+# empty_dirs ID: the empty directories snapshot ID records
+empty_dirs() {
 	git --git-dir=.agent/snap/git cat-file -p "$1" >../commit &&
 	tail -n 1 ../commit | jq -c .dirs
 }
@@ -38,8 +38,8 @@ dirs() {
 walked() {
 	full=$(agent-snap take) &&
 	agent-snap diff "$cp" "$full" >../delta &&
-	test_line_count = 0 ../delta &&
-	dirs "$cp" >../dirs.cp && dirs "$full" >../dirs.full &&
+	test_cmp /dev/null ../delta &&
+	empty_dirs "$cp" >../dirs.cp && empty_dirs "$full" >../dirs.full &&
 	test_cmp ../dirs.full ../dirs.cp &&
 	agent-snap list >../list &&
 	jq -r --arg id "$cp" 'select(.id == $id) | .scan' ../list >../scan &&
@@ -52,7 +52,7 @@ fill() {
 	for d in a a/deep b c; do
 		for i in 1 2 3; do echo "file $i of $d" >"$d/f$i"; done
 	done &&
-	mkdir many && i=0 && while [ $i -lt 300 ]; do
+	mkdir many && i=0 && while [ "$i" -lt 300 ]; do
 		echo "$i" >"many/$i" && i=$((i + 1))
 	done &&
 	echo top >top.txt && ln -s top.txt link &&
