@@ -56,7 +56,8 @@ static const char usage[] =
 	"      --version        print the version and exit\n"
 	"\n"
 	"The model and the API of a new record are $AGENT_MODEL and\n"
-	"$AGENT_API.\n"
+	"$AGENT_API; its permission_mode (agent-run's mode) is $AGENT_MODE,\n"
+	"else ask, and --reopen sets it to $AGENT_MODE when that is set.\n"
 	"\n"
 	"Exit status: 0 done, 2 usage, 3 a file could not be read or\n"
 	"written, 5 a record is not one.\n";
@@ -185,6 +186,7 @@ do_begin(const struct opts *o)
 {
 	struct ah_error err = { 0 };
 	const char *model = getenv("AGENT_MODEL"), *api = getenv("AGENT_API");
+	const char *pmode = getenv("AGENT_MODE");
 	char now[32], *task = NULL, cwd[PATH_MAX];
 	size_t len;
 	cJSON *rec = cJSON_CreateObject();
@@ -209,6 +211,7 @@ do_begin(const struct opts *o)
 	    set_string(rec, "directory", cwd) ||
 	    set_string(rec, "model", model ? model : "") ||
 	    set_string(rec, "api", api && *api ? api : "chat") ||
+	    set_string(rec, "permission_mode", pmode && *pmode ? pmode : "ask") ||
 	    set_string(rec, "todo", o->todo ? o->todo : "todo.json") ||
 	    (o->stdin_bytes >= 0 &&
 	     set_number(rec, "stdin_bytes", (double)o->stdin_bytes)) ||
@@ -253,6 +256,7 @@ static int
 do_reopen(const struct opts *o)
 {
 	struct ah_error err = { 0 };
+	const char *pmode = getenv("AGENT_MODE");
 	char now[32];
 	cJSON *rec = record_of(o, &err);
 	int rc = ES_IO;
@@ -262,7 +266,8 @@ do_reopen(const struct opts *o)
 		return err.code == AH_EFORMAT ? ES_BADINPUT : ES_IO;
 	}
 	session_now(now);
-	if (set_string(rec, "updated", now) || set_string(rec, "status", "running")) {
+	if (set_string(rec, "updated", now) || set_string(rec, "status", "running") ||
+	    (pmode && *pmode && set_string(rec, "permission_mode", pmode))) {
 		cli_warn("out of memory");
 	} else if (session_write(o->record, rec, &err) < 0) {
 		cli_report(&err);
