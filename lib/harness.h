@@ -969,13 +969,22 @@ int policy_client_eval(struct policy_client *c, struct policy *p,
  * tokens of the usual providers (sk-, ghp_, github_pat_, xoxb-, AKIA,
  * AIza, hf_, ...), and the credential after "Bearer", "Authorization:",
  * "x-api-key:". */
-void redact(char *s, const char *const *secrets);
+size_t redact(char *s, const char *const *secrets);
 /* Only the first part of redact: the strings of secrets (8 bytes or
  * more; one shorter than the mark becomes as many '*'), nothing that
  * merely looks like a key.  For the model's own text, which may quote
  * key-like strings on purpose but must never carry the key we hold. */
-void redact_exact(char *s, const char *const *secrets);
+size_t redact_exact(char *s, const char *const *secrets);
 void redact_json_exact(cJSON *v, const char *const *secrets);
+/* redact on every string of v, object keys included. */
+size_t redact_json(cJSON *v, const char *const *secrets);
+/* All three return how many they replaced. */
+/* A message as it is kept on disk (the transcript, hook-audit --tee):
+ * redact on each of its strings.  1 and *out (malloc'd, one line
+ * without its newline) when something was redacted, 0 and *out NULL
+ * when nothing was (the line is kept as it came, byte for byte), -1
+ * when memory ran out. */
+int redact_line(const cJSON *msg, const char *const *secrets, char **out);
 
 /* --- audit.c: the audit log ------------------------------------------ */
 

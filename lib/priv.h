@@ -229,8 +229,6 @@ int policy_trust_store(char *path, size_t size);
 
 /* --- redact.c ----------------------------------------------------------- */
 
-/* redact on every string of v, object keys included. */
-void redact_json(cJSON *v, const char *const *secrets);
 
 /* --- patch.c: the patch format of apply_patch ---------------------------- */
 
