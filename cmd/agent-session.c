@@ -11,6 +11,10 @@
 
 const char *progname = "agent-session";
 
+/* The keys we may hold, and what looks like a key, are redacted from
+ * the records and the events, as from the transcript and the log. */
+static const char *secrets[4];
+
 static const char usage[] =
 	"usage: agent-session [-C DIR] --list\n"
 	"       agent-session [-C DIR] [files] --begin ID [--todo FILE]\n"
@@ -220,6 +224,7 @@ do_begin(const struct opts *o)
 		cli_warn("out of memory");
 		goto out;
 	}
+	redact_json(rec, secrets);
 	if (session_write(o->record, rec, &err) < 0) {
 		cli_report(&err);
 		goto out;
@@ -266,6 +271,7 @@ do_reopen(const struct opts *o)
 		return err.code == AH_EFORMAT ? ES_BADINPUT : ES_IO;
 	}
 	session_now(now);
+	redact_json(rec, secrets);
 	if (set_string(rec, "updated", now) || set_string(rec, "status", "running") ||
 	    (pmode && *pmode && set_string(rec, "permission_mode", pmode))) {
 		cli_warn("out of memory");
@@ -333,6 +339,7 @@ do_end(const struct opts *o)
 		cli_warn("out of memory");
 		goto out;
 	}
+	redact_json(rec, secrets);
 	if (session_write(o->record, rec, &err) < 0) {
 		cli_report(&err);
 		goto out;
@@ -358,6 +365,9 @@ do_end(const struct opts *o)
 		goto out;
 	}
 	st.denials = NULL; /* rec holds it */
+	/* (the answer and the denials come from the transcript, which
+	 * hook-audit keeps redacted) */
+	redact_json(rec, secrets);
 	rc = print_event("result", rec, NULL);
 out:
 	session_stats_free(&st);
@@ -454,10 +464,16 @@ main(int argc, char **argv)
 	};
 	struct opts o = { .dir = ".", .transcript = ".agent/transcript.jsonl",
 			  .record = ".agent/session.json", .stdin_bytes = -1 };
+	const char *const keys[] = { getenv("AGENT_API_KEY"),
+		getenv("OPENAI_API_KEY"), getenv("ANTHROPIC_API_KEY") };
+	size_t k, nsecrets = 0;
 	int c, rc;
 
 	if (cli_no_core() < 0)
 		return ES_IO;
+	for (k = 0; k < sizeof keys / sizeof *keys; k++)
+		if (keys[k] && *keys[k])
+			secrets[nsecrets++] = keys[k];
 	while ((c = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
 		rc = ES_OK;
 		switch (c) {

@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <stdarg.h>
@@ -44,6 +46,10 @@ static const char usage[] =
 	"                         included; 0 for none ($AGENT_DEADLINE, 600)\n"
 	"      --retries N        retries of connection errors, 408, 409, 429\n"
 	"                         and 5xx (2)\n"
+	"      --max-concurrent N the most requests in flight to the endpoint,\n"
+	"                         machine-wide ($AGENT_MAX_CONCURRENT; none)\n"
+	"      --events FD        write a wait event to descriptor FD when a\n"
+	"                         request waited for the rate limit\n"
 	"      --until-done       exit after an answer without tool calls\n"
 	"      --history FILE     read FILE (a transcript) first, then stdin;\n"
 	"                         never through a link, never a FIFO\n"
@@ -84,6 +90,7 @@ struct run {
 	struct model_body body; /* the request, in parts */
 	double compact_at;  /* share of the window */
 	struct buf held; /* streamed text not shown yet (see on_text) */
+	int efd;         /* --events, or -1 */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -207,6 +214,45 @@ on_retry(void *ctx, const char *why)
 		note_server(r, "%s", why);
 }
 
+/* A wait for the endpoint's rate limit: said once on stderr when it is
+ * long, and a wait event (--events) when it is over. */
+static void
+on_wait(void *ctx, const struct ratelimit_wait *w)
+{
+	struct run *r = ctx;
+	const char *session = getenv("AGENT_SESSION");
+	cJSON *e;
+	char *line;
+
+	if (w->phase == RATELIMIT_WAITING) {
+		if (!r->quiet)
+			cli_warn("waiting %.0f s for the rate limit of %s",
+				 w->seconds < 1 ? 1 : w->seconds, w->endpoint);
+		return;
+	}
+	if (r->efd < 0)
+		return;
+	e = cJSON_CreateObject();
+	if (!e || !cJSON_AddStringToObject(e, "type", "wait") ||
+	    !cJSON_AddStringToObject(e, "session", session ? session : "") ||
+	    !cJSON_AddStringToObject(e, "endpoint", w->endpoint) ||
+	    !cJSON_AddNumberToObject(e, "seconds",
+				     floor(w->seconds * 1000) / 1000) ||
+	    !cJSON_AddStringToObject(e, "reason", w->reason) ||
+	    !(line = cJSON_PrintUnformatted(e))) {
+		cJSON_Delete(e);
+		cli_warn("--events: out of memory");
+		return;
+	}
+	cJSON_Delete(e);
+	if (events_write(r->efd, line, strlen(line)) < 0 ||
+	    events_write(r->efd, "\n", 1) < 0) {
+		/* a reader that went away ends the events, not the step */
+		r->efd = -1;
+	}
+	free(line);
+}
+
 /* An answer whose stop reason is not that of an answer (the tables of
  * agent-step(1), STOP REASONS): says why, and gives the exit status. */
 static int
@@ -307,6 +353,8 @@ step(struct run *r, struct chat *chat, int *stop)
 	}
 	reply_init(&reply, r->mo.max_answer);
 	r->streamed_text = 0;
+	/* what the request counts in the endpoint's budget of tokens */
+	r->mo.tokens = (double)chat_estimate(chat);
 	if (model_call(r->model, &r->mo, &r->body, &reply, rid, sizeof rid,
 		       &err) < 0) {
 		end_text(r);
@@ -492,7 +540,7 @@ print_answer(void)
 struct opts {
 	const char *model, *tools, *history, *window, *outputs, *api, *base;
 	char *key;          /* the key we hold; wiped and freed at the end */
-	long maxcalls, maxtok, retries;
+	long maxcalls, maxtok, retries, concurrent;
 	double temp, compact_at;
 	int stream, answer, nparams;
 	int window_opt;     /* the window is --context-window's */
@@ -510,7 +558,7 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 	enum { OPT_BASE = 256, OPT_KEYFILE, OPT_TOOLS, OPT_TEMP, OPT_MAXTOK,
 	       OPT_PARAM, OPT_STREAM, OPT_TIMEOUT, OPT_RETRIES, OPT_UNTIL, OPT_DRY,
 	       OPT_HISTORY, OPT_MAXCALLS, OPT_ANSWER, OPT_WINDOW, OPT_OUTPUTS,
-	       OPT_COMPACTAT, OPT_API, OPT_DEADLINE };
+	       OPT_COMPACTAT, OPT_API, OPT_DEADLINE, OPT_CONCURRENT, OPT_EVENTS };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "base-url", required_argument, NULL, OPT_BASE },
@@ -523,6 +571,8 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "deadline", required_argument, NULL, OPT_DEADLINE },
 		{ "retries", required_argument, NULL, OPT_RETRIES },
+		{ "max-concurrent", required_argument, NULL, OPT_CONCURRENT },
+		{ "events", required_argument, NULL, OPT_EVENTS },
 		{ "until-done", no_argument, NULL, OPT_UNTIL },
 		{ "dry-run", no_argument, NULL, OPT_DRY },
 		{ "history", required_argument, NULL, OPT_HISTORY },
@@ -589,6 +639,22 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 			if (cli_whole("--retries", optarg, 0, 100, &o->retries))
 				return ES_USAGE;
 			break;
+		case OPT_CONCURRENT:
+			if (cli_whole("--max-concurrent", optarg, 1, 64,
+				      &o->concurrent))
+				return ES_USAGE;
+			break;
+		case OPT_EVENTS: {
+			long fd;
+
+			if (cli_whole("--events", optarg, 0, INT_MAX, &fd))
+				return ES_USAGE;
+			if (fcntl((int)fd, F_GETFD) < 0)
+				return cli_usage_error("--events: descriptor %ld "
+						       "is not open", fd);
+			r->efd = (int)fd;
+			break;
+		}
 		case OPT_UNTIL:
 			r->until_done = 1;
 			break;
@@ -694,6 +760,7 @@ settle(struct run *r, struct opts *o)
 	r->mo.interrupted = &interrupted;
 	r->mo.on_text = o->stream ? on_text : NULL;
 	r->mo.on_retry = on_retry;
+	r->mo.on_wait = on_wait;
 	r->mo.ctx = r;
 	return -1;
 }
@@ -912,6 +979,7 @@ main(int argc, char **argv)
 	o.base = cli_env("AGENT_BASE_URL", NULL);
 	o.maxcalls = o.maxtok = -1;
 	o.retries = 2;
+	r.efd = -1;
 	o.temp = -1;
 	o.compact_at = 0.8;
 	r.mo.timeout = 60;
@@ -923,6 +991,11 @@ main(int argc, char **argv)
 	if (cli_env("AGENT_DEADLINE", NULL) &&
 	    cli_number("AGENT_DEADLINE", cli_env("AGENT_DEADLINE", NULL), 0,
 		       1e7, &r.mo.deadline))
+		rc = ES_USAGE;
+	else if (cli_env("AGENT_MAX_CONCURRENT", NULL) &&
+		 cli_whole("AGENT_MAX_CONCURRENT",
+			   cli_env("AGENT_MAX_CONCURRENT", NULL), 1, 64,
+			   &o.concurrent))
 		rc = ES_USAGE;
 	else if ((rc = parse_options(argc, argv, &r, &o)) >= 0)
 		;
@@ -943,6 +1016,13 @@ main(int argc, char **argv)
 			cli_report(&err);
 			rc = ES_IO;
 		}
+		/* the budget every session of the endpoint shares */
+		if (!rc && !r.dry_run &&
+		    !(r.mo.rl = ratelimit_open(r.mo.base_url, r.mo.api_key,
+					       (int)o.concurrent, &err))) {
+			cli_report(&err);
+			rc = ES_IO;
+		}
 		chat.api = r.mo.api;
 		if (r.window)
 			chat_budget_default(&chat.budget, r.window, o.outputs);
@@ -951,6 +1031,7 @@ main(int argc, char **argv)
 		if (!rc && !stop)
 			rc = read_input(&r, &chat, o.history != NULL, &stop);
 		model_free(r.model);
+		ratelimit_free(r.mo.rl);
 		if (!r.dry_run)
 			model_global_cleanup();
 	}

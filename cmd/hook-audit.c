@@ -22,7 +22,8 @@ static const char usage[] =
 	"                  < MESSAGES > MESSAGES\n"
 	"\n"
 	"Copies its input to its output byte for byte, and appends one record\n"
-	"per message to the audit log, secrets redacted.\n"
+	"per message to the audit log, secrets redacted (and the message to\n"
+	"the --tee file, with what looks like a key redacted too).\n"
 	"\n"
 	"  -C, --directory DIR  the working directory ($AGENT_WORKDIR, else .)\n"
 	"      --log FILE       the log ($AGENT_AUDIT_LOG, else\n"
@@ -107,7 +108,7 @@ pass_line(struct pass *p, char *s, size_t n, unsigned long lineno,
 	struct ah_error err = { 0 };
 	size_t off, len, cut;
 	cJSON *msg;
-	char *rec;
+	char *rec, *red = NULL;
 	int c;
 
 	if (!jsonl_blank(s, n)) {
@@ -138,12 +139,29 @@ pass_line(struct pass *p, char *s, size_t n, unsigned long lineno,
 			cli_warn("audit log '%s': %s", p->path, err.msg);
 			return ES_IO;
 		}
+		/* what looks like a key is redacted from the transcript, as
+		 * from the log; the messages go on as they came: the stages
+		 * after us act on them */
+		if (p->tfd >= 0 && redact_line(msg, p->secrets, &red) < 0) {
+			cJSON_Delete(msg);
+			cli_warn("cannot redact a message: out of memory");
+			return ES_IO;
+		}
 		/* the transcript gets the line before the next stage can
 		 * fail: a closed pipe downstream never loses it */
 		if (p->tfd >= 0) {
-			s[n] = '\n';
-			c = audit_append(p->tfd, s, n + 1, p->sync, &cut, &err);
-			s[n] = '\0';
+			if (red) {
+				len = strlen(red);
+				red[len] = '\n';
+				c = audit_append(p->tfd, red, len + 1, p->sync,
+						 &cut, &err);
+				free(red);
+			} else {
+				s[n] = '\n';
+				c = audit_append(p->tfd, s, n + 1, p->sync,
+						 &cut, &err);
+				s[n] = '\0';
+			}
 			if (cut)
 				torn(p->tee, cut);
 			if (c < 0) {

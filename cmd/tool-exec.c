@@ -61,7 +61,11 @@ static const char usage[] =
 	"                        interrupted, side effects unknown (a repair)\n"
 	"  -v, --verbose         a line per call on stderr, and the todo list\n"
 	"                        when it changes\n"
-	"      --schema          print the tool definitions (JSON) and exit\n"
+	"      --tools LIST      offer and run only these tools (names separated\n"
+	"                        by commas; $AGENT_TOOLS); apply_patch is\n"
+	"                        offered only so\n"
+	"      --schema          print the definitions of the tools offered\n"
+	"                        (JSON) and exit\n"
 	"  -h, --help            print this help and exit\n"
 	"      --version         print the version and exit\n"
 	"\n"
@@ -515,29 +519,32 @@ allow_list(struct sandbox *sb, const char *list, int socket,
  * ($AGENT_MCP_SOCKET) after them; a bridge out of reach is said, and
  * its tools are left out. */
 static int
-print_schema(const struct task_opts *t)
+print_schema(const struct task_opts *t, const char *tools, int with_skill)
 {
 	struct ah_error err = { 0 };
-	const char *sch = tool_schema(task_offered(t));
 	const char *sock = getenv("AGENT_MCP_SOCKET");
 	cJSON *all, *more, *one;
-	char *extra, *text;
+	char *extra, *text, *sch, msg[300];
 	int rc;
 
-	if (!sch) {
+	rc = tool_schema_select(tools, task_offered(t), with_skill, &sch, msg,
+				sizeof msg);
+	if (rc) {
+		if (rc > 0)
+			return cli_usage_error("--tools: %s", msg);
 		cli_warn("out of memory");
 		return ES_IO;
 	}
-	if (!sock || !*sock)
-		return cli_finish(cli_put_line(sch, strlen(sch), 0)
-				  ? ES_IO : ES_OK);
-	extra = mcp_client_schema(sock, &err);
-	if (!extra) {
-		cli_warn("the MCP tools are left out: %s", err.msg);
-		return cli_finish(cli_put_line(sch, strlen(sch), 0)
-				  ? ES_IO : ES_OK);
+	if (!sock || !*sock || !(extra = mcp_client_schema(sock, &err))) {
+		if (sock && *sock)
+			cli_warn("the MCP tools are left out: %s", err.msg);
+		rc = cli_put_line(sch, strlen(sch), sch[strlen(sch) - 1] !=
+				  '\n') ? ES_IO : ES_OK;
+		free(sch);
+		return cli_finish(rc);
 	}
 	all = cJSON_Parse(sch);
+	free(sch);
 	more = cJSON_Parse(extra);
 	if (!cJSON_IsArray(more))
 		cli_warn("the MCP tools are left out: mcp-bridge answered: %.200s",
@@ -560,9 +567,10 @@ print_schema(const struct task_opts *t)
 
 /* What the options and the environment ask for. */
 struct opts {
-	const char *dir, *mode;
+	const char *dir, *mode, *tools;
 	const char *agent_mode; /* --mode, AGENT_MODE: agent-run's mode */
 	int sandbox_opt;        /* --sandbox was given */
+	int schema;
 	const char *protect[64], *pass[64], *allow[64];
 	int nprotect, npass, nallow;
 	int allow_socket[64];
@@ -618,7 +626,7 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 	       OPT_SHELL, OPT_BATCH, OPT_SCHEMA, OPT_INTERRUPTED, OPT_SANDBOX,
 	       OPT_NETWORK, OPT_GIT, OPT_PROTECT, OPT_PASSENV, OPT_MAXPROCS,
 	       OPT_MAXMEM, OPT_MAXFSIZE, OPT_ALLOWREAD, OPT_ALLOWSOCKET,
-	       OPT_MODE };
+	       OPT_MODE, OPT_TOOLS };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "yes", no_argument, NULL, 'y' },
@@ -640,6 +648,7 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 		{ "max-file-size", required_argument, NULL, OPT_MAXFSIZE },
 		{ "batch", no_argument, NULL, OPT_BATCH },
 		{ "schema", no_argument, NULL, OPT_SCHEMA },
+		{ "tools", required_argument, NULL, OPT_TOOLS },
 		{ "interrupted", no_argument, NULL, OPT_INTERRUPTED },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -653,6 +662,7 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 
 	o->dir = getenv("AGENT_WORKDIR");
 	o->mode = getenv("AGENT_SANDBOX");
+	o->tools = getenv("AGENT_TOOLS");
 	o->agent_mode = getenv("AGENT_MODE");
 	o->maxout = 30000;
 	o->procs = 512;
@@ -774,7 +784,11 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 			verbose = 1;
 			break;
 		case OPT_SCHEMA:
-			return print_schema(&s->task);
+			o->schema = 1;
+			break;
+		case OPT_TOOLS:
+			o->tools = optarg;
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -786,6 +800,24 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 	}
 	if (optind < argc)
 		return cli_usage_error("unexpected argument '%s'", argv[optind]);
+	if (o->tools && !*o->tools)
+		o->tools = NULL;
+	s->ctx.tools = o->tools;
+	if (o->schema)
+		return print_schema(&s->task, o->tools, 0);
+	if (o->tools) {
+		char *sch, msg[300];
+		int rc = tool_schema_select(o->tools, 1, 0, &sch, msg,
+					    sizeof msg);
+
+		free(sch);
+		if (rc > 0)
+			return cli_usage_error("--tools: %s", msg);
+		if (rc < 0) {
+			cli_warn("out of memory");
+			return ES_IO;
+		}
+	}
 	if (!o->mode || !*o->mode)
 		o->mode = "workspace-write";
 	if (sandbox_mode_parse(o->mode) < 0)

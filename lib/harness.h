@@ -553,6 +553,56 @@ int responses_request_parts(struct chat *c, const cJSON *head,
  * when out of memory. */
 int answer_request(struct chat *c, const cJSON *head, struct model_body *out);
 
+/* --- ratelimit.c: one rate-limit budget per endpoint, machine-wide ---- */
+
+struct ratelimit;
+
+/* What an answer's headers said of the budget: [0] requests, [1] tokens,
+ * [2] Anthropic's input tokens; each its limit, remaining, and seconds
+ * until it is whole again. */
+struct ratelimit_seen {
+	double v[3][3];
+	int set[3][3];
+};
+
+enum { RATELIMIT_WAITING, RATELIMIT_WAITED };
+
+/* A wait: said once when it will be long (WAITING: seconds is the
+ * estimate), and when it is over (WAITED: the seconds waited). */
+struct ratelimit_wait {
+	int phase;
+	double seconds;
+	const char *reason;   /* retry-after, budget, queue, probe,
+				 concurrency */
+	const char *endpoint;
+};
+
+/* The state shared by the sessions of base_url and key (which is only
+ * hashed), in ${XDG_RUNTIME_DIR:-${TMPDIR:-/tmp}}/agent-harness/: a
+ * directory or file that is not ours with no access for others is an
+ * error.  max_concurrent: requests in flight at most, machine-wide; 0
+ * for no bound.  NULL on error. */
+struct ratelimit *ratelimit_open(const char *base_url, const char *key,
+				 int max_concurrent, struct ah_error *err);
+void ratelimit_free(struct ratelimit *rl);
+/* Waits until a request of about tokens may go: in the order the
+ * sessions came, after the back-off of a 429, within the budget the
+ * server told of and the bound of requests in flight.  0, or -1 (err:
+ * AH_EINTR when *stop was set, AH_ENET when deadline (monotonic)
+ * would pass first).  on_wait, when not NULL, hears of the wait. */
+int ratelimit_acquire(struct ratelimit *rl, double tokens, double deadline,
+		      volatile sig_atomic_t *stop,
+		      void (*on_wait)(void *, const struct ratelimit_wait *),
+		      void *ctx, struct ah_error *err);
+/* A header of the answer, taken into seen when it tells of the budget. */
+void ratelimit_header(struct ratelimit_seen *seen, const char *name,
+		      const char *value);
+/* After the request acquired: what the server said (status 0: no
+ * answer).  A 429 makes every session wait; *wait is that wait, else
+ * -1. */
+void ratelimit_done(struct ratelimit *rl, const struct ratelimit_seen *seen,
+		    long status, double retry_after, double *wait);
+
 /* --- model.c: calling the endpoint ------------------------------------ */
 
 struct model_opts {
@@ -571,6 +621,9 @@ struct model_opts {
 	int choices;           /* the request's n (1 when not given) */
 	enum model_api api;
 	int stream;            /* the request asks for a stream */
+	struct ratelimit *rl;  /* the endpoint's shared budget, or NULL */
+	double tokens;         /* about the tokens of the request, for it */
+	void (*on_wait)(void *ctx, const struct ratelimit_wait *w);
 };
 
 struct model;
@@ -895,13 +948,22 @@ int policy_client_eval(struct policy_client *c, struct policy *p,
  * tokens of the usual providers (sk-, ghp_, github_pat_, xoxb-, AKIA,
  * AIza, hf_, ...), and the credential after "Bearer", "Authorization:",
  * "x-api-key:". */
-void redact(char *s, const char *const *secrets);
+size_t redact(char *s, const char *const *secrets);
 /* Only the first part of redact: the strings of secrets (8 bytes or
  * more; one shorter than the mark becomes as many '*'), nothing that
  * merely looks like a key.  For the model's own text, which may quote
  * key-like strings on purpose but must never carry the key we hold. */
-void redact_exact(char *s, const char *const *secrets);
+size_t redact_exact(char *s, const char *const *secrets);
 void redact_json_exact(cJSON *v, const char *const *secrets);
+/* redact on every string of v, object keys included. */
+size_t redact_json(cJSON *v, const char *const *secrets);
+/* All three return how many they replaced. */
+/* A message as it is kept on disk (the transcript, hook-audit --tee):
+ * redact on each of its strings.  1 and *out (malloc'd, one line
+ * without its newline) when something was redacted, 0 and *out NULL
+ * when nothing was (the line is kept as it came, byte for byte), -1
+ * when memory ran out. */
+int redact_line(const cJSON *msg, const char *const *secrets, char **out);
 
 /* --- audit.c: the audit log ------------------------------------------ */
 
@@ -1247,6 +1309,8 @@ struct tool_ctx {
 	struct proc_helper *helper; /* bash: forks the sandboxed commands */
 	const char *mcp;       /* mcp__SERVER__TOOL calls go to the
 				  mcp-bridge at this socket; NULL: none */
+	const char *tools;     /* the tools offered (tool-exec --tools),
+				  NULL for the default set */
 };
 
 enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };
@@ -1254,6 +1318,18 @@ enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };
 /* The tool definitions, a JSON array in Chat Completions form; with_task:
  * the task tool too (task_offered). */
 const char *tool_schema(int with_task);
+
+/* The definitions of the tools offered, a JSON array in *out (the
+ * caller frees): those of list (names separated by commas; task only
+ * with with_task), or with none the default set (tool_schema) and with
+ * with_skill the skill tool.  0, 1 with msg naming a tool there is not,
+ * -1 out of memory. */
+int tool_schema_select(const char *list, int with_task, int with_skill,
+		       char **out, char *msg, size_t size);
+
+/* Is the tool name offered by list (NULL or "": the default set, every
+ * tool but apply_patch)? */
+int tool_is_offered(const char *list, const char *name);
 
 /* Checks the arguments of a call of tool (an object) against its schema
  * (share/tools.json, share/task.json), which allows no other key: 0 when

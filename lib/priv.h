@@ -16,6 +16,9 @@
 extern const char data_policy[]; /* share/policy.json */
 extern const char data_tools[];  /* share/tools.json */
 extern const char data_task[];   /* share/task.json: the task tool */
+extern const char data_moretools[]; /* share/moretools.json: tools offered
+				       by choice (apply_patch) or when
+				       there is something (skill) */
 extern const char data_prelude[]; /* share/prelude.jq: the rules' helpers */
 extern const char data_modes[];  /* share/modes.json: agent-run's modes */
 
@@ -225,8 +228,48 @@ int policy_trust_store(char *path, size_t size);
 
 /* --- redact.c ----------------------------------------------------------- */
 
-/* redact on every string of v, object keys included. */
-void redact_json(cJSON *v, const char *const *secrets);
+
+/* --- patch.c: the patch format of apply_patch ---------------------------- */
+
+enum { PATCH_ADD, PATCH_DELETE, PATCH_UPDATE };
+
+/* One hunk of an Update File: the lines of the @@ anchors, the lines it
+ * expects (context and removed) and those it puts in their place
+ * (context and added), and of what kind each line was, in order; eof:
+ * *** End of File (it ends the file). */
+struct patch_hunk {
+	const char **anchors, **old, **new;
+	size_t nanchors, nold, nnew;
+	struct buf kinds;         /* ' ', '-', '+': the order of the lines */
+	int eof;
+};
+
+/* One file operation; its strings point into the patch's text. */
+struct patch_file {
+	int kind;
+	const char *path, *move;  /* move: *** Move to, or NULL */
+	struct patch_hunk *hunks; /* PATCH_UPDATE */
+	size_t nhunks;
+	const char **new;         /* PATCH_ADD: the lines of the file */
+	size_t nnew;
+};
+
+struct patch {
+	char *text;               /* a copy of the patch, cut into lines */
+	struct patch_file *files;
+	size_t n;
+};
+
+/* Parses a patch ("*** Begin Patch" ... "*** End Patch"): 0, 1 with the
+ * reason in msg (p is empty), -1 out of memory.  patch_free frees it. */
+int patch_parse(const char *text, struct patch *p, char *msg, size_t size);
+void patch_free(struct patch *p);
+
+/* The new text of the file of an Add or Update File, its text now
+ * data[0..len) (none for an Add), appended to out: 0, 1 with the reason
+ * in msg (a hunk does not match), -1 out of memory. */
+int patch_apply(const struct patch_file *f, const char *data, size_t len,
+		struct buf *out, char *msg, size_t size);
 
 /* --- file.c ------------------------------------------------------------- */
 
@@ -235,6 +278,14 @@ void redact_json(cJSON *v, const char *const *secrets);
  * shown is the path to use in messages. */
 int file_replace_at(int dfd, const char *name, const char *shown,
 		    const void *data, size_t len, struct ah_error *err);
+
+/* The first half of file_replace_at: data written and synced in a new
+ * temporary file beside name (its name, at most NAME_MAX bytes, into
+ * tmp[size]), which the caller renames into place or unlinks.  0, or -1
+ * with err set (no temporary file left). */
+int file_stage_at(int dfd, const char *name, const char *shown,
+		  const void *data, size_t len, char *tmp, size_t size,
+		  struct ah_error *err);
 
 /* --- agentdir.c --------------------------------------------------------- */
 

@@ -401,6 +401,30 @@ test_expect_success 'the --json result and the session record say why a run fail
 	jq -e ".status == \"done\" and .error == null" w/.agent/session.json
 '
 
+test_expect_success 'a key in the task and in a tool output: in no file of .agent; the output'"'"'s sent to the model in its step' '
+	task_key=sk-proj-TASKKEY0123456789abcdef &&
+	tool_key=ghp_TOOLKEY0123456789abcdefghijklmnopq &&
+	mkdir w && echo "token=$tool_key" >w/creds &&
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "cat creds"}}]}
+	{"content": "Read it."}
+	{"content": "Again."}
+	EOF
+	start_model script &&
+	agent-run -y --json -C w "log in with $task_key" >events 2>progress &&
+	req 2 ".messages[-1].content" >sent &&
+	test_grep "$tool_key" sent &&
+	req 1 ".messages[1].content" >sent &&
+	test "$(cat sent)" = "\"log in with [REDACTED]\"" &&
+	agent-run -y -C w "a new one" >answer 2>progress &&
+	ls w/.agent/sessions/*.jsonl w/.agent/sessions/*.json &&
+	test_must_fail grep -r -l -e "$task_key" -e "$tool_key" -e TASKKEY -e TOOLKEY w/.agent &&
+	test_must_fail grep -e TASKKEY -e TOOLKEY events &&
+	test_grep "\[REDACTED\]" w/.agent/sessions/*.jsonl &&
+	jq -s -e "map(select(.role == \"tool\"))[0].content == \"token=[REDACTED]\n\"" w/.agent/sessions/*.jsonl &&
+	jq -e ".task == \"log in with [REDACTED]\"" w/.agent/sessions/*.json
+'
+
 if [ "$(id -u)" != 0 ]; then
 	test_expect_success 'a read-only checkout: agent-run says so in its own words' '
 		mkdir ro && chmod 555 ro &&
