@@ -210,6 +210,7 @@ test_expect_success 'plan: a subagent inherits the mode, whatever read_only says
 test_expect_success 'edit and auto: edits run without asking in edit, commands too in auto (and -y is auto); deny rules stand' '
 	{
 		call edit_file "{\"path\":\"a.txt\",\"old_string\":\"alpha\",\"new_string\":\"beta\"}" &&
+		call apply_patch "{\"input\":\"*** Begin Patch\n*** Add File: p.txt\n+patched\n*** End Patch\"}" &&
 		call bash "{\"command\":\"touch made\"}" &&
 		said "edited" &&
 		call bash "{\"command\":\"touch made\"}" &&
@@ -219,8 +220,8 @@ test_expect_success 'edit and auto: edits run without asking in edit, commands t
 		said "ran again"
 	} >script &&
 	start_model script && workspace &&
-	agent-run --mode edit -C w "edit" >answer 2>progress </dev/null &&
-	test_grep "^beta" w/a.txt && test ! -e w/made &&
+	agent-run --mode edit --tools read_file,edit_file,apply_patch,bash -C w "edit" >answer 2>progress </dev/null &&
+	test_grep "^beta" w/a.txt && test "$(cat w/p.txt)" = patched && test ! -e w/made &&
 	AGENT_MODE=auto agent-run -C w "run" >answer 2>progress </dev/null &&
 	test -e w/made && test ! -e w/root &&
 	decisions >got && test_grep "^deny bash" got &&
