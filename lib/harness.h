@@ -1360,6 +1360,46 @@ int tool_prestart(const struct tool_ctx *ctx, struct ah_error *err);
 int tool_call(const struct tool_ctx *ctx, const char *name,
 	      const char *args, char **res);
 
+/* --- skills.c: skills (SKILL.md, Anthropic's Agent Skills format) ------ */
+
+struct skill_info {
+	char *name, *description;
+	char *path;      /* its directory, as shown: relative to the working
+			    directory, or absolute for the user's own */
+	int user;        /* the user's own (~/.config/agent-harness/skills) */
+};
+
+/* The skills found, in the order they are offered, and what was left
+ * out (notes: a line each, "PATH: left out: WHY"). */
+struct skills {
+	struct skill_info *v;
+	size_t n;
+	struct buf notes;
+	size_t found;    /* the index of the one asked for, or (size_t)-1 */
+	char *body;      /* its instructions */
+	struct buf files; /* the files beside it, a line each */
+};
+
+/* The skills of workdir's .agent/skills and .claude/skills, then of
+ * the user's; with want, the instructions and files of that one too.
+ * 0, or -1 (out of memory, err set).  skills_free frees s, whatever
+ * the result. */
+int skills_find(const char *workdir, const char *want, struct skills *s,
+		struct ah_error *err);
+void skills_free(struct skills *s);
+
+/* The index for the model (names, descriptions, where each is), bounded
+ * to 8 KiB, appended to out; nothing when there is no skill.  0 or -1. */
+int skills_index(const struct skills *s, struct buf *out);
+
+/* The text of the skill found (framed as the repository's or the user's
+ * words, then its files), appended to out.  0 or -1. */
+int skill_text(const struct skills *s, struct buf *out);
+
+/* Are skills on: not turned off by AGENT_PROJECT_FILES=0 (agent-run
+ * --no-project-files)? */
+int skills_on(void);
+
 /* --- task.c: the task tool, subagents as child sessions -------------- */
 
 #define TASK_DEPTH_LIMIT 3    /* the most AGENT_MAX_DEPTH can give */

@@ -271,6 +271,15 @@ void patch_free(struct patch *p);
 int patch_apply(const struct patch_file *f, const char *data, size_t len,
 		struct buf *out, char *msg, size_t size);
 
+/* --- skills.c ----------------------------------------------------------- */
+
+/* Reads the front matter of a SKILL.md, text[0..len): its name: and
+ * description: (the caller frees them) and where the instructions start
+ * (*body).  0; 1 with the reason in msg (what this strict reader does not
+ * take: see agent-run(1), Skills); -1 out of memory. */
+int skill_front_matter(const char *text, size_t len, char **name,
+		       char **desc, size_t *body, char *msg, size_t size);
+
 /* --- file.c ------------------------------------------------------------- */
 
 
