@@ -20,6 +20,7 @@ extern const char data_moretools[]; /* share/moretools.json: tools offered
 				       by choice (apply_patch) or when
 				       there is something (skill) */
 extern const char data_prelude[]; /* share/prelude.jq: the rules' helpers */
+extern const char data_prices[]; /* share/prices.json: the price table */
 extern const char data_modes[];  /* share/modes.json: agent-run's modes */
 
 /* --- text.c: bounded text for the model --------------------------------- */
