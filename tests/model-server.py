@@ -67,6 +67,8 @@ Streaming requests ("stream": true) get the answer as server-sent events:
   "reset": K          after K events the connection is reset (TCP RST)
   "keepalive": S      no answer: an SSE comment ": keep-alive" every S
                       seconds, until the client goes
+  "pings": S          (Messages API) no answer: message_start, then a ping
+                      event every S seconds, until the client goes
   "drip_bytes": S     the answer (streamed or not) one byte every S
                       seconds, after the headers
 
@@ -371,6 +373,20 @@ def serve_messages(conn, entry, n, model, req, extra, args, side=False):
         conn.sendall(response(status, json.dumps({"type": "error",
                                                   "error": err}),
                               extra=extra))
+        return
+    if isinstance(req, dict) and req.get("stream") and \
+            entry.get("pings") is not None:
+        # Anthropic's keep-alive is an event of its own, not a comment
+        head = ("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                "Transfer-Encoding: chunked\r\n" +
+                "".join("%s: %s\r\n" % kv for kv in extra.items()) + "\r\n")
+        ev = messages_events(entry, n, model)[0]
+        piece = ("event: %s\ndata: %s\n\n" % (ev[0], json.dumps(ev[1]))).encode()
+        conn.sendall(head.encode() + b"%x\r\n%s\r\n" % (len(piece), piece))
+        piece = b'event: ping\ndata: {"type": "ping"}\n\n'
+        while drip(conn, b"%x\r\n%s\r\n" % (len(piece), piece),
+                   entry["pings"], whole=True):
+            pass
         return
     if isinstance(req, dict) and req.get("stream"):
         send_events(conn, messages_events(entry, n, model), extra)

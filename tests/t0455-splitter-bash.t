@@ -36,6 +36,26 @@ test_expect_success 'shdiff: no process outlives its run (a find / -exec left be
 	! grep "outlived its run" out
 '
 
+test_expect_success 'shdiff: the log of a stub killed while it wrote it is read up to there (it crashed a 100,000-line run)' '
+	cat >parse.py <<-\EOF &&
+	import sys
+	sys.path.insert(0, sys.argv[1])
+	import json
+	import shdiff
+	for data in (b"2\n2:ls2:-l1\n3:git", b"2\n2:ls2:-l2\n3:git1:", b"2\n2:ls2:-l1\n3:gi",
+	             b"2\n2:ls2:-l1"):
+	    print(json.dumps(shdiff.parse_log(data)))
+	EOF
+	python3 parse.py "$TEST_DIR" >out &&
+	cat >expect <<-\EOF &&
+	[["ls", "-l"], ["git"]]
+	[["ls", "-l"], ["git"]]
+	[["ls", "-l"]]
+	[["ls", "-l"]]
+	EOF
+	test_cmp expect out
+'
+
 test_expect_success 'shdiff prints a finding as it finds it, not at the end of the run' '
 	cat >fake <<-\EOF &&
 	#!/bin/sh
