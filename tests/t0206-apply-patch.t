@@ -170,17 +170,23 @@ test_expect_success 'trailing whitespace in the file or the patch does not count
 '
 
 test_expect_success 'a hunk of added lines alone goes at the end, or after its anchor' '
-	printf "x\ny\n" >add.txt &&
+	printf "line1\nline2\nline3\n" >add.txt &&
 	patch >actual <<-\EOF &&
 	*** Begin Patch
 	*** Update File: add.txt
 	@@
-	+z
-	@@ x
-	+after x
+	+after-context
+	+second-line
+	@@
+	 line1
+	-line2
+	-line3
+	+line2-replacement
 	*** End Patch
 	EOF
-	test_grep "^Error: apply_patch: hunk 2 of .add.txt.: the line .@@ x. was not found after the hunk before it" actual &&
+	printf "line1\nline2-replacement\nafter-context\nsecond-line\n" >expect &&
+	test_cmp expect add.txt &&
+	printf "x\ny\n" >add.txt &&
 	patch >actual <<-\EOF &&
 	*** Begin Patch
 	*** Update File: add.txt
@@ -189,6 +195,16 @@ test_expect_success 'a hunk of added lines alone goes at the end, or after its a
 	*** End Patch
 	EOF
 	printf "x\nafter x\ny\n" >expect &&
+	test_cmp expect add.txt &&
+	patch >actual <<-\EOF &&
+	*** Begin Patch
+	*** Update File: add.txt
+	@@ y
+	-y
+	+Y
+	*** End Patch
+	EOF
+	test_grep "^Error: apply_patch: hunk 1 of .add.txt. does not match after line 3" actual &&
 	test_cmp expect add.txt
 '
 
