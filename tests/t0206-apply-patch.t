@@ -356,6 +356,17 @@ test_expect_success 'the built-in policy asks about it, as about write_file' '
 	test_grep "^allow file-writes: apply_patch modifies files" got
 '
 
+test_expect_success 'asked at a terminal, the question shows the patch as it is' '
+	printf "*** Begin Patch\n*** Update File: a.txt\n-a\n+B\n*** End Patch" |
+		jq -Rsc "{input: .}" >args &&
+	call_msg apply_patch "$(cat args)" none >in &&
+	"$TEST_DIR/pty-run.py" "hook-perm <in >out" n >tty &&
+	test_contains tty "hook-perm: apply_patch wants to act on:" &&
+	test_contains tty "    *** Update File: a.txt" &&
+	test_contains tty "    +B" &&
+	jq -e ".tool_calls[0].permission.decision == \"deny\"" out
+'
+
 test_expect_success 'agent-run --tools offers those tools, and the model patches with it' '
 	printf "print(1)\n" >main.py &&
 	jq -nc --arg p "*** Begin Patch
