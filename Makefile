@@ -30,7 +30,7 @@ PROGS   = todo-write tool-exec agent-step hook-perm hook-audit agent-compact age
 LIBSRC  = $(wildcard lib/*.c)
 # share/NAME.json and share/NAME.jq compiled in as the string data_NAME
 # (lib/priv.h).
-DATA    = policy tools task moretools prelude modes
+DATA    = policy tools task moretools prelude modes prices
 GENSRC  = $(DATA:%=$(BUILD)/gen/%.c)
 LIBOBJ  = $(LIBSRC:lib/%.c=$(BUILD)/lib/%.o) $(GENSRC:.c=.o)
 CLIOBJ  = $(BUILD)/cmd/cli.o

@@ -171,6 +171,25 @@ test_expect_success 'plan: -c keeps the mode; -c --mode edit carries the plan ou
 	test "$(cat seen)" = true
 '
 
+test_expect_success 'plan: -c --mode plan takes a session into plan mode, told so; --sandbox read-only keeps the list in .agent' '
+	{
+		said "ok" &&
+		call write_file "{\"path\":\"b.txt\",\"content\":\"x\"}" &&
+		said "the plan" &&
+		call run_todo_write "{\"todos\":[{\"id\":\"1\",\"content\":\"x\",\"status\":\"completed\"}]}" &&
+		said "listed"
+	} >script &&
+	start_model script && workspace && tree w >before &&
+	agent-run -C w "hello" >answer 2>progress </dev/null &&
+	agent-run -c --mode plan -C w "plan it" >answer 2>progress </dev/null &&
+	tree w >after && test_cmp before after &&
+	test "$(cat w/.agent/plan.md)" = "the plan" &&
+	req 2 ".messages[-2].content" >note && test_grep "in plan mode now. You are in plan mode" note &&
+	agent-run --sandbox read-only -C w "list" >answer 2>progress </dev/null &&
+	test ! -e w/todo.json && jq -e ".todos | length == 1" w/.agent/todo.json &&
+	jq -e ".permission_mode == \"ask\"" w/.agent/session.json
+'
+
 test_expect_success 'plan: a subagent inherits the mode, whatever read_only says' '
 	{
 		echo "{\"match\": \"parent\", \"tool_calls\": [{\"name\": \"task\", \"arguments\": {\"description\": \"d\", \"prompt\": \"the child\", \"read_only\": false}}]}" &&
@@ -191,6 +210,7 @@ test_expect_success 'plan: a subagent inherits the mode, whatever read_only says
 test_expect_success 'edit and auto: edits run without asking in edit, commands too in auto (and -y is auto); deny rules stand' '
 	{
 		call edit_file "{\"path\":\"a.txt\",\"old_string\":\"alpha\",\"new_string\":\"beta\"}" &&
+		call apply_patch "{\"input\":\"*** Begin Patch\n*** Add File: p.txt\n+patched\n*** End Patch\"}" &&
 		call bash "{\"command\":\"touch made\"}" &&
 		said "edited" &&
 		call bash "{\"command\":\"touch made\"}" &&
@@ -200,8 +220,8 @@ test_expect_success 'edit and auto: edits run without asking in edit, commands t
 		said "ran again"
 	} >script &&
 	start_model script && workspace &&
-	agent-run --mode edit -C w "edit" >answer 2>progress </dev/null &&
-	test_grep "^beta" w/a.txt && test ! -e w/made &&
+	agent-run --mode edit --tools read_file,edit_file,apply_patch,bash -C w "edit" >answer 2>progress </dev/null &&
+	test_grep "^beta" w/a.txt && test "$(cat w/p.txt)" = patched && test ! -e w/made &&
 	AGENT_MODE=auto agent-run -C w "run" >answer 2>progress </dev/null &&
 	test -e w/made && test ! -e w/root &&
 	decisions >got && test_grep "^deny bash" got &&
