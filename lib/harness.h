@@ -1619,6 +1619,7 @@ struct snap {
 	int lockfd;          /* .agent/snap/lock, held */
 	int include_ignored; /* snapshots hold ignored files too */
 	char moved_aside[64]; /* a .agent/snap not ours, moved here */
+	unsigned long seq;   /* the number of the last snapshot written */
 };
 
 /* What a snapshot records besides the files. */
@@ -1636,6 +1637,10 @@ struct snap_meta {
  * moved_aside) for a new one.  snap_close frees, but keeps moved_aside. */
 int snap_open(struct snap *s, int create, struct ah_error *err);
 void snap_close(struct snap *s);
+/* Lets go of the lock of an open s, and takes it again: 1 (not locked)
+ * when .agent/snap is no longer the directory s opened. */
+void snap_unlock(struct snap *s);
+int snap_lock(struct snap *s, struct ah_error *err);
 
 /* Takes a snapshot of the workspace; id receives its commit (40 hex). */
 int snap_take(struct snap *s, const struct snap_meta *m, char id[41],
@@ -1667,6 +1672,18 @@ struct snap_gc_result {
 	size_t kept, dropped, referenced;
 	long long bytes;
 };
+/* A checkpoint stage's knowledge of the workspace between snapshots: the
+ * directories it watches and the tree of its last snapshot (snapfast.c).
+ * full: every snapshot walks the whole workspace. */
+struct snap_fast;
+struct snap_fast *snap_fast_new(int full);
+void snap_fast_free(struct snap_fast *f);
+/* Takes a snapshot like snap_take: from f's last one and the paths
+ * changed since, when they are known for sure, else by a whole walk. */
+int snap_fast_take(struct snap *s, struct snap_fast *f,
+		   const struct snap_meta *m, char id[41],
+		   struct ah_error *err);
+
 /* Drops the snapshots past the budget that no transcript of .agent (the
  * current one, sessions/ *.jsonl) refers to, oldest first, and what git
  * then no longer needs. */
