@@ -106,7 +106,9 @@ test_expect_success 'tool-exec in plan mode refuses every tool not known to read
 	mkdir w/.agent && AGENT_MODE=plan AGENT_TODO_FILE=.agent/todo.json tool-exec -C w <in >out &&
 	jq -e ".todos | length == 1" w/.agent/todo.json &&
 	call_msg grep "{\"pattern\":\"needle\"}" >in &&
-	AGENT_MODE=plan tool-exec -C w <in >out && test_contains out "a.txt:2:needle here"
+	AGENT_MODE=plan tool-exec -C w <in >out && test_contains out "a.txt:2:needle here" &&
+	call_msg skill "{\"name\":\"none\"}" >in &&
+	AGENT_MODE=plan tool-exec -C w <in >out && test_contains out "there is no skill '\''none'\''"
 '
 
 test_expect_success 'plan: reads and searches run without a terminal and without -y; every write changes nothing; the plan lands in .agent/plan.md' '
