@@ -1,6 +1,7 @@
 /* agent-session: the records of agent-run's sessions, and the events
  * that begin and end agent-run --json.  See agent-session(1). */
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -167,6 +168,15 @@ set_number(cJSON *rec, const char *key, double val)
 	return set_value(rec, key, cJSON_CreateNumber(val));
 }
 
+/* A cost in USD, rounded to a millionth of a cent; null when a part of
+ * it is not known (a model not in the price table). */
+static cJSON *
+cost(double usd, int unknown)
+{
+	return unknown ? cJSON_CreateNull()
+		       : cJSON_CreateNumber(round(usd * 1e8) / 1e8);
+}
+
 static int
 do_list(const struct opts *o)
 {
@@ -306,7 +316,7 @@ do_end(const struct opts *o)
 	struct ah_error err = { 0 };
 	struct session_stats st = { .from = (unsigned long)o->from };
 	char now[32];
-	double kids[3];
+	double kids[5];
 	cJSON *rec = record_of(o, &err), *run = NULL, *children;
 	int rc = ES_IO;
 
@@ -329,11 +339,14 @@ do_end(const struct opts *o)
 	if (!children || set_number(children, "sessions", kids[0]) ||
 	    set_number(children, "model_calls", kids[1]) ||
 	    set_number(children, "tokens", kids[2]) ||
+	    set_value(children, "cost_usd", cost(kids[3], kids[4] > 0)) ||
 	    set_string(rec, "updated", now) ||
 	    set_string(rec, "status", status_name(o->status)) ||
 	    set_value(rec, "error", error_of(o)) ||
 	    set_number(rec, "model_calls", st.model_calls + kids[1]) ||
 	    set_number(rec, "tokens", st.tokens + kids[2]) ||
+	    set_value(rec, "cost_usd", cost(st.cost + kids[3],
+					    st.cost_unknown || kids[4] > 0)) ||
 	    set_item(rec, "children", children)) {
 		cJSON_Delete(children);
 		cli_warn("out of memory");
@@ -348,6 +361,8 @@ do_end(const struct opts *o)
 	run = cJSON_CreateObject();
 	if (!run || set_number(run, "model_calls", st.run_calls) ||
 	    set_number(run, "tokens", st.run_tokens) ||
+	    set_value(run, "cost_usd", cost(st.run_cost,
+					    st.run_cost_unknown)) ||
 	    set_number(run, "tool_calls", st.tool_calls) ||
 	    set_number(run, "denied", st.denied) ||
 	    set_number(rec, "exit", (double)o->status) ||

@@ -27,6 +27,7 @@ enum {
 	ES_UNUSABLE = 8,   /* agent-step: the answer cannot be used */
 	ES_STEPLIMIT = 9,  /* agent-step: --max-calls reached */
 	ES_FULL = 10,      /* agent-step: the context is full, compact it */
+	ES_COSTLIMIT = 11, /* agent-step: --max-cost reached */
 };
 
 /* The exit status for an error the library filled: memory, I/O and

@@ -226,8 +226,17 @@ events_of_message(struct buf *out, const cJSON *msg, const char *session,
 		}
 		v = cJSON_GetObjectItemCaseSensitive(msg, "usage");
 		if (cJSON_IsObject(v)) {
+			const cJSON *c = cJSON_GetObjectItemCaseSensitive(
+				msg, "cost_usd");
+
 			e = event_new("usage", session);
-			if (e && copy_field(e, msg, "usage") < 0) {
+			/* and what agent-step priced it at; null: a model
+			 * not in its table */
+			if (e && (copy_field(e, msg, "usage") < 0 ||
+				  !cJSON_AddItemToObject(e, "cost_usd",
+					cJSON_IsNumber(c)
+					? cJSON_CreateNumber(c->valuedouble)
+					: cJSON_CreateNull()))) {
 				cJSON_Delete(e);
 				e = NULL;
 			}

@@ -553,6 +553,27 @@ int responses_request_parts(struct chat *c, const cJSON *head,
  * when out of memory. */
 int answer_request(struct chat *c, const cJSON *head, struct model_body *out);
 
+/* --- prices.c: what a model call cost ------------------------------- */
+
+/* The price table: the rows of the user's prices.json in
+ * ${XDG_CONFIG_HOME:-$HOME/.config}/agent-harness/ first, then those of
+ * share/prices.json; a row is {"model": GLOB, "input", "cached_input",
+ * "cache_write", "output", "reasoning": USD per million tokens, "date",
+ * "source"}.  A file that is not such an array is an AH_EFORMAT error
+ * naming it.  NULL on error; the caller frees it. */
+cJSON *prices_load(struct ah_error *err);
+/* The first row whose pattern (fnmatch(3)) matches model, or NULL. */
+const cJSON *prices_find(const cJSON *table, const char *model);
+/* What a call of usage u (as agent-step records it, of any API) cost at
+ * the prices of row, in USD; a missing price is the input's (cached
+ * input, cache writes) or the output's (reasoning). */
+double prices_cost(const cJSON *row, const cJSON *u);
+/* The ledger at path (a file of ours, made when missing, under flock):
+ * what the calls that share it spent, and the last one. */
+int cost_ledger_read(const char *path, double *total, double *last,
+		     struct ah_error *err);
+int cost_ledger_add(const char *path, double cost, struct ah_error *err);
+
 /* --- ratelimit.c: one rate-limit budget per endpoint, machine-wide ---- */
 
 struct ratelimit;
@@ -1034,6 +1055,8 @@ struct session_stats {
 	unsigned long from;
 	double model_calls, tokens, run_calls, run_tokens;
 	double tool_calls, denied;
+	double cost, run_cost;   /* USD, of the calls that have a cost_usd */
+	int cost_unknown, run_cost_unknown; /* a call without one */
 	cJSON *denials; /* this run's denied calls, [{tool, reason}], the
 			 * first SESSION_DENIALS_MAX of them; NULL when out
 			 * of memory */
@@ -1061,9 +1084,10 @@ int session_write(const char *path, const cJSON *rec, struct ah_error *err);
 int session_list(const char *agentdir, struct buf *out, struct ah_error *err);
 /* What the child sessions of session id (task calls; records under
  * agentdir/sessions whose "parent" is id) add up to: sums[0] sessions,
- * sums[1] model calls, sums[2] tokens, each child's own children
+ * sums[1] model calls, sums[2] tokens, sums[3] their cost in USD,
+ * sums[4] how many have no known cost, each child's own children
  * included (its record has them).  0, or -1. */
-int session_children(const char *agentdir, const char *id, double sums[3],
+int session_children(const char *agentdir, const char *id, double sums[5],
 		     struct ah_error *err);
 
 /* --- file.c: whole files, atomically ----------------------------------- */
@@ -1595,6 +1619,7 @@ struct snap {
 	int lockfd;          /* .agent/snap/lock, held */
 	int include_ignored; /* snapshots hold ignored files too */
 	char moved_aside[64]; /* a .agent/snap not ours, moved here */
+	unsigned long seq;   /* the number of the last snapshot written */
 };
 
 /* What a snapshot records besides the files. */
@@ -1612,6 +1637,10 @@ struct snap_meta {
  * moved_aside) for a new one.  snap_close frees, but keeps moved_aside. */
 int snap_open(struct snap *s, int create, struct ah_error *err);
 void snap_close(struct snap *s);
+/* Lets go of the lock of an open s, and takes it again: 1 (not locked)
+ * when .agent/snap is no longer the directory s opened. */
+void snap_unlock(struct snap *s);
+int snap_lock(struct snap *s, struct ah_error *err);
 
 /* Takes a snapshot of the workspace; id receives its commit (40 hex). */
 int snap_take(struct snap *s, const struct snap_meta *m, char id[41],
@@ -1643,6 +1672,18 @@ struct snap_gc_result {
 	size_t kept, dropped, referenced;
 	long long bytes;
 };
+/* A checkpoint stage's knowledge of the workspace between snapshots: the
+ * directories it watches and the tree of its last snapshot (snapfast.c).
+ * full: every snapshot walks the whole workspace. */
+struct snap_fast;
+struct snap_fast *snap_fast_new(int full);
+void snap_fast_free(struct snap_fast *f);
+/* Takes a snapshot like snap_take: from f's last one and the paths
+ * changed since, when they are known for sure, else by a whole walk. */
+int snap_fast_take(struct snap *s, struct snap_fast *f,
+		   const struct snap_meta *m, char id[41],
+		   struct ah_error *err);
+
 /* Drops the snapshots past the budget that no transcript of .agent (the
  * current one, sessions/ *.jsonl) refers to, oldest first, and what git
  * then no longer needs. */
