@@ -388,6 +388,24 @@ double mono_now(void);
  * processes) and creates the cgroup.  Idempotent.  Fails only when
  * memory runs out; a weaker enforcement is said in l->warning. */
 int proc_limits_prepare(struct proc_limits *l, struct ah_error *err);
+/* Sets l's rlimits on this process, for what it starts: the file size,
+ * the memory (RLIMIT_DATA) where no cgroup bounds it, the processes
+ * (RLIMIT_NPROC) when nproc, the processes outside the limit that the
+ * user namespace counts too, is not 0. */
+void proc_limits_set(const struct proc_limits *l, int nproc);
+/* Moves pid into l's cgroups (prepared), whose process limit then counts
+ * extra processes besides l->procs: those of the keeper.  A no-op without
+ * cgroups. */
+int proc_limits_join(const struct proc_limits *l, pid_t pid, int extra,
+		     struct ah_error *err);
+/* How many times the cgroups' memory limit killed a process (*oom) and
+ * their process limit refused a fork (*procs); -1 where no cgroup
+ * counts. */
+void proc_limits_events(const struct proc_limits *l, long long *oom,
+			long long *procs);
+/* Kills every child of this process but spare (0: none), over and over
+ * until none is left: as a subreaper, the orphans of what it started. */
+void proc_kill_children(pid_t spare);
 
 /* Does NAME look like it holds a secret (a key, token, password, cloud or
  * forge credential, an agent socket)?  Such a variable never reaches a

@@ -95,10 +95,16 @@ children(pid_t *pids, int max)
 static void
 kill_all(pid_t pgid, pid_t spare)
 {
+	kill(-pgid, SIGKILL);
+	proc_kill_children(spare);
+}
+
+void
+proc_kill_children(pid_t spare)
+{
 	pid_t pids[256];
 	int i, k, n, round;
 
-	kill(-pgid, SIGKILL);
 	for (round = 0; round < 100; round++) {
 		n = children(pids, 256);
 		for (i = k = 0; i < n; i++)
@@ -343,18 +349,19 @@ remove_stale(const char *dir)
 	closedir(d);
 }
 
-/* Makes base/rel/tool-exec.PID; returns it, or NULL. */
+/* Makes base/rel/tool-exec.PID, or tool-exec.PID.TAG; returns it, or
+ * NULL. */
 static char *
-make_cgroup(const char *base, const char *rel)
+make_cgroup(const char *base, const char *rel, const char *tag)
 {
 	char *parent, *dir;
 
 	if (asprintf(&parent, "%s%s", base, rel) < 0)
 		return NULL;
 	remove_stale(parent);
-	if (asprintf(&dir, "%s%stool-exec.%d", parent,
+	if (asprintf(&dir, "%s%stool-exec.%d%s%s", parent,
 		     parent[strlen(parent) - 1] == '/' ? "" : "/",
-		     (int)getpid()) < 0) {
+		     (int)getpid(), tag ? "." : "", tag ? tag : "") < 0) {
 		free(parent);
 		return NULL;
 	}
@@ -404,7 +411,7 @@ cgroup_v2(struct proc_limits *l)
 				    "memory");
 	if (!pids && !mem)
 		goto out;
-	l->cg_pids = make_cgroup(base, rel);
+	l->cg_pids = make_cgroup(base, rel, l->tag);
 	if (!l->cg_pids)
 		goto out;
 	l->cg_v2 = 1;
@@ -429,7 +436,7 @@ cgroup_v1(struct proc_limits *l)
 
 	if (l->procs && !(l->by_cgroup & PROC_LIMIT_PROCS) &&
 	    (rel = own_cgroup("pids"))) {
-		l->cg_pids = make_cgroup("/sys/fs/cgroup/pids", rel);
+		l->cg_pids = make_cgroup("/sys/fs/cgroup/pids", rel, l->tag);
 		free(rel);
 		snprintf(num, sizeof num, "%ld", l->procs);
 		if (l->cg_pids && write_file(l->cg_pids, "pids.max", num) == 0)
@@ -437,7 +444,7 @@ cgroup_v1(struct proc_limits *l)
 	}
 	if (l->memory && !(l->by_cgroup & PROC_LIMIT_MEMORY) &&
 	    (rel = own_cgroup("memory"))) {
-		l->cg_mem = make_cgroup("/sys/fs/cgroup/memory", rel);
+		l->cg_mem = make_cgroup("/sys/fs/cgroup/memory", rel, l->tag);
 		free(rel);
 		snprintf(num, sizeof num, "%lld", l->memory);
 		if (l->cg_mem &&
@@ -675,6 +682,16 @@ set_limit(int res, long long v)
 		setrlimit(res, &rl);
 }
 
+void
+proc_limits_set(const struct proc_limits *l, int nproc)
+{
+	set_limit(RLIMIT_FSIZE, l->file_size);
+	if (nproc && l->procs)
+		set_limit(RLIMIT_NPROC, l->procs + nproc);
+	if (!(l->by_cgroup & PROC_LIMIT_MEMORY))
+		set_limit(RLIMIT_DATA, l->memory);
+}
+
 /* What tool-exec sends on the go pipe: 'g' and the command, then EOF.
  * NULL when the pipe ends first (tool-exec is gone, or failed). */
 static char *
@@ -793,13 +810,8 @@ supervisor(const struct proc_opts *o, int pidns, int nproc, int out,
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
-	if (l) {
-		set_limit(RLIMIT_FSIZE, l->file_size);
-		if (nproc && l->procs)
-			set_limit(RLIMIT_NPROC, l->procs + nproc + !!warm);
-		if (!(l->by_cgroup & PROC_LIMIT_MEMORY))
-			set_limit(RLIMIT_DATA, l->memory);
-	}
+	if (l)
+		proc_limits_set(l, nproc ? nproc + !!warm : 0);
 	shell = fork();
 	if (shell < 0) {
 		dprintf(errfd, "cannot fork: %s", strerror(errno));
@@ -909,6 +921,26 @@ pids_max(const struct proc_limits *l, int extra)
 
 	snprintf(num, sizeof num, "%ld", l->procs + 1 + extra);
 	return write_file(l->cg_pids, "pids.max", num);
+}
+
+int
+proc_limits_join(const struct proc_limits *l, pid_t pid, int extra,
+		 struct ah_error *err)
+{
+	if (join_cgroups(l, pid, "process", err) < 0)
+		return -1;
+	if (l && (l->by_cgroup & PROC_LIMIT_PROCS) && pids_max(l, extra - 1) < 0)
+		return ah_fail_errno(err, errno, "cannot set the process limit "
+				     "in '%s'", l->cg_pids);
+	return 0;
+}
+
+void
+proc_limits_events(const struct proc_limits *l, long long *oom,
+		   long long *procs)
+{
+	*oom = oom_kills(l);
+	*procs = pids_hits(l);
 }
 
 /* --- the helper */
