@@ -30,7 +30,7 @@ PROGS   = todo-write tool-exec agent-step hook-perm hook-audit agent-compact age
 LIBSRC  = $(wildcard lib/*.c)
 # share/NAME.json and share/NAME.jq compiled in as the string data_NAME
 # (lib/priv.h).
-DATA    = policy tools task prelude
+DATA    = policy tools task moretools prelude modes prices
 GENSRC  = $(DATA:%=$(BUILD)/gen/%.c)
 LIBOBJ  = $(LIBSRC:lib/%.c=$(BUILD)/lib/%.o) $(GENSRC:.c=.o)
 CLIOBJ  = $(BUILD)/cmd/cli.o
@@ -234,7 +234,7 @@ install: $(BINS)
 	sed -e 's|@DATADIR@|$(DATADIR)|' -e 's|@VERSION@|$(VERSION)|' \
 		cmd/agent-run >$(DESTDIR)$(BINDIR)/agent-run
 	chmod 755 $(DESTDIR)$(BINDIR)/agent-run
-	install -m 644 share/system-prompt.txt $(DESTDIR)$(DATADIR)/
+	install -m 644 share/system-prompt.txt share/mode-plan.txt $(DESTDIR)$(DATADIR)/
 	mkdir -p $(DESTDIR)$(DATADIR)/examples
 	install -m 755 $(wildcard examples/*.sh) $(DESTDIR)$(DATADIR)/examples/
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/

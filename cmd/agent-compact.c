@@ -37,7 +37,8 @@ static const char usage[] =
 	"      --version        print the version and exit\n"
 	"\n"
 	"Exit status: 0 written, 1 nothing to compact, 2 usage, 3 I/O error,\n"
-	"5 the input is not a valid transcript, 8 the summary is empty;\n"
+	"5 the input is not a valid transcript, 8 the summary is empty,\n"
+	"10 the user's own messages alone do not fit half the window;\n"
 	"agent-step's own status (6, 7, ...) when it fails.\n";
 
 /* Runs agent-step with the request on its stdin; its answer's text goes
@@ -199,10 +200,10 @@ main(int argc, char **argv)
 	const char *env = getenv("AGENT_CONTEXT_WINDOW");
 	const char *wopt = env && *env ? env : NULL;
 	char *prompt = NULL, *request = NULL, *list = NULL, *entry = NULL;
-	char **sargv = NULL, step[4096];
+	char **sargv = NULL, step[4096], *kept = NULL;
 	long keep_bytes = 24000, window = 0;
-	size_t len, before;
-	int c, i, keep, dry_run = 0, quiet = 0, keep_set = 0, rc = ES_OK;
+	size_t len, before, user_max = 0, left_bytes;
+	int c, i, keep, left, dry_run = 0, quiet = 0, keep_set = 0, rc = ES_OK;
 	struct chat chat;
 
 	if (cli_no_core() < 0)
@@ -290,6 +291,31 @@ main(int argc, char **argv)
 		goto out;
 	}
 	before = chat.msgs.len;
+	/* The user's own messages go on word for word, within half the
+	 * window: the task and the newest follow-up always, the others
+	 * from the newest back; when the two alone take more, no summary
+	 * can make room. */
+	if (window > 0)
+		user_max = (size_t)window * CHAT_BYTES_PER_TOKEN / 2;
+	kept = malloc((size_t)chat.nview + 1);
+	if (!kept) {
+		cli_warn("out of memory");
+		rc = ES_IO;
+		goto out;
+	}
+	if (compact_users(&chat, keep, user_max, kept, &left,
+			  &left_bytes) < 0) {
+		cli_warn("the user's own messages (the task and the newest "
+			 "follow-up) take more than half of the model's "
+			 "window (%zu bytes): no summary can make room; "
+			 "nothing was written", user_max);
+		rc = ES_FULL;
+		goto out;
+	}
+	if (left && !quiet)
+		cli_warn("%d of the user's older follow-ups (%zu bytes) are "
+			 "left out of the context, to fit half the window",
+			 left, left_bytes);
 	/* the summary needs what was done, not every output: all tool
 	 * output over 1 KB goes as a stub, its text kept */
 	if (window > 0) {
@@ -335,7 +361,8 @@ main(int argc, char **argv)
 	list = todos(path, &rc);
 	if (rc)
 		goto out;
-	entry = compact_entry(&chat, keep, before, summary.data, list);
+	entry = compact_entry(&chat, keep, before, summary.data, list,
+			      user_max);
 	if (!entry) {
 		cli_warn("out of memory");
 		rc = ES_IO;
@@ -344,6 +371,7 @@ main(int argc, char **argv)
 	if (cli_put_line(entry, strlen(entry), 1))
 		rc = ES_IO;
 out:
+	free(kept);
 	free(sargv);
 	free(entry);
 	free(list);

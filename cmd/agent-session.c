@@ -1,6 +1,7 @@
 /* agent-session: the records of agent-run's sessions, and the events
  * that begin and end agent-run --json.  See agent-session(1). */
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -11,12 +12,18 @@
 
 const char *progname = "agent-session";
 
+/* The keys we may hold, and what looks like a key, are redacted from
+ * the records and the events, as from the transcript and the log. */
+static const char *secrets[4];
+
 static const char usage[] =
 	"usage: agent-session [-C DIR] --list\n"
 	"       agent-session [-C DIR] [files] --begin ID [--todo FILE]\n"
 	"                     [--stdin-bytes N] [--parent ID --call ID] < TASK\n"
 	"       agent-session [-C DIR] [files] --reopen continue|resume\n"
 	"       agent-session [-C DIR] [files] --end STATUS [--from LINE]\n"
+	"                     [--error TEXT]\n"
+	"       agent-session --project N [REL FILE]...\n"
 	"\n"
 	"Keeps the record of an agent-run session (id, times, task, status,\n"
 	"model calls, tokens) and prints the first and the last of the\n"
@@ -40,25 +47,35 @@ static const char usage[] =
 	"                       print the result event\n"
 	"      --from LINE      the transcript's last line before this run\n"
 	"                       (for the result's run figures; 0)\n"
+	"      --error TEXT     what went wrong, with --end STATUS other than\n"
+	"                       0: the record's and the result's error\n"
+	"      --project N      print a line of the files' names, then the\n"
+	"                       text of the project's instructions: each FILE\n"
+	"                       (the most specific first) under a header REL,\n"
+	"                       within N bytes as sent (escapes counted) and a\n"
+	"                       quarter of $AGENT_CONTEXT_WINDOW at most, cut\n"
+	"                       with a note\n"
 	"      --transcript F   the transcript (.agent/transcript.jsonl)\n"
 	"      --record F       the record (.agent/session.json)\n"
 	"  -h, --help           print this help and exit\n"
 	"      --version        print the version and exit\n"
 	"\n"
 	"The model and the API of a new record are $AGENT_MODEL and\n"
-	"$AGENT_API.\n"
+	"$AGENT_API; its permission_mode (agent-run's mode) is $AGENT_MODE,\n"
+	"else ask, and --reopen sets it to $AGENT_MODE when that is set.\n"
 	"\n"
 	"Exit status: 0 done, 2 usage, 3 a file could not be read or\n"
 	"written, 5 a record is not one.\n";
 
-enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END };
+enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT };
 
 struct opts {
 	enum mode mode;
 	const char *dir, *transcript, *record, *id, *parent, *call, *how;
-	const char *todo;
+	const char *todo, *error;
 	long status, from;
 	long stdin_bytes;   /* the size of the stdin attached to the task, or -1 */
+	long project;       /* --project: the budget of project files */
 };
 
 /* agent-run's exit status as the status of its session. */
@@ -151,6 +168,15 @@ set_number(cJSON *rec, const char *key, double val)
 	return set_value(rec, key, cJSON_CreateNumber(val));
 }
 
+/* A cost in USD, rounded to a millionth of a cent; null when a part of
+ * it is not known (a model not in the price table). */
+static cJSON *
+cost(double usd, int unknown)
+{
+	return unknown ? cJSON_CreateNull()
+		       : cJSON_CreateNumber(round(usd * 1e8) / 1e8);
+}
+
 static int
 do_list(const struct opts *o)
 {
@@ -174,6 +200,7 @@ do_begin(const struct opts *o)
 {
 	struct ah_error err = { 0 };
 	const char *model = getenv("AGENT_MODEL"), *api = getenv("AGENT_API");
+	const char *pmode = getenv("AGENT_MODE");
 	char now[32], *task = NULL, cwd[PATH_MAX];
 	size_t len;
 	cJSON *rec = cJSON_CreateObject();
@@ -198,6 +225,7 @@ do_begin(const struct opts *o)
 	    set_string(rec, "directory", cwd) ||
 	    set_string(rec, "model", model ? model : "") ||
 	    set_string(rec, "api", api && *api ? api : "chat") ||
+	    set_string(rec, "permission_mode", pmode && *pmode ? pmode : "ask") ||
 	    set_string(rec, "todo", o->todo ? o->todo : "todo.json") ||
 	    (o->stdin_bytes >= 0 &&
 	     set_number(rec, "stdin_bytes", (double)o->stdin_bytes)) ||
@@ -206,6 +234,7 @@ do_begin(const struct opts *o)
 		cli_warn("out of memory");
 		goto out;
 	}
+	redact_json(rec, secrets);
 	if (session_write(o->record, rec, &err) < 0) {
 		cli_report(&err);
 		goto out;
@@ -242,6 +271,7 @@ static int
 do_reopen(const struct opts *o)
 {
 	struct ah_error err = { 0 };
+	const char *pmode = getenv("AGENT_MODE");
 	char now[32];
 	cJSON *rec = record_of(o, &err);
 	int rc = ES_IO;
@@ -251,7 +281,9 @@ do_reopen(const struct opts *o)
 		return err.code == AH_EFORMAT ? ES_BADINPUT : ES_IO;
 	}
 	session_now(now);
-	if (set_string(rec, "updated", now) || set_string(rec, "status", "running")) {
+	redact_json(rec, secrets);
+	if (set_string(rec, "updated", now) || set_string(rec, "status", "running") ||
+	    (pmode && *pmode && set_string(rec, "permission_mode", pmode))) {
 		cli_warn("out of memory");
 	} else if (session_write(o->record, rec, &err) < 0) {
 		cli_report(&err);
@@ -261,13 +293,30 @@ do_reopen(const struct opts *o)
 	return rc;
 }
 
+/* The error of a run that ended: null when it is done; else what
+ * went wrong, as agent-run said it (its last word, or the first of the
+ * stage that failed), or its exit status when it said nothing. */
+static cJSON *
+error_of(const struct opts *o)
+{
+	char why[96];
+
+	if (o->status == 0)
+		return cJSON_CreateNull();
+	if (o->error && *o->error)
+		return cJSON_CreateString(o->error);
+	snprintf(why, sizeof why, "agent-run: exit %ld (%s)", o->status,
+		 status_name(o->status));
+	return cJSON_CreateString(why);
+}
+
 static int
 do_end(const struct opts *o)
 {
 	struct ah_error err = { 0 };
 	struct session_stats st = { .from = (unsigned long)o->from };
 	char now[32];
-	double kids[3];
+	double kids[5];
 	cJSON *rec = record_of(o, &err), *run = NULL, *children;
 	int rc = ES_IO;
 
@@ -290,15 +339,20 @@ do_end(const struct opts *o)
 	if (!children || set_number(children, "sessions", kids[0]) ||
 	    set_number(children, "model_calls", kids[1]) ||
 	    set_number(children, "tokens", kids[2]) ||
+	    set_value(children, "cost_usd", cost(kids[3], kids[4] > 0)) ||
 	    set_string(rec, "updated", now) ||
 	    set_string(rec, "status", status_name(o->status)) ||
+	    set_value(rec, "error", error_of(o)) ||
 	    set_number(rec, "model_calls", st.model_calls + kids[1]) ||
 	    set_number(rec, "tokens", st.tokens + kids[2]) ||
+	    set_value(rec, "cost_usd", cost(st.cost + kids[3],
+					    st.cost_unknown || kids[4] > 0)) ||
 	    set_item(rec, "children", children)) {
 		cJSON_Delete(children);
 		cli_warn("out of memory");
 		goto out;
 	}
+	redact_json(rec, secrets);
 	if (session_write(o->record, rec, &err) < 0) {
 		cli_report(&err);
 		goto out;
@@ -307,6 +361,8 @@ do_end(const struct opts *o)
 	run = cJSON_CreateObject();
 	if (!run || set_number(run, "model_calls", st.run_calls) ||
 	    set_number(run, "tokens", st.run_tokens) ||
+	    set_value(run, "cost_usd", cost(st.run_cost,
+					    st.run_cost_unknown)) ||
 	    set_number(run, "tool_calls", st.tool_calls) ||
 	    set_number(run, "denied", st.denied) ||
 	    set_number(rec, "exit", (double)o->status) ||
@@ -324,6 +380,9 @@ do_end(const struct opts *o)
 		goto out;
 	}
 	st.denials = NULL; /* rec holds it */
+	/* (the answer and the denials come from the transcript, which
+	 * hook-audit keeps redacted) */
+	redact_json(rec, secrets);
 	rc = print_event("result", rec, NULL);
 out:
 	session_stats_free(&st);
@@ -331,12 +390,64 @@ out:
 	return rc;
 }
 
+/* --project: the names, then the text.  The budget is what is sent:
+ * the bytes after JSON's escapes (a file of control characters takes six
+ * times its size), and never more than a quarter of the window. */
+static int
+do_project(const struct opts *o, int n, char **args)
+{
+	const char *env = getenv("AGENT_CONTEXT_WINDOW");
+	const char **rel = calloc((size_t)n / 2 + 1, sizeof *rel);
+	const char **path = calloc((size_t)n / 2 + 1, sizeof *path);
+	struct buf text = BUF_INIT(0), names = BUF_INIT(0);
+	struct ah_error err = { 0 };
+	size_t budget = (size_t)o->project, k;
+	long window = 0;
+	int i, rc = ES_IO;
+
+	if (env && *env && cli_window("AGENT_CONTEXT_WINDOW", env,
+				      getenv("AGENT_MODEL"), &window) < 0) {
+		rc = ES_USAGE;
+		goto out;
+	}
+	if (window > 0 && budget > (size_t)window * CHAT_BYTES_PER_TOKEN / 4)
+		budget = (size_t)window * CHAT_BYTES_PER_TOKEN / 4;
+	if (!rel || !path) {
+		cli_warn("out of memory");
+		goto out;
+	}
+	for (i = 0; i < n / 2; i++) {
+		rel[i] = args[2 * i];
+		path[i] = args[2 * i + 1];
+	}
+	if (project_text(rel, path, n / 2, budget, &text, &names, &err) < 0) {
+		cli_report(&err);
+		goto out;
+	}
+	/* one line: a name's control characters do not end it */
+	for (k = 0; k < names.len; k++)
+		if ((unsigned char)names.data[k] < 0x20)
+			names.data[k] = '?';
+	if (names.len && fwrite(names.data, 1, names.len, stdout) != names.len)
+		cli_stdout_failed(errno);
+	putchar('\n');
+	if (text.len && n && fwrite(text.data, 1, text.len, stdout) != text.len)
+		cli_stdout_failed(errno);
+	rc = ES_OK;
+out:
+	buf_free(&text);
+	buf_free(&names);
+	free(rel);
+	free(path);
+	return rc;
+}
+
 static int
 set_mode(struct opts *o, enum mode m)
 {
 	if (o->mode != M_NONE && o->mode != m)
-		return cli_usage_error("--list, --begin, --reopen and --end "
-				       "go one at a time");
+		return cli_usage_error("--list, --begin, --reopen, --end and "
+				       "--project go one at a time");
 	o->mode = m;
 	return ES_OK;
 }
@@ -346,7 +457,7 @@ main(int argc, char **argv)
 {
 	enum { OPT_LIST = 256, OPT_BEGIN, OPT_PARENT, OPT_CALL, OPT_REOPEN,
 	       OPT_END, OPT_FROM, OPT_TRANSCRIPT, OPT_RECORD, OPT_TODO,
-	       OPT_STDIN_BYTES };
+	       OPT_STDIN_BYTES, OPT_ERROR, OPT_PROJECT };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -360,16 +471,24 @@ main(int argc, char **argv)
 		{ "record", required_argument, NULL, OPT_RECORD },
 		{ "todo", required_argument, NULL, OPT_TODO },
 		{ "stdin-bytes", required_argument, NULL, OPT_STDIN_BYTES },
+		{ "error", required_argument, NULL, OPT_ERROR },
+		{ "project", required_argument, NULL, OPT_PROJECT },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .dir = ".", .transcript = ".agent/transcript.jsonl",
 			  .record = ".agent/session.json", .stdin_bytes = -1 };
+	const char *const keys[] = { getenv("AGENT_API_KEY"),
+		getenv("OPENAI_API_KEY"), getenv("ANTHROPIC_API_KEY") };
+	size_t k, nsecrets = 0;
 	int c, rc;
 
 	if (cli_no_core() < 0)
 		return ES_IO;
+	for (k = 0; k < sizeof keys / sizeof *keys; k++)
+		if (keys[k] && *keys[k])
+			secrets[nsecrets++] = keys[k];
 	while ((c = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
 		rc = ES_OK;
 		switch (c) {
@@ -411,9 +530,18 @@ main(int argc, char **argv)
 		case OPT_TODO:
 			o.todo = optarg;
 			break;
+		case OPT_ERROR:
+			o.error = optarg;
+			break;
 		case OPT_STDIN_BYTES:
 			rc = cli_whole("--stdin-bytes", optarg, 0, LONG_MAX,
 				       &o.stdin_bytes);
+			break;
+		case OPT_PROJECT:
+			rc = set_mode(&o, M_PROJECT);
+			if (rc == ES_OK)
+				rc = cli_whole("--project", optarg, 0,
+					       1000000000, &o.project);
 			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
@@ -425,6 +553,12 @@ main(int argc, char **argv)
 		}
 		if (rc != ES_OK)
 			return rc;
+	}
+	if (o.mode == M_PROJECT) {
+		if ((argc - optind) % 2)
+			return cli_usage_error("--project: a FILE for each REL");
+		return cli_finish(do_project(&o, argc - optind,
+					     argv + optind));
 	}
 	if (optind < argc)
 		return cli_usage_error("unexpected argument '%s'", argv[optind]);
@@ -441,6 +575,8 @@ main(int argc, char **argv)
 	    o.mode != M_BEGIN)
 		return cli_usage_error("--parent, --call, --todo and "
 				       "--stdin-bytes go with --begin");
+	if (o.error && o.mode != M_END)
+		return cli_usage_error("--error goes with --end");
 	if (o.mode == M_REOPEN && strcmp(o.how, "continue") &&
 	    strcmp(o.how, "resume"))
 		return cli_usage_error("--reopen: '%s' is neither continue nor "

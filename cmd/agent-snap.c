@@ -286,7 +286,7 @@ static int
 reads_only(const char *name)
 {
 	static const char *const ro[] = { "list_dir", "read_file", "grep",
-					  "glob", "run_todo_write" };
+					  "glob", "run_todo_write", "skill" };
 	size_t i;
 
 	for (i = 0; i < sizeof ro / sizeof *ro; i++)

@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <stdarg.h>
@@ -44,6 +46,14 @@ static const char usage[] =
 	"                         included; 0 for none ($AGENT_DEADLINE, 600)\n"
 	"      --retries N        retries of connection errors, 408, 409, 429\n"
 	"                         and 5xx (2)\n"
+	"      --max-concurrent N the most requests in flight to the endpoint,\n"
+	"                         machine-wide ($AGENT_MAX_CONCURRENT; none)\n"
+	"      --max-cost USD     stop, exit 11, rather than make a request\n"
+	"                         that would take the calls that share\n"
+	"                         $AGENT_COST_FILE (or this run's) past USD\n"
+	"                         ($AGENT_MAX_COST)\n"
+	"      --events FD        write a wait event to descriptor FD when a\n"
+	"                         request waited for the rate limit\n"
 	"      --until-done       exit after an answer without tool calls\n"
 	"      --history FILE     read FILE (a transcript) first, then stdin;\n"
 	"                         never through a link, never a FIFO\n"
@@ -72,7 +82,7 @@ static const char usage[] =
 	"after retries, 8 the answer cannot be used (cut by length, filtered,\n"
 	"refused, a stop reason that is a failure or unknown, not an answer of\n"
 	"the API), 9 --max-calls reached, 10 the context is full (compact it\n"
-	"with agent-compact), 130 or 143 interrupted.\n";
+	"with agent-compact), 11 --max-cost reached, 130 or 143 interrupted.\n";
 
 struct run {
 	struct model *model;
@@ -84,7 +94,52 @@ struct run {
 	struct model_body body; /* the request, in parts */
 	double compact_at;  /* share of the window */
 	struct buf held; /* streamed text not shown yet (see on_text) */
+	int efd;         /* --events, or -1 */
+	cJSON *prices;          /* the price table */
+	const cJSON *price;     /* the model's row, or NULL */
+	double max_cost;        /* USD, or -1: none */
+	const char *ledger;     /* $AGENT_COST_FILE, or NULL */
+	double spent, last;     /* without a ledger: this run's calls */
 };
+
+/* What the calls that share the ledger spent, and the last one, into
+ * *spent and *last.  0, or -1 (said). */
+static int
+spent_so_far(const struct run *r, double *spent, double *last)
+{
+	struct ah_error err = { 0 };
+
+	if (!r->ledger) {
+		*spent = r->spent;
+		*last = r->last;
+		return 0;
+	}
+	if (cost_ledger_read(r->ledger, spent, last, &err) < 0) {
+		cli_report(&err);
+		return -1;
+	}
+	return 0;
+}
+
+/* The price of the answer msg, added to it as cost_usd and to what was
+ * spent, when the model is in the table. */
+static void
+price_answer(struct run *r, cJSON *msg)
+{
+	struct ah_error err = { 0 };
+	const cJSON *u = cJSON_GetObjectItemCaseSensitive(msg, "usage");
+	double c;
+
+	if (!r->price || !cJSON_IsObject(u))
+		return;
+	c = round(prices_cost(r->price, u) * 1e9) / 1e9;
+	if (!cJSON_AddNumberToObject(msg, "cost_usd", c))
+		cli_warn("out of memory: the answer's cost is not kept");
+	r->spent += c;
+	r->last = c;
+	if (r->ledger && cost_ledger_add(r->ledger, c, &err) < 0)
+		cli_report(&err);
+}
 
 static volatile sig_atomic_t interrupted;
 
@@ -95,7 +150,27 @@ on_signal(int sig)
 }
 
 /* A diagnostic that quotes the server (its message, a request id):
- * the whole line is redacted last, whatever was redacted before. */
+ * the whole line is redacted last, whatever was redacted before.  An
+ * error (cli_warn), or a note that is none (cli_note): a retry, the
+ * figures of a request. */
+static void
+vsay_server(const struct run *r, int error, const char *fmt, va_list ap)
+{
+	const char *secrets[] = { r->mo.api_key, NULL };
+	char *msg = NULL;
+
+	if (vasprintf(&msg, fmt, ap) < 0) {
+		cli_warn("(a message, lost: out of memory)");
+		return;
+	}
+	redact(msg, secrets);
+	if (error)
+		cli_warn("%s", msg);
+	else
+		cli_note("%s", msg);
+	free(msg);
+}
+
 static void
 warn_server(const struct run *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -103,21 +178,25 @@ warn_server(const struct run *r, const char *fmt, ...)
 static void
 warn_server(const struct run *r, const char *fmt, ...)
 {
-	const char *secrets[] = { r->mo.api_key, NULL };
-	char *msg = NULL;
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = vasprintf(&msg, fmt, ap);
+	vsay_server(r, 1, fmt, ap);
 	va_end(ap);
-	if (n < 0) {
-		cli_warn("(a message, lost: out of memory)");
-		return;
-	}
-	redact(msg, secrets);
-	cli_warn("%s", msg);
-	free(msg);
+}
+
+static void
+note_server(const struct run *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+note_server(const struct run *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay_server(r, 0, fmt, ap);
+	va_end(ap);
 }
 
 /* Shows r->held[0..n) on stderr, without its escape sequences: none
@@ -178,8 +257,48 @@ on_retry(void *ctx, const char *why)
 {
 	struct run *r = ctx;
 
+	/* a note, not an error: the retry may well succeed */
 	if (!r->quiet)
-		warn_server(r, "%s", why);
+		note_server(r, "%s", why);
+}
+
+/* A wait for the endpoint's rate limit: said once on stderr when it is
+ * long, and a wait event (--events) when it is over. */
+static void
+on_wait(void *ctx, const struct ratelimit_wait *w)
+{
+	struct run *r = ctx;
+	const char *session = getenv("AGENT_SESSION");
+	cJSON *e;
+	char *line;
+
+	if (w->phase == RATELIMIT_WAITING) {
+		if (!r->quiet)
+			cli_warn("waiting %.0f s for the rate limit of %s",
+				 w->seconds < 1 ? 1 : w->seconds, w->endpoint);
+		return;
+	}
+	if (r->efd < 0)
+		return;
+	e = cJSON_CreateObject();
+	if (!e || !cJSON_AddStringToObject(e, "type", "wait") ||
+	    !cJSON_AddStringToObject(e, "session", session ? session : "") ||
+	    !cJSON_AddStringToObject(e, "endpoint", w->endpoint) ||
+	    !cJSON_AddNumberToObject(e, "seconds",
+				     floor(w->seconds * 1000) / 1000) ||
+	    !cJSON_AddStringToObject(e, "reason", w->reason) ||
+	    !(line = cJSON_PrintUnformatted(e))) {
+		cJSON_Delete(e);
+		cli_warn("--events: out of memory");
+		return;
+	}
+	cJSON_Delete(e);
+	if (events_write(r->efd, line, strlen(line)) < 0 ||
+	    events_write(r->efd, "\n", 1) < 0) {
+		/* a reader that went away ends the events, not the step */
+		r->efd = -1;
+	}
+	free(line);
 }
 
 /* An answer whose stop reason is not that of an answer (the tables of
@@ -268,6 +387,26 @@ step(struct run *r, struct chat *chat, int *stop)
 		*stop = 1;
 		return ES_FULL;
 	}
+	if (r->max_cost >= 0) {
+		/* the next request costs about what the last one did, or
+		 * at least its prompt at the input price */
+		double spent, last, est;
+
+		if (spent_so_far(r, &spent, &last) < 0)
+			return ES_IO;
+		est = (double)chat_estimate(chat) * cJSON_GetObjectItemCaseSensitive(
+			r->price, "input")->valuedouble / 1e6;
+		if (last > est)
+			est = last;
+		if (spent + est > r->max_cost) {
+			cli_warn("the cost limit is reached: $%.4f spent, and "
+				 "the next request would cost about $%.4f, "
+				 "past --max-cost $%g", spent, est,
+				 r->max_cost);
+			*stop = 1;
+			return ES_COSTLIMIT;
+		}
+	}
 	chat->dirty = 0;
 	r->called = 1;
 	if (r->dry_run) {
@@ -282,6 +421,8 @@ step(struct run *r, struct chat *chat, int *stop)
 	}
 	reply_init(&reply, r->mo.max_answer);
 	r->streamed_text = 0;
+	/* what the request counts in the endpoint's budget of tokens */
+	r->mo.tokens = (double)chat_estimate(chat);
 	if (model_call(r->model, &r->mo, &r->body, &reply, rid, sizeof rid,
 		       &err) < 0) {
 		end_text(r);
@@ -313,6 +454,7 @@ step(struct run *r, struct chat *chat, int *stop)
 	 * reaches neither the transcript nor the model again.  Only the
 	 * key itself: the model may quote key-like strings on purpose. */
 	redact_json_exact(msg, secrets);
+	price_answer(r, msg);
 	if (reply.refusal.len && !r->quiet)
 		warn_server(r, "the model refused: %s", reply.refusal.data);
 	if (r->verbose) {
@@ -328,7 +470,7 @@ step(struct run *r, struct chat *chat, int *stop)
 				 100.0 * pt->valuedouble / (double)r->window);
 		/* and the session's tokens so far: the answers read, this
 		 * one too */
-		warn_server(r, "request %s: %d prompt + %d completion tokens%s, "
+		note_server(r, "request %s: %d prompt + %d completion tokens%s, "
 			 "%d tool call%s; %.0f tokens so far",
 			 rid[0] ? rid : "(no id)",
 			 cJSON_IsNumber(pt) ? pt->valueint : 0,
@@ -467,12 +609,13 @@ print_answer(void)
 struct opts {
 	const char *model, *tools, *history, *window, *outputs, *api, *base;
 	char *key;          /* the key we hold; wiped and freed at the end */
-	long maxcalls, maxtok, retries;
-	double temp, compact_at;
+	long maxcalls, maxtok, retries, concurrent;
+	double temp, compact_at, max_cost;
 	int stream, answer, nparams;
 	int window_opt;     /* the window is --context-window's */
 	int base_opt;       /* the base URL is --base-url's */
 	int finished;       /* stdout is closed: --help, --version */
+	int cost_opt;       /* the limit is --max-cost's */
 	const char *params[64];
 };
 
@@ -485,7 +628,8 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 	enum { OPT_BASE = 256, OPT_KEYFILE, OPT_TOOLS, OPT_TEMP, OPT_MAXTOK,
 	       OPT_PARAM, OPT_STREAM, OPT_TIMEOUT, OPT_RETRIES, OPT_UNTIL, OPT_DRY,
 	       OPT_HISTORY, OPT_MAXCALLS, OPT_ANSWER, OPT_WINDOW, OPT_OUTPUTS,
-	       OPT_COMPACTAT, OPT_API, OPT_DEADLINE };
+	       OPT_COMPACTAT, OPT_API, OPT_DEADLINE, OPT_CONCURRENT, OPT_EVENTS,
+	       OPT_MAXCOST };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "base-url", required_argument, NULL, OPT_BASE },
@@ -498,6 +642,9 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "deadline", required_argument, NULL, OPT_DEADLINE },
 		{ "retries", required_argument, NULL, OPT_RETRIES },
+		{ "max-concurrent", required_argument, NULL, OPT_CONCURRENT },
+		{ "events", required_argument, NULL, OPT_EVENTS },
+		{ "max-cost", required_argument, NULL, OPT_MAXCOST },
 		{ "until-done", no_argument, NULL, OPT_UNTIL },
 		{ "dry-run", no_argument, NULL, OPT_DRY },
 		{ "history", required_argument, NULL, OPT_HISTORY },
@@ -563,6 +710,28 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 		case OPT_RETRIES:
 			if (cli_whole("--retries", optarg, 0, 100, &o->retries))
 				return ES_USAGE;
+			break;
+		case OPT_CONCURRENT:
+			if (cli_whole("--max-concurrent", optarg, 1, 64,
+				      &o->concurrent))
+				return ES_USAGE;
+			break;
+		case OPT_EVENTS: {
+			long fd;
+
+			if (cli_whole("--events", optarg, 0, INT_MAX, &fd))
+				return ES_USAGE;
+			if (fcntl((int)fd, F_GETFD) < 0)
+				return cli_usage_error("--events: descriptor %ld "
+						       "is not open", fd);
+			r->efd = (int)fd;
+			break;
+		}
+		case OPT_MAXCOST:
+			if (cli_number("--max-cost", optarg, 0, 1e9,
+				       &o->max_cost))
+				return ES_USAGE;
+			o->cost_opt = 1;
 			break;
 		case OPT_UNTIL:
 			r->until_done = 1;
@@ -634,6 +803,23 @@ settle(struct run *r, struct opts *o)
 		return ES_USAGE;
 	r->window = w;
 	r->compact_at = o->compact_at;
+	{
+		struct ah_error err = { 0 };
+
+		if (!(r->prices = prices_load(&err))) {
+			cli_report(&err);
+			return ES_USAGE;
+		}
+	}
+	r->price = prices_find(r->prices, o->model);
+	r->max_cost = o->max_cost;
+	if (r->max_cost >= 0 && !r->price)
+		return cli_usage_error("%s: the price of model '%s' is not "
+				       "known (share/prices.json, or the "
+				       "user's prices.json)", o->cost_opt ?
+				       "--max-cost" : "AGENT_MAX_COST",
+				       o->model);
+	r->ledger = cli_env("AGENT_COST_FILE", NULL);
 	if (o->api && !strcmp(o->api, "anthropic"))
 		r->mo.api = API_ANTHROPIC;
 	else if (o->api && !strcmp(o->api, "responses"))
@@ -669,6 +855,7 @@ settle(struct run *r, struct opts *o)
 	r->mo.interrupted = &interrupted;
 	r->mo.on_text = o->stream ? on_text : NULL;
 	r->mo.on_retry = on_retry;
+	r->mo.on_wait = on_wait;
 	r->mo.ctx = r;
 	return -1;
 }
@@ -887,6 +1074,8 @@ main(int argc, char **argv)
 	o.base = cli_env("AGENT_BASE_URL", NULL);
 	o.maxcalls = o.maxtok = -1;
 	o.retries = 2;
+	o.max_cost = -1;
+	r.efd = -1;
 	o.temp = -1;
 	o.compact_at = 0.8;
 	r.mo.timeout = 60;
@@ -898,6 +1087,15 @@ main(int argc, char **argv)
 	if (cli_env("AGENT_DEADLINE", NULL) &&
 	    cli_number("AGENT_DEADLINE", cli_env("AGENT_DEADLINE", NULL), 0,
 		       1e7, &r.mo.deadline))
+		rc = ES_USAGE;
+	else if (cli_env("AGENT_MAX_COST", NULL) &&
+		 cli_number("AGENT_MAX_COST", cli_env("AGENT_MAX_COST", NULL),
+			    0, 1e9, &o.max_cost))
+		rc = ES_USAGE;
+	else if (cli_env("AGENT_MAX_CONCURRENT", NULL) &&
+		 cli_whole("AGENT_MAX_CONCURRENT",
+			   cli_env("AGENT_MAX_CONCURRENT", NULL), 1, 64,
+			   &o.concurrent))
 		rc = ES_USAGE;
 	else if ((rc = parse_options(argc, argv, &r, &o)) >= 0)
 		;
@@ -918,6 +1116,13 @@ main(int argc, char **argv)
 			cli_report(&err);
 			rc = ES_IO;
 		}
+		/* the budget every session of the endpoint shares */
+		if (!rc && !r.dry_run &&
+		    !(r.mo.rl = ratelimit_open(r.mo.base_url, r.mo.api_key,
+					       (int)o.concurrent, &err))) {
+			cli_report(&err);
+			rc = ES_IO;
+		}
 		chat.api = r.mo.api;
 		if (r.window)
 			chat_budget_default(&chat.budget, r.window, o.outputs);
@@ -926,6 +1131,7 @@ main(int argc, char **argv)
 		if (!rc && !stop)
 			rc = read_input(&r, &chat, o.history != NULL, &stop);
 		model_free(r.model);
+		ratelimit_free(r.mo.rl);
 		if (!r.dry_run)
 			model_global_cleanup();
 	}
@@ -937,5 +1143,6 @@ main(int argc, char **argv)
 	buf_free(&r.held);
 	model_body_free(&r.body);
 	cJSON_Delete(r.head);
+	cJSON_Delete(r.prices);
 	return o.finished ? rc : cli_finish(rc);
 }

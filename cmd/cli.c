@@ -1,19 +1,23 @@
 /* cli.c: diagnostics and exit handling shared by the programs. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "cli.h"
+
+static void record_error(const char *msg);
 
 /* Prints "progname: message" on one line of stderr: whatever the message
  * quotes (a file name, a server's error, a model's text) cannot act on
  * the terminal or start a line of its own. */
 static void
-vwarn(const char *fmt, va_list ap)
+vwarn(int error, const char *fmt, va_list ap)
 {
 	char *msg = NULL, *safe = NULL;
 	int n = vasprintf(&msg, fmt, ap);
@@ -22,9 +26,39 @@ vwarn(const char *fmt, va_list ap)
 		safe = utf8_for_terminal(msg, (size_t)n, 0, NULL);
 	fprintf(stderr, "%s: %s\n", progname,
 		safe ? safe : "(a message, lost: out of memory)");
+	if (error && safe && strncmp(safe, "warning: ", 9))
+		record_error(safe);
 	free(safe);
 	if (n >= 0)
 		free(msg);
+}
+
+/* An error line also goes to the end of $AGENT_ERROR_FILE, when it is
+ * set: agent-run's, which puts the cause of a failed run into its
+ * result and its session record (agent-harness(5)).  One write of the
+ * whole line; a file that is not there is not made (agent-run makes
+ * it), nor one reached through a symbolic link. */
+static void
+record_error(const char *msg)
+{
+	const char *path = getenv("AGENT_ERROR_FILE");
+	char *line = NULL;
+	int fd, n, e = errno;
+
+	if (!path || !*path)
+		return;
+	fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NOCTTY |
+		  O_CLOEXEC);
+	if (fd < 0)
+		goto out;
+	n = asprintf(&line, "%s: %s\n", progname, msg);
+	if (n > 0 && write(fd, line, (size_t)n) < 0) {
+		/* the message is on stderr still */
+	}
+	free(n >= 0 ? line : NULL);
+	close(fd);
+out:
+	errno = e;
 }
 
 void
@@ -33,7 +67,17 @@ cli_warn(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vwarn(fmt, ap);
+	vwarn(1, fmt, ap);
+	va_end(ap);
+}
+
+void
+cli_note(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarn(0, fmt, ap);
 	va_end(ap);
 }
 
@@ -67,7 +111,7 @@ cli_usage_error(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vwarn(fmt, ap);
+	vwarn(1, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "Try '%s --help' for more information.\n", progname);
 	return ES_USAGE;

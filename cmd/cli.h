@@ -27,6 +27,7 @@ enum {
 	ES_UNUSABLE = 8,   /* agent-step: the answer cannot be used */
 	ES_STEPLIMIT = 9,  /* agent-step: --max-calls reached */
 	ES_FULL = 10,      /* agent-step: the context is full, compact it */
+	ES_COSTLIMIT = 11, /* agent-step: --max-cost reached */
 };
 
 /* The exit status for an error the library filled: memory, I/O and
@@ -55,8 +56,13 @@ int cli_version(void);
  * write the API key (or what the model was shown) into the workspace. */
 int cli_no_core(void);
 
-/* Prints "progname: message" on stderr. */
+/* Prints "progname: message" on stderr.  An error (not a message that
+ * starts "warning: ") is also appended to $AGENT_ERROR_FILE when that is
+ * set: agent-run keeps there what its stages said went wrong. */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The same, for a note that is no error (a retry): stderr only. */
+void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints the error the library filled, as "progname: what: why". */
 void cli_report(const struct ah_error *err);

@@ -17,11 +17,13 @@ const char *progname = "hook-audit";
 
 static const char usage[] =
 	"usage: hook-audit [--sync] [-C DIR] [--log FILE] [--session ID]\n"
-	"                  [--tee FILE] [--message ROLE] [--events FD]\n"
+	"                  [--tee FILE] [--message ROLE [--from-user]]\n"
+	"                  [--events FD]\n"
 	"                  < MESSAGES > MESSAGES\n"
 	"\n"
 	"Copies its input to its output byte for byte, and appends one record\n"
-	"per message to the audit log, secrets redacted.\n"
+	"per message to the audit log, secrets redacted (and the message to\n"
+	"the --tee file, with what looks like a key redacted too).\n"
 	"\n"
 	"  -C, --directory DIR  the working directory ($AGENT_WORKDIR, else .)\n"
 	"      --log FILE       the log ($AGENT_AUDIT_LOG, else\n"
@@ -34,6 +36,10 @@ static const char usage[] =
 	"      --message ROLE   the input is the text of one message of ROLE\n"
 	"                       (system, developer, user or assistant), not\n"
 	"                       messages: pass {\"role\":ROLE,\"content\":TEXT}\n"
+	"      --from-user      with --message user: the text is the user's own\n"
+	"                       words (a task, a follow-up): the message gets\n"
+	"                       \"from\":\"user\", and a compaction keeps it\n"
+	"                       word for word\n"
 	"      --events FD      also write the events of each message to the\n"
 	"                       open descriptor FD (see agent-harness(5)), and\n"
 	"                       a todo event when the todo file\n"
@@ -102,7 +108,7 @@ pass_line(struct pass *p, char *s, size_t n, unsigned long lineno,
 	struct ah_error err = { 0 };
 	size_t off, len, cut;
 	cJSON *msg;
-	char *rec;
+	char *rec, *red = NULL;
 	int c;
 
 	if (!jsonl_blank(s, n)) {
@@ -133,12 +139,29 @@ pass_line(struct pass *p, char *s, size_t n, unsigned long lineno,
 			cli_warn("audit log '%s': %s", p->path, err.msg);
 			return ES_IO;
 		}
+		/* what looks like a key is redacted from the transcript, as
+		 * from the log; the messages go on as they came: the stages
+		 * after us act on them */
+		if (p->tfd >= 0 && redact_line(msg, p->secrets, &red) < 0) {
+			cJSON_Delete(msg);
+			cli_warn("cannot redact a message: out of memory");
+			return ES_IO;
+		}
 		/* the transcript gets the line before the next stage can
 		 * fail: a closed pipe downstream never loses it */
 		if (p->tfd >= 0) {
-			s[n] = '\n';
-			c = audit_append(p->tfd, s, n + 1, p->sync, &cut, &err);
-			s[n] = '\0';
+			if (red) {
+				len = strlen(red);
+				red[len] = '\n';
+				c = audit_append(p->tfd, red, len + 1, p->sync,
+						 &cut, &err);
+				free(red);
+			} else {
+				s[n] = '\n';
+				c = audit_append(p->tfd, s, n + 1, p->sync,
+						 &cut, &err);
+				s[n] = '\0';
+			}
 			if (cut)
 				torn(p->tee, cut);
 			if (c < 0) {
@@ -169,10 +192,11 @@ pass_line(struct pass *p, char *s, size_t n, unsigned long lineno,
 
 /* --message: the text on stdin made into one message of role. */
 static int
-pass_text(struct pass *p, const char *role)
+pass_text(struct pass *p, const char *role, int from_user)
 {
 	struct ah_error err = { 0 };
-	char *text, *line = NULL;
+	char *text, *line = NULL, *marked;
+	static const char from[] = ",\"from\":\"user\"}";
 	size_t len;
 	int rc;
 
@@ -183,8 +207,18 @@ pass_text(struct pass *p, const char *role)
 	} else if (!(line = chat_text_message(role, text, len, &len, &err))) {
 		cli_report(&err);
 		rc = ES_IO;
-	} else
+	} else if (from_user && !(marked = realloc(line, len + sizeof from))) {
+		cli_warn("out of memory");
+		rc = ES_IO;
+	} else {
+		/* the object's closing brace gives way to the mark */
+		if (from_user) {
+			line = marked;
+			memcpy(line + len - 1, from, sizeof from);
+			len += sizeof from - 2;
+		}
 		rc = pass_line(p, line, len, 1, 1);
+	}
 	free(line);
 	free(text);
 	return rc;
@@ -215,7 +249,7 @@ int
 main(int argc, char **argv)
 {
 	enum { OPT_LOG = 256, OPT_SESSION, OPT_SYNC, OPT_TEE, OPT_MESSAGE,
-	       OPT_EVENTS };
+	       OPT_EVENTS, OPT_FROM_USER };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "log", required_argument, NULL, OPT_LOG },
@@ -223,6 +257,7 @@ main(int argc, char **argv)
 		{ "sync", no_argument, NULL, OPT_SYNC },
 		{ "tee", required_argument, NULL, OPT_TEE },
 		{ "message", required_argument, NULL, OPT_MESSAGE },
+		{ "from-user", no_argument, NULL, OPT_FROM_USER },
 		{ "events", required_argument, NULL, OPT_EVENTS },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
@@ -239,7 +274,7 @@ main(int argc, char **argv)
 	char path[PATH_MAX + 32], sid[64];
 	struct ah_error err = { 0 };
 	struct pass p = { .tfd = -1, .efd = -1, .todo = { .quiet = 1 } };
-	int c, rc = ES_OK;
+	int c, rc = ES_OK, from_user = 0;
 
 	if (cli_no_core() < 0)
 		return ES_IO;
@@ -262,6 +297,9 @@ main(int argc, char **argv)
 			break;
 		case OPT_MESSAGE:
 			role = optarg;
+			break;
+		case OPT_FROM_USER:
+			from_user = 1;
 			break;
 		case OPT_EVENTS: {
 			char *end;
@@ -293,6 +331,8 @@ main(int argc, char **argv)
 	if (role && !chat_text_role(role))
 		return cli_usage_error("--message: unknown role '%s' (use system, "
 				       "developer, user or assistant)", role);
+	if (from_user && (!role || strcmp(role, "user")))
+		return cli_usage_error("--from-user goes with --message user");
 	for (k = 0; k < sizeof keys / sizeof *keys; k++)
 		if (keys[k] && *keys[k])
 			secrets[nsecrets++] = keys[k];
@@ -346,7 +386,7 @@ main(int argc, char **argv)
 	p.tee = tee;
 	p.session = session;
 	p.secrets = secrets;
-	rc = role ? pass_text(&p, role) : pass_lines(&p);
+	rc = role ? pass_text(&p, role, from_user) : pass_lines(&p);
 	if (p.tfd >= 0)
 		close(p.tfd);
 	if (close(p.fd) < 0 && rc == ES_OK) {

@@ -42,6 +42,8 @@ static const char usage[] =
 	"                        policy)\n"
 	"  -y, --yes             approve every ask (deny stays deny)\n"
 	"      --rule-timeout S  deny a call whose rules run longer (2)\n"
+	"      --mode MODE       add the rules of agent-run's mode MODE (plan,\n"
+	"                        ask, edit or auto; $AGENT_MODE) to the policy\n"
 	"      --print-policy    print the policy in force and exit\n"
 	"      --trust [FILE]    trust DIR/.agent/policy.json (or FILE) as it\n"
 	"                        is now: record its SHA-256 under\n"
@@ -83,6 +85,8 @@ struct perm {
 	double timeout;
 	int yes;
 	int always_n;
+	const char *mode;        /* --mode or AGENT_MODE, else NULL */
+	int mode_yes;            /* the mode approves every ask (auto) */
 };
 
 /* Reads the project's policy, DIR/.agent/policy.json, following no
@@ -147,6 +151,27 @@ resolve(struct perm *pm, char **text, size_t *len, struct ah_error *err)
 	return 0;
 }
 
+/* resolve, then the rules of the mode (--mode, AGENT_MODE) added to the
+ * policy in force: its text goes to *text (never NULL with a mode). */
+static int
+resolve_mode(struct perm *pm, char **text, size_t *len, struct ah_error *err)
+{
+	char *with;
+
+	if (resolve(pm, text, len, err) < 0)
+		return -1;
+	if (!pm->mode)
+		return 0;
+	with = mode_policy(*text ? *text : policy_builtin(),
+			   *text ? *len : strlen(policy_builtin()),
+			   pm->policy_file ? pm->policy_file : "built-in",
+			   pm->mode, err);
+	free(*text);
+	*text = with;
+	*len = with ? strlen(with) : 0;
+	return with ? 0 : -1;
+}
+
 /* Once per process: why the project's policy is not in force. */
 static void
 untrusted_notice(struct perm *pm)
@@ -167,11 +192,12 @@ read_policy(struct perm *pm, struct policy *p, struct ah_error *err)
 	int rc;
 
 	memset(p, 0, sizeof *p);
-	if (resolve(pm, &text, &len, err) < 0)
+	if (resolve_mode(pm, &text, &len, err) < 0)
 		return -1;
 	untrusted_notice(pm);
 	if (text)
-		rc = policy_parse(p, text, len, pm->policy_file, err);
+		rc = policy_parse(p, text, len, pm->policy_file ?
+				  pm->policy_file : "built-in", err);
 	else
 		rc = policy_parse(p, policy_builtin(),
 				  strlen(policy_builtin()), "built-in", err);
@@ -874,6 +900,9 @@ decide(struct perm *pm, cJSON *call, struct ah_error *err)
 		if (v.decision == DECIDE_ASK && pm->yes) {
 			note(&v, "approved by --yes");
 			v.decision = DECIDE_ALLOW;
+		} else if (v.decision == DECIDE_ASK && pm->mode_yes) {
+			note(&v, "approved by the auto mode");
+			v.decision = DECIDE_ALLOW;
 		} else if (v.decision == DECIDE_ASK)
 			v.decision = ask(pm, tool, args, &v);
 	}
@@ -1036,8 +1065,9 @@ answer_peer(struct perm *pm, int agent, int dir_given)
 		snprintf(v.reason, sizeof v.reason, "%s names a file outside "
 			 "the working directory", tool);
 	}
-	if (v.decision == DECIDE_ASK && pm->yes) {
-		note(&v, "approved by --yes");
+	if (v.decision == DECIDE_ASK && (pm->yes || pm->mode_yes)) {
+		note(&v, pm->yes ? "approved by --yes"
+				 : "approved by the auto mode");
 		v.decision = DECIDE_ALLOW;
 	}
 	snprintf(why, sizeof why, "%s (hook-perm rule '%s')", v.reason, v.rule);
@@ -1064,7 +1094,7 @@ static int
 parse_options(int argc, char **argv, struct perm *pm, struct opts *o)
 {
 	enum { OPT_POLICY = 256, OPT_TIMEOUT, OPT_PRINT, OPT_SERVE, OPT_WATCH,
-	       OPT_CONNECT, OPT_TRUST, OPT_FORMAT };
+	       OPT_CONNECT, OPT_TRUST, OPT_FORMAT, OPT_MODE };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "policy", required_argument, NULL, OPT_POLICY },
@@ -1076,10 +1106,12 @@ parse_options(int argc, char **argv, struct perm *pm, struct opts *o)
 		{ "connect", required_argument, NULL, OPT_CONNECT },
 		{ "trust", no_argument, NULL, OPT_TRUST },
 		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *from = "--mode";
 	long w;
 	int c;
 
@@ -1118,6 +1150,9 @@ parse_options(int argc, char **argv, struct perm *pm, struct opts *o)
 		case OPT_TRUST:
 			o->trusting = 1;
 			break;
+		case OPT_MODE:
+			pm->mode = optarg;
+			break;
 		case OPT_FORMAT:
 			o->format = hook_agent(optarg);
 			if (o->format < 0)
@@ -1149,6 +1184,20 @@ parse_options(int argc, char **argv, struct perm *pm, struct opts *o)
 		return cli_usage_error("--serve cannot go with %s",
 				       pm->client.server ? "--connect"
 				       : o->print ? "--print-policy" : "--yes");
+	if (!pm->mode) {
+		pm->mode = getenv("AGENT_MODE");
+		if (pm->mode && !*pm->mode)
+			pm->mode = NULL;
+		from = "AGENT_MODE";
+	}
+	if (pm->mode) {
+		struct ah_error err = { 0 };
+		struct run_mode m;
+
+		if (mode_lookup(pm->mode, &m, &err) < 0)
+			return cli_usage_error("%s: %s", from, err.msg);
+		pm->mode_yes = m.approve_asks;
+	}
 	return -1;
 }
 
@@ -1160,9 +1209,9 @@ print_policy(struct perm *pm)
 	char *text = NULL;
 	size_t len;
 
-	if (resolve(pm, &text, &len, &err) < 0) {
+	if (resolve_mode(pm, &text, &len, &err) < 0) {
 		cli_report(&err);
-		return ES_IO;
+		return err.code == AH_EFORMAT ? ES_POLICY : ES_IO;
 	}
 	untrusted_notice(pm);
 	if (!text)

@@ -12,7 +12,8 @@ const char *progname = "tool-exec";
 
 static const char usage[] =
 	"usage: tool-exec [-vy] [-C DIR] [options] < MESSAGES\n"
-	"       tool-exec --schema\n"
+	"       tool-exec [-C DIR] [--tools LIST] --schema\n"
+	"       tool-exec [-C DIR] --skills | --skill NAME\n"
 	"\n"
 	"Reads messages (JSON Lines), runs the tool calls of the last assistant\n"
 	"message that have no result yet, and writes one tool message per call,\n"
@@ -31,6 +32,8 @@ static const char usage[] =
 	"                        /bin/bash, else /bin/sh)\n"
 	"      --sandbox MODE    confine bash: workspace-write (the default;\n"
 	"                        $AGENT_SANDBOX), read-only or off\n"
+	"      --mode MODE       agent-run's mode ($AGENT_MODE): plan runs\n"
+	"                        everything in the read-only sandbox\n"
 	"      --allow-network   let sandboxed commands open inet sockets\n"
 	"                        ($AGENT_SANDBOX_NETWORK=1)\n"
 	"      --allow-git       let sandboxed commands and the file tools\n"
@@ -59,7 +62,15 @@ static const char usage[] =
 	"                        interrupted, side effects unknown (a repair)\n"
 	"  -v, --verbose         a line per call on stderr, and the todo list\n"
 	"                        when it changes\n"
-	"      --schema          print the tool definitions (JSON) and exit\n"
+	"      --tools LIST      offer and run only these tools (names separated\n"
+	"                        by commas; $AGENT_TOOLS); apply_patch is\n"
+	"                        offered only so\n"
+	"      --schema          print the definitions of the tools offered\n"
+	"                        (JSON) and exit\n"
+	"      --skills          print the index of the skills for the model\n"
+	"                        and exit (those left out said on stderr)\n"
+	"      --skill NAME      print the message that gives the model the\n"
+	"                        skill NAME (JSON) and exit\n"
 	"  -h, --help            print this help and exit\n"
 	"      --version         print the version and exit\n"
 	"\n"
@@ -67,7 +78,8 @@ static const char usage[] =
 	"$AGENT_MAX_TASKS (4) at once; it is offered while $AGENT_DEPTH (0) is\n"
 	"below $AGENT_MAX_DEPTH (1, at most 3).\n"
 	"\n"
-	"Exit status: 0 done, 2 usage, 3 I/O error, 5 bad input line,\n"
+	"Exit status: 0 done, 1 no such skill (--skill), 2 usage, 3 I/O error,\n"
+	"5 bad input line,\n"
 	"130 or 143 interrupted by SIGINT or SIGTERM.\n";
 
 static volatile sig_atomic_t interrupted;
@@ -189,7 +201,8 @@ progress(const cJSON *call, int rc, const char *res)
 	const cJSON *g = cJSON_GetObjectItemCaseSensitive(args,
 		!strcmp(tool, "bash") ? "command" :
 		!strcmp(tool, "task") ? "description" :
-		!strcmp(tool, "grep") || !strcmp(tool, "glob") ? "pattern" : "path");
+		!strcmp(tool, "grep") || !strcmp(tool, "glob") ? "pattern" :
+		!strcmp(tool, "skill") ? "name" : "path");
 	const cJSON *todos = cJSON_GetObjectItemCaseSensitive(args, "todos");
 	const char *end;
 	char gist[81], ending[48], *safe_tool, *safe_gist, *safe_res;
@@ -246,6 +259,23 @@ progress(const cJSON *call, int rc, const char *res)
 	cJSON_Delete(args);
 }
 
+/* A skill the model read: marked on its result ("skill": {"name"}),
+ * which no API is sent, for the skill event of agent-run --json. */
+static int
+skill_mark(cJSON *msg, const cJSON *call)
+{
+	cJSON *args = call_arguments(call), *k;
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(args, "name");
+	int rc = 0;
+
+	if (cJSON_IsString(name) &&
+	    (!(k = cJSON_AddObjectToObject(msg, "skill")) ||
+	     !cJSON_AddStringToObject(k, "name", name->valuestring)))
+		rc = -1;
+	cJSON_Delete(args);
+	return rc;
+}
+
 /* Writes the result of call i (res is freed). */
 static int
 put_result(const struct tool_ctx *ctx, struct calls *calls, int i, int rc,
@@ -277,6 +307,12 @@ put_result(const struct tool_ctx *ctx, struct calls *calls, int i, int rc,
 		return ES_IO;
 	}
 	free(res);
+	if (rc == TOOL_OK && !strcmp(call_name(call), "skill") &&
+	    skill_mark(msg, call) < 0) {
+		cJSON_Delete(msg);
+		cli_warn("cannot write a tool result: out of memory");
+		return ES_IO;
+	}
 	calls->done[i] = 1;
 	rc = jsonl_write(stdout, msg, &err);
 	cJSON_Delete(msg);
@@ -489,29 +525,32 @@ allow_list(struct sandbox *sb, const char *list, int socket,
  * ($AGENT_MCP_SOCKET) after them; a bridge out of reach is said, and
  * its tools are left out. */
 static int
-print_schema(const struct task_opts *t)
+print_schema(const struct task_opts *t, const char *tools, int with_skill)
 {
 	struct ah_error err = { 0 };
-	const char *sch = tool_schema(task_offered(t));
 	const char *sock = getenv("AGENT_MCP_SOCKET");
 	cJSON *all, *more, *one;
-	char *extra, *text;
+	char *extra, *text, *sch, msg[300];
 	int rc;
 
-	if (!sch) {
+	rc = tool_schema_select(tools, task_offered(t), with_skill, &sch, msg,
+				sizeof msg);
+	if (rc) {
+		if (rc > 0)
+			return cli_usage_error("--tools: %s", msg);
 		cli_warn("out of memory");
 		return ES_IO;
 	}
-	if (!sock || !*sock)
-		return cli_finish(cli_put_line(sch, strlen(sch), 0)
-				  ? ES_IO : ES_OK);
-	extra = mcp_client_schema(sock, &err);
-	if (!extra) {
-		cli_warn("the MCP tools are left out: %s", err.msg);
-		return cli_finish(cli_put_line(sch, strlen(sch), 0)
-				  ? ES_IO : ES_OK);
+	if (!sock || !*sock || !(extra = mcp_client_schema(sock, &err))) {
+		if (sock && *sock)
+			cli_warn("the MCP tools are left out: %s", err.msg);
+		rc = cli_put_line(sch, strlen(sch), sch[strlen(sch) - 1] !=
+				  '\n') ? ES_IO : ES_OK;
+		free(sch);
+		return cli_finish(rc);
 	}
 	all = cJSON_Parse(sch);
+	free(sch);
 	more = cJSON_Parse(extra);
 	if (!cJSON_IsArray(more))
 		cli_warn("the MCP tools are left out: mcp-bridge answered: %.200s",
@@ -532,9 +571,96 @@ print_schema(const struct task_opts *t)
 	return cli_finish(rc);
 }
 
+/* Are there skills for the working directory dir (none: the current
+ * one), and are they on? */
+static int
+has_skills(const char *dir)
+{
+	struct ah_error err = { 0 };
+	struct skills sk;
+	int n;
+
+	if (!skills_on() || skills_find(dir && *dir ? dir : ".", NULL, &sk,
+					&err) < 0)
+		return 0;
+	n = sk.n > 0;
+	skills_free(&sk);
+	return n;
+}
+
+/* Each line of the notes of skills left out, as a warning. */
+static void
+warn_lines(const struct buf *notes)
+{
+	const char *p = notes->data, *nl;
+
+	while (p && *p) {
+		nl = strchr(p, '\n');
+		cli_warn("skill %.*s", nl ? (int)(nl - p) : (int)strlen(p), p);
+		p = nl ? nl + 1 : NULL;
+	}
+}
+
+/* --skills: the index of the skills for the model (nothing when there
+ * is none); --skill NAME: the message that gives the model that skill,
+ * one line of JSON.  The skills left out are said on stderr. */
+static int
+print_skills(const char *dir, const char *skill, int index)
+{
+	struct ah_error err = { 0 };
+	struct buf b = BUF_INIT(0);
+	struct skills sk;
+	cJSON *msg = NULL, *k;
+	char *line = NULL;
+	int rc = ES_IO;
+
+	if (skills_find(dir && *dir ? dir : ".", skill, &sk, &err) < 0) {
+		cli_report(&err);
+		return ES_IO;
+	}
+	if (skill && sk.found == (size_t)-1) {
+		warn_lines(&sk.notes);
+		cli_warn("no skill named '%s' (tool-exec --skills lists them)",
+			 skill);
+		rc = ES_REJECTED;
+		goto out;
+	}
+	if (index) {
+		warn_lines(&sk.notes);
+		if (skills_index(&sk, &b) < 0)
+			goto nomem;
+		rc = b.len && cli_put_line(b.data, b.len, 0) ? ES_IO : ES_OK;
+		goto out;
+	}
+	if (skill_text(&sk, &b) < 0 || !(msg = cJSON_CreateObject()) ||
+	    !cJSON_AddStringToObject(msg, "role", "system") ||
+	    !cJSON_AddStringToObject(msg, "content", b.data) ||
+	    !(k = cJSON_AddObjectToObject(msg, "skill")) ||
+	    !cJSON_AddStringToObject(k, "name", sk.v[sk.found].name) ||
+	    !cJSON_AddStringToObject(k, "path", sk.v[sk.found].path) ||
+	    !(line = cJSON_PrintUnformatted(msg)))
+		goto nomem;
+	rc = cli_put_line(line, strlen(line), 1) ? ES_IO : ES_OK;
+	goto out;
+nomem:
+	cli_warn("out of memory");
+	rc = ES_IO;
+out:
+	free(line);
+	cJSON_Delete(msg);
+	buf_free(&b);
+	skills_free(&sk);
+	return cli_finish(rc);
+}
+
 /* What the options and the environment ask for. */
 struct opts {
-	const char *dir, *mode;
+	const char *dir, *mode, *tools;
+	const char *skill;      /* --skill NAME */
+	int skills;             /* --skills */
+	const char *agent_mode; /* --mode, AGENT_MODE: agent-run's mode */
+	int sandbox_opt;        /* --sandbox was given */
+	int schema;
 	const char *protect[64], *pass[64], *allow[64];
 	int nprotect, npass, nallow;
 	int allow_socket[64];
@@ -554,6 +680,33 @@ struct state {
 	char **env;
 };
 
+/* agent-run's mode (--mode, AGENT_MODE): one that holds commands and
+ * file tools in a sandbox of its own (plan: read-only) has it, whatever
+ * AGENT_SANDBOX says; a --sandbox that says another is a usage error.
+ * -1 to go on, else the exit status. */
+static int
+agent_mode(struct opts *o)
+{
+	static const char *const names[] = { "off", "read-only",
+					     "workspace-write" };
+	struct ah_error err = { 0 };
+	struct run_mode m;
+
+	if (!o->agent_mode || !*o->agent_mode)
+		return -1;
+	if (mode_lookup(o->agent_mode, &m, &err) < 0)
+		return cli_usage_error("--mode or AGENT_MODE: %s", err.msg);
+	if (m.sandbox < 0 || m.sandbox == sandbox_mode_parse(o->mode))
+		return -1;
+	if (o->sandbox_opt)
+		return cli_usage_error("the %s mode runs commands in the %s "
+				       "sandbox: --sandbox %s does not go "
+				       "with it", m.name, names[m.sandbox],
+				       o->mode);
+	o->mode = names[m.sandbox];
+	return -1;
+}
+
 /* The options: -1 to go on, else the exit status (after --help,
  * --version, --schema, or a usage error). */
 static int
@@ -562,7 +715,8 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 	enum { OPT_TIMEOUT = 256, OPT_MAXTIMEOUT, OPT_GRACE, OPT_MAXOUTPUT,
 	       OPT_SHELL, OPT_BATCH, OPT_SCHEMA, OPT_INTERRUPTED, OPT_SANDBOX,
 	       OPT_NETWORK, OPT_GIT, OPT_PROTECT, OPT_PASSENV, OPT_MAXPROCS,
-	       OPT_MAXMEM, OPT_MAXFSIZE, OPT_ALLOWREAD, OPT_ALLOWSOCKET };
+	       OPT_MAXMEM, OPT_MAXFSIZE, OPT_ALLOWREAD, OPT_ALLOWSOCKET,
+	       OPT_MODE, OPT_TOOLS, OPT_SKILLS, OPT_SKILL };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "yes", no_argument, NULL, 'y' },
@@ -572,6 +726,7 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 		{ "max-output", required_argument, NULL, OPT_MAXOUTPUT },
 		{ "shell", required_argument, NULL, OPT_SHELL },
 		{ "sandbox", required_argument, NULL, OPT_SANDBOX },
+		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "allow-network", no_argument, NULL, OPT_NETWORK },
 		{ "allow-git", no_argument, NULL, OPT_GIT },
 		{ "protect", required_argument, NULL, OPT_PROTECT },
@@ -583,6 +738,9 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 		{ "max-file-size", required_argument, NULL, OPT_MAXFSIZE },
 		{ "batch", no_argument, NULL, OPT_BATCH },
 		{ "schema", no_argument, NULL, OPT_SCHEMA },
+		{ "tools", required_argument, NULL, OPT_TOOLS },
+		{ "skills", no_argument, NULL, OPT_SKILLS },
+		{ "skill", required_argument, NULL, OPT_SKILL },
 		{ "interrupted", no_argument, NULL, OPT_INTERRUPTED },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -596,6 +754,8 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 
 	o->dir = getenv("AGENT_WORKDIR");
 	o->mode = getenv("AGENT_SANDBOX");
+	o->tools = getenv("AGENT_TOOLS");
+	o->agent_mode = getenv("AGENT_MODE");
 	o->maxout = 30000;
 	o->procs = 512;
 	ctx->timeout = 120;
@@ -658,6 +818,10 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 			break;
 		case OPT_SANDBOX:
 			o->mode = optarg;
+			o->sandbox_opt = 1;
+			break;
+		case OPT_MODE:
+			o->agent_mode = optarg;
 			break;
 		case OPT_NETWORK:
 			o->network = 1;
@@ -712,7 +876,17 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 			verbose = 1;
 			break;
 		case OPT_SCHEMA:
-			return print_schema(&s->task);
+			o->schema = 1;
+			break;
+		case OPT_TOOLS:
+			o->tools = optarg;
+			break;
+		case OPT_SKILLS:
+			o->skills = 1;
+			break;
+		case OPT_SKILL:
+			o->skill = optarg;
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -724,13 +898,33 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 	}
 	if (optind < argc)
 		return cli_usage_error("unexpected argument '%s'", argv[optind]);
+	if (o->tools && !*o->tools)
+		o->tools = NULL;
+	s->ctx.tools = o->tools;
+	if (o->skills || o->skill)
+		return print_skills(o->dir, o->skill, o->skills);
+	if (o->schema)
+		return print_schema(&s->task, o->tools, has_skills(o->dir));
+	if (o->tools) {
+		char *sch, msg[300];
+		int rc = tool_schema_select(o->tools, 1, 0, &sch, msg,
+					    sizeof msg);
+
+		free(sch);
+		if (rc > 0)
+			return cli_usage_error("--tools: %s", msg);
+		if (rc < 0) {
+			cli_warn("out of memory");
+			return ES_IO;
+		}
+	}
 	if (!o->mode || !*o->mode)
 		o->mode = "workspace-write";
 	if (sandbox_mode_parse(o->mode) < 0)
 		return cli_usage_error("unknown sandbox mode '%s' (use "
 				       "workspace-write, read-only or off)",
 				       o->mode);
-	return -1;
+	return agent_mode(o);
 }
 
 /* The commands' environment, the working directory, the sandbox, the

@@ -17,11 +17,12 @@
 #
 #   PARALLEL_OPTS='--sshlogin 4/host1,4/host2 --workdir .' examples/parallel.sh ...
 #
-# Sessions that share one API key share its rate limit: a 429 answer is
-# retried by each agent-step on its own, after the server's retry-after
-# (or a backoff), and a session that still gets 429 fails with exit 1
-# and "status": "failed" in its result; lower JOBS rather than retrying
-# harder.  Exit status: 0 when every session is done, 1 when one is not
+# Sessions that share one API key share its rate limit: the agent-steps
+# of the machine share what the server said of it (agent-step(1), Rate
+# limits), wait their turn rather than send a request it would refuse,
+# and all wait out a 429's retry-after; AGENT_MAX_CONCURRENT bounds the
+# requests in flight.  A session that still gets 429 after its retries
+# fails with exit 1 and "status": "failed" in its result.  Exit status: 0 when every session is done, 1 when one is not
 # (its result says why), 2 usage.
 set -eu
 

@@ -409,25 +409,37 @@ out:
 
 /* Message i, just added, is a compaction entry keeping keep messages:
  * from now on the request is the system messages it began with, the
- * entry (the summary), the last keep messages sent before it (more when
- * they would begin with a tool result, whose call must go with it), and
- * what comes after. */
+ * user's own messages among those it stands for (within user_max bytes,
+ * see compact_users; none when user_max < 0: an entry older than that),
+ * the entry (the summary), the last keep messages sent before it (more
+ * when they would begin with a tool result, whose call must go with it),
+ * and what comes after. */
 static int
-compact_point(struct chat *c, int i, long keep, char *line)
+compact_point(struct chat *c, int i, long keep, long user_max, char *line)
 {
 	char **text = calloc((size_t)c->count, sizeof *text);
 	int *view = malloc(((size_t)c->nview + 1) * sizeof *view);
-	int lead = 0, from, n = 0, k, rc = -1;
+	char *said = malloc((size_t)c->nview + 1);
+	int lead = 0, from, n = 0, k, left, rc = -1;
+	size_t left_bytes;
 
-	if (!text || !view)
+	if (!text || !view || !said)
 		goto out;
 	while (lead < c->nview && c->m[c->view[lead]].role == 's')
 		lead++;
 	from = keep < c->nview - lead ? c->nview - (int)keep : lead;
 	while (from > lead && c->m[c->view[from]].role == 't')
 		from--;
+	if (user_max >= 0)
+		compact_users(c, (int)(c->nview - from), (size_t)user_max,
+			      said, &left, &left_bytes);
+	else
+		memset(said, 0, (size_t)c->nview);
 	for (k = 0; k < lead; k++)
 		view[n++] = c->view[k];
+	for (k = lead; k < from; k++)
+		if (said[k])
+			view[n++] = c->view[k];
 	view[n++] = i;
 	for (k = from; k < c->nview; k++)
 		view[n++] = c->view[k];
@@ -438,6 +450,7 @@ compact_point(struct chat *c, int i, long keep, char *line)
 		c->compacted = i;
 	}
 out:
+	free(said);
 	free(text);
 	free(view);
 	return rc;
@@ -494,6 +507,20 @@ note_message(struct chat *c, const cJSON *msg, const char *role,
 	m->prompt = -1;
 	m->role = !strcmp(role, "system") || !strcmp(role, "developer") ? 's'
 		  : role[0];
+	/* the user's own words: the first user message (the task), and
+	 * those the harness marked as the user's (the follow-ups); never a
+	 * compaction entry */
+	if (m->role == 'u' &&
+	    !cJSON_GetObjectItemCaseSensitive(msg, "compaction")) {
+		const cJSON *from = cJSON_GetObjectItemCaseSensitive(msg, "from");
+		int k = 0;
+
+		while (k < c->count && c->m[k].role == 's')
+			k++;
+		m->said = k == c->count ||
+			  (cJSON_IsString(from) && !strcmp(from->valuestring,
+							   "user"));
+	}
 	if (!strcmp(role, "assistant")) {
 		u = cJSON_GetObjectItemCaseSensitive(msg, "usage");
 		c->tokens += usage_tokens(u);
@@ -519,13 +546,16 @@ note_message(struct chat *c, const cJSON *msg, const char *role,
 }
 
 /* The "keep" of a user message's "compaction" member, or -1 when it is
- * not a compaction entry. */
+ * not a compaction entry; *user_max its "user_bytes", or -1 without. */
 static long
-compaction_keep(const cJSON *msg, const char *role)
+compaction_keep(const cJSON *msg, const char *role, long *user_max)
 {
 	const cJSON *cm = cJSON_GetObjectItemCaseSensitive(msg, "compaction");
 	const cJSON *keep = cJSON_GetObjectItemCaseSensitive(cm, "keep");
+	const cJSON *ub = cJSON_GetObjectItemCaseSensitive(cm, "user_bytes");
 
+	*user_max = cJSON_IsNumber(ub) && ub->valuedouble >= 0 &&
+		    ub->valuedouble <= 1e12 ? (long)ub->valuedouble : -1;
 	if (strcmp(role, "user") || !cJSON_IsNumber(keep) ||
 	    keep->valuedouble < 0 || keep->valuedouble > 1e9)
 		return -1;
@@ -541,7 +571,7 @@ chat_add(struct chat *c, const cJSON *msg, unsigned long line,
 	char *s;
 	cJSON *o;
 	size_t off;
-	long keep;
+	long keep, user_max;
 	int bad = 0, i = 0, rc;
 
 	if (!role || (strcmp(role, "system") && strcmp(role, "developer") &&
@@ -591,12 +621,12 @@ chat_add(struct chat *c, const cJSON *msg, unsigned long line,
 	cJSON_Delete(o);
 	if (!s)
 		return ah_fail(err, AH_ENOMEM, "out of memory");
-	keep = compaction_keep(msg, role);
+	keep = compaction_keep(msg, role, &user_max);
 	if (keep >= 0) {
 		rc = note_message(c, msg, role, call, (size_t)-1, strlen(s)) < 0;
 		if (!rc) {
 			c->count++;
-			if (compact_point(c, c->count - 1, keep, s) < 0)
+			if (compact_point(c, c->count - 1, keep, user_max, s) < 0)
 				rc = 1;
 		}
 	} else {

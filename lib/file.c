@@ -168,6 +168,44 @@ remove_stale(int dfd, const char *name)
 }
 
 int
+file_stage_at(int dfd, const char *name, const char *shown, const void *data,
+	      size_t len, char *tmp, size_t size, struct ah_error *err)
+{
+	struct stat st;
+	int fd = -1, tries;
+
+	if (!*name || strlen(name) + TEMP_RANDOM + 6 > NAME_MAX ||
+	    size < NAME_MAX + 1)
+		return ah_fail(err, AH_EIO, "cannot write '%s': %s", shown,
+			       strerror(*name ? ENAMETOOLONG : EISDIR));
+	for (tries = 0; fd < 0; tries++) {
+		if (temp_name(tmp, size, name) < 0)
+			return ah_fail_errno(err, errno, "cannot name a "
+					     "temporary file for '%s'", shown);
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL |
+			    O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0666);
+		if (fd < 0 && (errno != EEXIST || tries == 99))
+			return ah_fail_errno(err, errno, "cannot create a "
+					     "temporary file for '%s'", shown);
+	}
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode))
+		fchmod(fd, st.st_mode & 01777);
+	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+		ah_fail_errno(err, errno, "cannot write '%s'", shown);
+		close(fd);
+		unlinkat(dfd, tmp, 0);
+		return -1;
+	}
+	if (close(fd) < 0) {
+		ah_fail_errno(err, errno, "cannot write '%s'", shown);
+		unlinkat(dfd, tmp, 0);
+		return -1;
+	}
+	return 0;
+}
+
+int
 file_replace_at(int dfd, const char *name, const char *shown,
 		const void *data, size_t len, struct ah_error *err)
 {

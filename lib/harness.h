@@ -286,6 +286,9 @@ struct chat_msg {
 	size_t wire[2];    /* its bytes in the Messages API's shape, without
 			    * and with cache_control; 0: not known yet */
 	char role;         /* 's' (system, developer), 'u', 'a' or 't' */
+	int said;          /* a user message of the user's own words: the
+			    * first user message (the task), or one marked
+			    * "from":"user" (a follow-up) */
 };
 
 /* The context budget (see agent-step(1), CONTEXT).  With a window, the
@@ -383,9 +386,13 @@ int chat_answer_text(const cJSON *msg, struct buf *out);
 /* --- compact.c: a summary in place of the start of a chat ------------- */
 
 /* A compaction entry is a user message whose "compaction" member holds
- * {"keep": N, ...}: from it on, chat_add sends the system messages the
- * chat began with, the entry (the summary), the last N messages sent
- * before it, and what follows.  The transcript keeps every message. */
+ * {"keep": N, "user_bytes": U, ...}: from it on, chat_add sends the
+ * system messages the chat began with, the user's own messages (struct
+ * chat_msg.said) of those it stands for, word for word, within U bytes
+ * (compact_users; 0: all of them), the entry (the summary), the last N
+ * messages sent before it, and what follows.  An entry without
+ * "user_bytes" (written before it existed) keeps none of them.  The
+ * transcript keeps every message. */
 
 /* The summary instruction agent-compact sends by default. */
 const char *compact_default_prompt(void);
@@ -393,18 +400,50 @@ const char *compact_default_prompt(void);
  * keep_bytes, at least one, never a tool result without its call.  -1
  * when nothing would be left to summarise. */
 int compact_keep(const struct chat *c, size_t keep_bytes);
+/* The user's own messages among those a compaction keeping the newest
+ * keep would summarise (c->view[lead..from)), kept word for word before
+ * the summary: the first (the task) and the newest always, then the
+ * others from the newest back while they all take at most max bytes as
+ * sent (0: no limit).  kept[k] is set for c->view[k] kept (c->nview
+ * chars, the caller's); *left and *left_bytes tell what was left out.
+ * 0, or -1 when the first and the newest alone take more than max (they
+ * are kept all the same). */
+int compact_users(const struct chat *c, int keep, size_t max, char *kept,
+		  int *left, size_t *left_bytes);
 /* The transcript (JSON Lines) of the summary request: what is sent but
  * the newest keep messages, then a user message with prompt.  NULL when
  * out of memory. */
 char *compact_request(const struct chat *c, int keep, const char *prompt,
 		      size_t *len);
-/* The compaction entry, one JSON line without newline: the summary, the
- * rendered todo list (or NULL) framed as data, and in "compaction" the
- * keep, the messages summarised, the bytes sent before (given: what the
- * chat sent before its summary request was made) and (estimated) after,
- * and the time.  NULL when out of memory. */
+/* The compaction entry, one JSON line without newline: a note of the
+ * harness's, with the summary and the rendered todo list (or NULL) each
+ * quoted as material between two lines holding a random marker that
+ * neither contains; in "compaction" the keep, user_bytes (user_max),
+ * the messages summarised, the user's messages kept and left out, the
+ * bytes sent before (given: what the chat sent before its summary
+ * request was made) and (estimated) after, and the time.  NULL when out
+ * of memory or of random bytes. */
 char *compact_entry(const struct chat *c, int keep, size_t before,
-		    const char *summary, const char *todos);
+		    const char *summary, const char *todos, size_t user_max);
+
+/* --- project.c: the project's instructions -------------------------- */
+
+/* The bytes s[0..n) takes inside a JSON string as cJSON writes it: 2 for
+ * a quote, a backslash and \b \f \n \r \t, 6 for another control
+ * character (\u00XX), 1 for any other byte. */
+size_t json_sent_bytes(const char *s, size_t n);
+/* The text of the project's instructions: a line saying what they are,
+ * then for each of the n files, the top first (rel[n-1], path[n-1]) and
+ * the most specific last (rel[0]), a header "## REL" and its text.  The
+ * headers and texts take at most budget bytes as sent (json_sent_bytes,
+ * after the repair of hook-audit --message), given to the most specific
+ * first; a text cut, or left out, gets a note of the harness's saying
+ * so, outside the budget.  Each path is opened without following a link
+ * and must be a regular file.  names gets "REL[ (cut)| (left out)], ..."
+ * in the text's order.  0, or -1 (err set). */
+int project_text(const char *const *rel, const char *const *path, int n,
+		 size_t budget, struct buf *out, struct buf *names,
+		 struct ah_error *err);
 
 /* --- reply.c: the model's answer ------------------------------------- */
 
@@ -514,6 +553,77 @@ int responses_request_parts(struct chat *c, const cJSON *head,
  * when out of memory. */
 int answer_request(struct chat *c, const cJSON *head, struct model_body *out);
 
+/* --- prices.c: what a model call cost ------------------------------- */
+
+/* The price table: the rows of the user's prices.json in
+ * ${XDG_CONFIG_HOME:-$HOME/.config}/agent-harness/ first, then those of
+ * share/prices.json; a row is {"model": GLOB, "input", "cached_input",
+ * "cache_write", "output", "reasoning": USD per million tokens, "date",
+ * "source"}.  A file that is not such an array is an AH_EFORMAT error
+ * naming it.  NULL on error; the caller frees it. */
+cJSON *prices_load(struct ah_error *err);
+/* The first row whose pattern (fnmatch(3)) matches model, or NULL. */
+const cJSON *prices_find(const cJSON *table, const char *model);
+/* What a call of usage u (as agent-step records it, of any API) cost at
+ * the prices of row, in USD; a missing price is the input's (cached
+ * input, cache writes) or the output's (reasoning). */
+double prices_cost(const cJSON *row, const cJSON *u);
+/* The ledger at path (a file of ours, made when missing, under flock):
+ * what the calls that share it spent, and the last one. */
+int cost_ledger_read(const char *path, double *total, double *last,
+		     struct ah_error *err);
+int cost_ledger_add(const char *path, double cost, struct ah_error *err);
+
+/* --- ratelimit.c: one rate-limit budget per endpoint, machine-wide ---- */
+
+struct ratelimit;
+
+/* What an answer's headers said of the budget: [0] requests, [1] tokens,
+ * [2] Anthropic's input tokens; each its limit, remaining, and seconds
+ * until it is whole again. */
+struct ratelimit_seen {
+	double v[3][3];
+	int set[3][3];
+};
+
+enum { RATELIMIT_WAITING, RATELIMIT_WAITED };
+
+/* A wait: said once when it will be long (WAITING: seconds is the
+ * estimate), and when it is over (WAITED: the seconds waited). */
+struct ratelimit_wait {
+	int phase;
+	double seconds;
+	const char *reason;   /* retry-after, budget, queue, probe,
+				 concurrency */
+	const char *endpoint;
+};
+
+/* The state shared by the sessions of base_url and key (which is only
+ * hashed), in ${XDG_RUNTIME_DIR:-${TMPDIR:-/tmp}}/agent-harness/: a
+ * directory or file that is not ours with no access for others is an
+ * error.  max_concurrent: requests in flight at most, machine-wide; 0
+ * for no bound.  NULL on error. */
+struct ratelimit *ratelimit_open(const char *base_url, const char *key,
+				 int max_concurrent, struct ah_error *err);
+void ratelimit_free(struct ratelimit *rl);
+/* Waits until a request of about tokens may go: in the order the
+ * sessions came, after the back-off of a 429, within the budget the
+ * server told of and the bound of requests in flight.  0, or -1 (err:
+ * AH_EINTR when *stop was set, AH_ENET when deadline (monotonic)
+ * would pass first).  on_wait, when not NULL, hears of the wait. */
+int ratelimit_acquire(struct ratelimit *rl, double tokens, double deadline,
+		      volatile sig_atomic_t *stop,
+		      void (*on_wait)(void *, const struct ratelimit_wait *),
+		      void *ctx, struct ah_error *err);
+/* A header of the answer, taken into seen when it tells of the budget. */
+void ratelimit_header(struct ratelimit_seen *seen, const char *name,
+		      const char *value);
+/* After the request acquired: what the server said (status 0: no
+ * answer).  A 429 makes every session wait; *wait is that wait, else
+ * -1. */
+void ratelimit_done(struct ratelimit *rl, const struct ratelimit_seen *seen,
+		    long status, double retry_after, double *wait);
+
 /* --- model.c: calling the endpoint ------------------------------------ */
 
 struct model_opts {
@@ -532,6 +642,9 @@ struct model_opts {
 	int choices;           /* the request's n (1 when not given) */
 	enum model_api api;
 	int stream;            /* the request asks for a stream */
+	struct ratelimit *rl;  /* the endpoint's shared budget, or NULL */
+	double tokens;         /* about the tokens of the request, for it */
+	void (*on_wait)(void *ctx, const struct ratelimit_wait *w);
 };
 
 struct model;
@@ -671,6 +784,35 @@ int policy_is_trusted(const char *file, const char *text, size_t len,
  * file before. */
 int policy_trust(const char *file, const char *text, size_t len,
 		 struct ah_error *err);
+
+/* --- modes.c: agent-run's modes, presets of policy and sandbox -------- */
+
+/* A mode of share/modes.json (plan, ask, edit, auto). */
+struct run_mode {
+	char name[16];
+	int sandbox;      /* the sandbox it holds commands and file tools in
+			     (enum sandbox_mode), or -1: as given */
+	int approve_asks; /* every ask of the policy is approved (-y) */
+};
+
+/* Looks the mode name up: 0 with *m, or -1 (an unknown name: AH_EFORMAT,
+ * saying which names there are). */
+int mode_lookup(const char *name, struct run_mode *m, struct ah_error *err);
+/* The policy text (from source, for its errors) with the rules of mode
+ * name added after its own, and a "mode" member saying what the mode is:
+ * a new text, or NULL with err (the policy's own errors first). */
+char *mode_policy(const char *text, size_t len, const char *source,
+		  const char *name, struct ah_error *err);
+/* Whether tool leaves the workspace as it is: only those run in the
+ * read-only sandbox. */
+int mode_tool_reads_only(const char *tool);
+/* Whether tool may run in the read-only sandbox: it leaves the workspace
+ * as it is (mode_tool_reads_only), and for run_todo_write, the todo file
+ * todo_path is in .agent. */
+int mode_may_run(const char *tool, const char *todo_path);
+/* The result of a call of tool refused in the read-only sandbox, into
+ * *res: TOOL_ERROR, or -1 when out of memory (*res NULL). */
+int mode_refuse(const char *tool, char **res);
 
 /* --- cctool.c: other agents' tool calls, and their hooks' answers ---- */
 
@@ -827,13 +969,22 @@ int policy_client_eval(struct policy_client *c, struct policy *p,
  * tokens of the usual providers (sk-, ghp_, github_pat_, xoxb-, AKIA,
  * AIza, hf_, ...), and the credential after "Bearer", "Authorization:",
  * "x-api-key:". */
-void redact(char *s, const char *const *secrets);
+size_t redact(char *s, const char *const *secrets);
 /* Only the first part of redact: the strings of secrets (8 bytes or
  * more; one shorter than the mark becomes as many '*'), nothing that
  * merely looks like a key.  For the model's own text, which may quote
  * key-like strings on purpose but must never carry the key we hold. */
-void redact_exact(char *s, const char *const *secrets);
+size_t redact_exact(char *s, const char *const *secrets);
 void redact_json_exact(cJSON *v, const char *const *secrets);
+/* redact on every string of v, object keys included. */
+size_t redact_json(cJSON *v, const char *const *secrets);
+/* All three return how many they replaced. */
+/* A message as it is kept on disk (the transcript, hook-audit --tee):
+ * redact on each of its strings.  1 and *out (malloc'd, one line
+ * without its newline) when something was redacted, 0 and *out NULL
+ * when nothing was (the line is kept as it came, byte for byte), -1
+ * when memory ran out. */
+int redact_line(const cJSON *msg, const char *const *secrets, char **out);
 
 /* --- audit.c: the audit log ------------------------------------------ */
 
@@ -904,6 +1055,8 @@ struct session_stats {
 	unsigned long from;
 	double model_calls, tokens, run_calls, run_tokens;
 	double tool_calls, denied;
+	double cost, run_cost;   /* USD, of the calls that have a cost_usd */
+	int cost_unknown, run_cost_unknown; /* a call without one */
 	cJSON *denials; /* this run's denied calls, [{tool, reason}], the
 			 * first SESSION_DENIALS_MAX of them; NULL when out
 			 * of memory */
@@ -931,9 +1084,10 @@ int session_write(const char *path, const cJSON *rec, struct ah_error *err);
 int session_list(const char *agentdir, struct buf *out, struct ah_error *err);
 /* What the child sessions of session id (task calls; records under
  * agentdir/sessions whose "parent" is id) add up to: sums[0] sessions,
- * sums[1] model calls, sums[2] tokens, each child's own children
+ * sums[1] model calls, sums[2] tokens, sums[3] their cost in USD,
+ * sums[4] how many have no known cost, each child's own children
  * included (its record has them).  0, or -1. */
-int session_children(const char *agentdir, const char *id, double sums[3],
+int session_children(const char *agentdir, const char *id, double sums[5],
 		     struct ah_error *err);
 
 /* --- file.c: whole files, atomically ----------------------------------- */
@@ -1180,6 +1334,8 @@ struct tool_ctx {
 	struct proc_helper *helper; /* bash: forks the sandboxed commands */
 	const char *mcp;       /* mcp__SERVER__TOOL calls go to the
 				  mcp-bridge at this socket; NULL: none */
+	const char *tools;     /* the tools offered (tool-exec --tools),
+				  NULL for the default set */
 };
 
 enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };
@@ -1187,6 +1343,18 @@ enum { TOOL_OK = 0, TOOL_ERROR = 1, TOOL_INTERRUPTED = 2 };
 /* The tool definitions, a JSON array in Chat Completions form; with_task:
  * the task tool too (task_offered). */
 const char *tool_schema(int with_task);
+
+/* The definitions of the tools offered, a JSON array in *out (the
+ * caller frees): those of list (names separated by commas; task only
+ * with with_task), or with none the default set (tool_schema) and with
+ * with_skill the skill tool.  0, 1 with msg naming a tool there is not,
+ * -1 out of memory. */
+int tool_schema_select(const char *list, int with_task, int with_skill,
+		       char **out, char *msg, size_t size);
+
+/* Is the tool name offered by list (NULL or "": the default set, every
+ * tool but apply_patch)? */
+int tool_is_offered(const char *list, const char *name);
 
 /* Checks the arguments of a call of tool (an object) against its schema
  * (share/tools.json, share/task.json), which allows no other key: 0 when
@@ -1216,6 +1384,46 @@ int tool_prestart(const struct tool_ctx *ctx, struct ah_error *err);
  * TOOL_INTERRUPTED, or -1 when memory ran out (*res is NULL). */
 int tool_call(const struct tool_ctx *ctx, const char *name,
 	      const char *args, char **res);
+
+/* --- skills.c: skills (SKILL.md, Anthropic's Agent Skills format) ------ */
+
+struct skill_info {
+	char *name, *description;
+	char *path;      /* its directory, as shown: relative to the working
+			    directory, or absolute for the user's own */
+	int user;        /* the user's own (~/.config/agent-harness/skills) */
+};
+
+/* The skills found, in the order they are offered, and what was left
+ * out (notes: a line each, "PATH: left out: WHY"). */
+struct skills {
+	struct skill_info *v;
+	size_t n;
+	struct buf notes;
+	size_t found;    /* the index of the one asked for, or (size_t)-1 */
+	char *body;      /* its instructions */
+	struct buf files; /* the files beside it, a line each */
+};
+
+/* The skills of workdir's .agent/skills and .claude/skills, then of
+ * the user's; with want, the instructions and files of that one too.
+ * 0, or -1 (out of memory, err set).  skills_free frees s, whatever
+ * the result. */
+int skills_find(const char *workdir, const char *want, struct skills *s,
+		struct ah_error *err);
+void skills_free(struct skills *s);
+
+/* The index for the model (names, descriptions, where each is), bounded
+ * to 8 KiB, appended to out; nothing when there is no skill.  0 or -1. */
+int skills_index(const struct skills *s, struct buf *out);
+
+/* The text of the skill found (framed as the repository's or the user's
+ * words, then its files), appended to out.  0 or -1. */
+int skill_text(const struct skills *s, struct buf *out);
+
+/* Are skills on: not turned off by AGENT_PROJECT_FILES=0 (agent-run
+ * --no-project-files)? */
+int skills_on(void);
 
 /* --- task.c: the task tool, subagents as child sessions -------------- */
 

@@ -781,7 +781,7 @@ child(struct mcp_server *s, struct sandbox *sb, const char *dir, char **env,
 			break;
 	}
 	if (!pidns)
-		proc_kill_children(0);
+		pr_kill_children(0);
 	if (w != srv)
 		_exit(127);
 	exit_as(st);
@@ -854,7 +854,11 @@ server_spawn(struct mcp *m, struct mcp_server *s, struct ah_error *err)
 	close_fd(&st[1]);
 	/* in its cgroups (counting it and the keeper in the namespace)
 	 * before it starts anything */
-	if (proc_limits_join(&s->limits, pid, 2, err) < 0) {
+	if (cg_join(&s->limits, pid, "MCP server", err) < 0 ||
+	    ((s->limits.by_cgroup & PROC_LIMIT_PROCS) &&
+	     cg_pids_max(&s->limits, 1) < 0 &&
+	     ah_fail_errno(err, errno, "cannot set the process limit in "
+			   "'%s'", s->limits.cg_pids) < 0)) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		goto out;
@@ -971,7 +975,8 @@ exit_reason(struct mcp_server *s, char *out, size_t size)
 		char lim[160] = "";
 
 		s->pid = 0;
-		proc_limits_events(&s->limits, &oom, &procs);
+		oom = cg_oom_kills(&s->limits);
+		procs = cg_pids_hits(&s->limits);
 		if (oom > 0) {
 			snprintf(lim, sizeof lim, " (over its memory limit of "
 				 "%lld bytes; not started again this session)",

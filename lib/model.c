@@ -40,6 +40,7 @@ struct attempt {
 	int event_stream;       /* the answer is text/event-stream */
 	char ctype[64];         /* its Content-Type, printable, for a message */
 	int should_retry;       /* x-should-retry: 1 true, 0 false, -1 none */
+	struct ratelimit_seen seen; /* what the headers said of the budget */
 	int seen_body;          /* a byte of the body came */
 	struct model_body *req; /* the request, when it is read out */
 	struct ah_error err;    /* a failure while reading the answer, or
@@ -302,6 +303,7 @@ got_header(void *ctx, const char *p, size_t len)
 		a->retry_after = -1;
 		a->event_stream = 0;
 		a->should_retry = -1;
+		memset(&a->seen, 0, sizeof a->seen);
 		return;
 	}
 	if (!colon || (size_t)(colon - p) >= sizeof name)
@@ -343,6 +345,9 @@ got_header(void *ctx, const char *p, size_t len)
 		a->event_stream = !strncasecmp(value, "text/event-stream", 17);
 		printable(a->ctype, sizeof a->ctype, value);
 	}
+	else if (!strncasecmp(name, "x-ratelimit-", 12) ||
+		 !strncasecmp(name, "anthropic-ratelimit-", 20))
+		ratelimit_header(&a->seen, name, value);
 	else if (!strcasecmp(name, "x-should-retry"))
 		/* the server's word on retrying wins over the status, as in
 		 * the official SDKs */
@@ -568,18 +573,20 @@ curl_exchange(struct model *m, struct attempt *a, const char *flat,
 /* One attempt: the request sent, the answer read into reply.  0 for an
  * answer; 1 when the attempt failed in a way worth trying again (why
  * says how, err->code is set, *retry_after is what the server asked
- * for, or -1); -1 when the call failed (err). */
+ * for, or -1, *shared set when the endpoint's shared budget waits it
+ * out); -1 when the call failed (err). */
 static int
 try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 	 struct reply *reply, double deadline, int attempt,
 	 char *request_id, size_t idsize, char *why, size_t whysize,
-	 double *retry_after, struct ah_error *err)
+	 double *retry_after, int *shared, struct ah_error *err)
 {
 	const char *secrets[] = { o->api_key, NULL };
 	char msg[1024], code[128];
 	const char *flat = NULL;
 	struct attempt a;
 	int transient, retryable = 0, rc = -1, ok;
+	double wait;
 
 	memset(&a, 0, sizeof a);
 	a.m = m;
@@ -611,6 +618,13 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 		a.req = body;
 		model_body_seek(body, 0);
 	}
+	*shared = 0;
+	/* the endpoint's budget, shared with every session of the machine:
+	 * our turn, within it */
+	if (o->rl && ratelimit_acquire(o->rl, o->tokens, deadline,
+				       o->interrupted, o->on_wait, o->ctx,
+				       err) < 0)
+		goto out;
 	if (m->http) {
 		struct http_io io = { got_header, got_body, read_out,
 				      rewind_body, tick, &a, secrets };
@@ -620,6 +634,14 @@ try_once(struct model *m, const struct model_opts *o, struct model_body *body,
 			       sizeof m->errbuf) == 0;
 	} else {
 		ok = curl_exchange(m, &a, flat, body->len);
+	}
+	if (o->rl) {
+		ratelimit_done(o->rl, &a.seen, ok ? a.status : 0,
+			       a.retry_after, &wait);
+		if (wait >= 0) {
+			a.retry_after = wait;
+			*shared = 1;
+		}
 	}
 	if (o->interrupted && *o->interrupted) {
 		ah_fail(err, AH_EINTR, "interrupted");
@@ -747,7 +769,7 @@ out:
  * in the wait, or a signal came. */
 static int
 backoff(const struct model_opts *o, int attempt, double retry_after,
-	double deadline, const char *why, struct ah_error *err)
+	int shared, double deadline, const char *why, struct ah_error *err)
 {
 	const char *secrets[] = { o->api_key, NULL };
 	double wait = 0.5 * pow(2, attempt);
@@ -768,7 +790,9 @@ backoff(const struct model_opts *o, int attempt, double retry_after,
 		redact(msg, secrets);
 		o->on_retry(o->ctx, msg);
 	}
-	sleep_for(wait, o->interrupted);
+	/* a wait of the shared budget is waited in its queue */
+	if (!shared)
+		sleep_for(wait, o->interrupted);
 	if (o->interrupted && *o->interrupted)
 		return ah_fail(err, AH_EINTR, "interrupted");
 	return 0;
@@ -783,13 +807,13 @@ model_call(struct model *m, const struct model_opts *o,
 	double deadline = o->deadline > 0 ? mono_now() + o->deadline : 0;
 	double retry_after;
 	char why[768];
-	int attempt, rc;
+	int attempt, rc, shared;
 
 	request_id[0] = '\0';
 	for (attempt = 0;; attempt++) {
 		rc = try_once(m, o, body, reply, deadline, attempt,
 			      request_id, idsize, why, sizeof why,
-			      &retry_after, err);
+			      &retry_after, &shared, err);
 		if (rc <= 0)
 			break;
 		rc = -1;
@@ -801,7 +825,8 @@ model_call(struct model *m, const struct model_opts *o,
 				ah_fail(err, err->code, "%s", why);
 			break;
 		}
-		if (backoff(o, attempt, retry_after, deadline, why, err) < 0)
+		if (backoff(o, attempt, retry_after, shared, deadline, why,
+			    err) < 0)
 			break;
 	}
 	if (rc < 0 && request_id[0]) {

@@ -16,7 +16,12 @@
 extern const char data_policy[]; /* share/policy.json */
 extern const char data_tools[];  /* share/tools.json */
 extern const char data_task[];   /* share/task.json: the task tool */
+extern const char data_moretools[]; /* share/moretools.json: tools offered
+				       by choice (apply_patch) or when
+				       there is something (skill) */
 extern const char data_prelude[]; /* share/prelude.jq: the rules' helpers */
+extern const char data_prices[]; /* share/prices.json: the price table */
+extern const char data_modes[];  /* share/modes.json: agent-run's modes */
 
 /* --- text.c: bounded text for the model --------------------------------- */
 
@@ -224,8 +229,57 @@ int policy_trust_store(char *path, size_t size);
 
 /* --- redact.c ----------------------------------------------------------- */
 
-/* redact on every string of v, object keys included. */
-void redact_json(cJSON *v, const char *const *secrets);
+
+/* --- patch.c: the patch format of apply_patch ---------------------------- */
+
+enum { PATCH_ADD, PATCH_DELETE, PATCH_UPDATE };
+
+/* One hunk of an Update File: the lines of the @@ anchors, the lines it
+ * expects (context and removed) and those it puts in their place
+ * (context and added), and of what kind each line was, in order; eof:
+ * *** End of File (it ends the file). */
+struct patch_hunk {
+	const char **anchors, **old, **new;
+	size_t nanchors, nold, nnew;
+	struct buf kinds;         /* ' ', '-', '+': the order of the lines */
+	int eof;
+};
+
+/* One file operation; its strings point into the patch's text. */
+struct patch_file {
+	int kind;
+	const char *path, *move;  /* move: *** Move to, or NULL */
+	struct patch_hunk *hunks; /* PATCH_UPDATE */
+	size_t nhunks;
+	const char **new;         /* PATCH_ADD: the lines of the file */
+	size_t nnew;
+};
+
+struct patch {
+	char *text;               /* a copy of the patch, cut into lines */
+	struct patch_file *files;
+	size_t n;
+};
+
+/* Parses a patch ("*** Begin Patch" ... "*** End Patch"): 0, 1 with the
+ * reason in msg (p is empty), -1 out of memory.  patch_free frees it. */
+int patch_parse(const char *text, struct patch *p, char *msg, size_t size);
+void patch_free(struct patch *p);
+
+/* The new text of the file of an Add or Update File, its text now
+ * data[0..len) (none for an Add), appended to out: 0, 1 with the reason
+ * in msg (a hunk does not match), -1 out of memory. */
+int patch_apply(const struct patch_file *f, const char *data, size_t len,
+		struct buf *out, char *msg, size_t size);
+
+/* --- skills.c ----------------------------------------------------------- */
+
+/* Reads the front matter of a SKILL.md, text[0..len): its name: and
+ * description: (the caller frees them) and where the instructions start
+ * (*body).  0; 1 with the reason in msg (what this strict reader does not
+ * take: see agent-run(1), Skills); -1 out of memory. */
+int skill_front_matter(const char *text, size_t len, char **name,
+		       char **desc, size_t *body, char *msg, size_t size);
 
 /* --- file.c ------------------------------------------------------------- */
 
@@ -234,6 +288,14 @@ void redact_json(cJSON *v, const char *const *secrets);
  * shown is the path to use in messages. */
 int file_replace_at(int dfd, const char *name, const char *shown,
 		    const void *data, size_t len, struct ah_error *err);
+
+/* The first half of file_replace_at: data written and synced in a new
+ * temporary file beside name (its name, at most NAME_MAX bytes, into
+ * tmp[size]), which the caller renames into place or unlinks.  0, or -1
+ * with err set (no temporary file left). */
+int file_stage_at(int dfd, const char *name, const char *shown,
+		  const void *data, size_t len, char *tmp, size_t size,
+		  struct ah_error *err);
 
 /* --- agentdir.c --------------------------------------------------------- */
 
@@ -259,10 +321,18 @@ int root_openat(const struct root *rt, const char *rel, int flags,
  * not inside).  -1 with errno set on failure. */
 int root_realpath(const struct root *rt, int fd, char **rel);
 
+/* The path the kernel gives the open descriptor fd (its /proc/self/fd
+ * link), into real[size]: 1 when it is the directory dir or beneath it,
+ * *rest then pointing past dir in real ("" or "/..."), 0 when it is
+ * not, -1 with errno set when it cannot be read.  root_realpath and the
+ * sandbox's .git check share it. */
+int fd_path_beneath(int fd, const char *dir, char *real, size_t size,
+		    const char **rest);
+
 /* mkdir -p of rel beneath the root.  -1 with errno set on failure. */
 int root_mkdirs(const struct root *rt, const char *rel);
 
-/* --- sandbox.c: its internals ------------------------------------------- */
+/* --- sandbox.c and its files: the internals ----------------------------- */
 
 /* A .git found in the workspace, or a git directory one points to. */
 struct sandbox_git {
@@ -348,6 +418,37 @@ int sandbox_restrict(const struct sandbox *sb, int ruleset,
 int sandbox_may_write(const struct sandbox *sb, int dirfd, const char *name,
 		      char *msg, size_t size);
 
+/* --- between the sandbox's files: sandbox.c (the sandbox, what the helper
+ * protects, the file tools), gitwalk.c (the .git walk and its watches),
+ * mountview.c (the mount namespace, the view), landlock.c, seccomp.c
+ * (the filter, the capabilities) */
+
+/* gitwalk.c: is name ".git", in any case? */
+int sb_is_git_name(const char *name);
+/* gitwalk.c: stops watching the directories walked. */
+void sb_unwatch_all(struct sandbox *sb);
+/* sandbox.c: frees n .git entries and g. */
+void sb_free_git(struct sandbox_git *g, size_t n);
+/* mountview.c: is p strictly beneath the directory dir? */
+int sb_beneath(const char *dir, const char *p);
+/* mountview.c: the mount namespace and the view (see sandbox_setup). */
+int sb_confine_mounts(const struct sandbox *sb, const struct buf *snap,
+		      int *userns, struct ah_error *err);
+/* landlock.c: the kernel's Landlock ABI, 0 without it. */
+int sb_landlock_abi(void);
+/* landlock.c: the ruleset of the write roots, its fd; -1 on failure. */
+int sb_landlock_ruleset(const struct sandbox *sb, struct ah_error *err);
+/* landlock.c: the ruleset enforced on the process, and closed. */
+int sb_landlock_enforce(int ruleset, struct ah_error *err);
+/* seccomp.c: nonzero when the filter knows this architecture. */
+int sb_seccomp_arch(void);
+/* seccomp.c: the bounding set emptied (the helper keeps its own). */
+void sb_drop_bounding(void);
+/* seccomp.c: every capability dropped, the ambient set cleared. */
+int sb_drop_capabilities(struct ah_error *err);
+/* seccomp.c: the filter loaded (see sandbox_setup). */
+int sb_seccomp(const struct sandbox *sb, struct ah_error *err);
+
 /* --- proc.c: running a command ------------------------------------------ */
 
 struct proc_opts {
@@ -393,19 +494,6 @@ int proc_limits_prepare(struct proc_limits *l, struct ah_error *err);
  * (RLIMIT_NPROC) when nproc, the processes outside the limit that the
  * user namespace counts too, is not 0. */
 void proc_limits_set(const struct proc_limits *l, int nproc);
-/* Moves pid into l's cgroups (prepared), whose process limit then counts
- * extra processes besides l->procs: those of the keeper.  A no-op without
- * cgroups. */
-int proc_limits_join(const struct proc_limits *l, pid_t pid, int extra,
-		     struct ah_error *err);
-/* How many times the cgroups' memory limit killed a process (*oom) and
- * their process limit refused a fork (*procs); -1 where no cgroup
- * counts. */
-void proc_limits_events(const struct proc_limits *l, long long *oom,
-			long long *procs);
-/* Kills every child of this process but spare (0: none), over and over
- * until none is left: as a subreaper, the orphans of what it started. */
-void proc_kill_children(pid_t spare);
 
 /* Does NAME look like it holds a secret (a key, token, password, cloud or
  * forge credential, an agent socket)?  Such a variable never reaches a
@@ -442,6 +530,49 @@ int proc_prestart(const struct proc_opts *o, struct ah_error *err);
  * process it started is killed and reaped before it returns. */
 int proc_run(const struct proc_opts *o, struct proc_result *r,
 	     struct ah_error *err);
+
+/* --- between proc.c's files: proc.c (running a call), environ.c (the
+ * environment), cgroup.c (limits, cgroups), supervisor.c (the supervisor
+ * and the command), helper.c (the helper and its protocol) */
+
+/* proc.c: kills what is left of a command: its process group, then
+ * every orphan reparented to us, but spare (the helper). */
+void pr_kill_all(pid_t pgid, pid_t spare);
+/* proc.c: kills every child of this process but spare (0: none), over
+ * and over until none is left: as a subreaper, the orphans of what it
+ * started (mcp.c's keeper too). */
+void pr_kill_children(pid_t spare);
+/* cgroup.c: how many processes descend from pid, up to about max. */
+long cg_count_tree(pid_t pid, long max);
+/* cgroup.c: moves pid (what: the command, or the helper) into the
+ * limits' cgroups. */
+int cg_join(const struct proc_limits *l, pid_t pid, const char *what,
+	    struct ah_error *err);
+/* cgroup.c: the memory cgroup's OOM kills, the pids cgroup's refusals so
+ * far, or -1. */
+long long cg_oom_kills(const struct proc_limits *l);
+long long cg_pids_hits(const struct proc_limits *l);
+/* cgroup.c: the limit of the cgroup counting processes (extra: one for
+ * a shell started ahead). */
+int cg_pids_max(const struct proc_limits *l, int extra);
+/* supervisor.c: closes every descriptor above 2 but the n in keep. */
+void sv_close_except(int *keep, int n);
+/* supervisor.c: closes both ends of a pipe that are open. */
+void sv_close_pair(int p[2]);
+/* supervisor.c: starts the supervisor of an unconfined call. */
+pid_t sv_start(int *pidns, struct ah_error *err);
+/* supervisor.c: the supervisor's life; never returns. */
+void sv_supervisor(const struct proc_opts *o, int pidns, int nproc, int out,
+		   int errfd, int statfd, int go, int ruleset, int warm);
+/* helper.c: the helper that serves what the sandbox protects now. */
+int hp_current(struct proc_helper *h, const struct proc_opts *o,
+	       struct ah_error *err);
+/* helper.c: has the helper start a call's supervisor with these pipe
+ * ends (kind 'w': the shell ahead). */
+pid_t hp_spawn(struct proc_helper *h, const char *kind, const int fds[4],
+	       struct ah_error *err);
+/* helper.c: kills what is left of a call. */
+void hp_end_call(const struct proc_opts *o, pid_t pid);
 
 /* --- todo.c ------------------------------------------------------------- */
 

@@ -65,10 +65,10 @@ word_start(const char *s, size_t i)
 	return i == 0 || !tokch((unsigned char)s[i - 1], 0);
 }
 
-void
+size_t
 redact_exact(char *s, const char *const *secrets)
 {
-	size_t k;
+	size_t k, cuts = 0;
 
 	for (k = 0; secrets && secrets[k]; k++) {
 		size_t n = strlen(secrets[k]);
@@ -83,18 +83,20 @@ redact_exact(char *s, const char *const *secrets)
 				memset(p, '*', n);
 			else
 				cut(s, (size_t)(p - s), n);
+			cuts++;
 		}
 	}
+	return cuts;
 }
 
-void
+size_t
 redact(char *s, const char *const *secrets)
 {
 	static unsigned char starts[256];
-	size_t i = 0, k, j;
+	size_t i = 0, k, j, cuts;
 
 	/* exact values first: the key we were given */
-	redact_exact(s, secrets);
+	cuts = redact_exact(s, secrets);
 	/* Most bytes start nothing: look at the others only. */
 	if (!starts['B']) {
 		for (k = 0; k < sizeof tokens / sizeof *tokens; k++)
@@ -123,6 +125,7 @@ redact(char *s, const char *const *secrets)
 				;
 			if (j - i - pl >= tokens[k].min) {
 				i = cut(s, i, j - i);
+				cuts++;
 				goto next;
 			}
 		}
@@ -147,6 +150,7 @@ redact(char *s, const char *const *secrets)
 				;
 			if (k - j >= 8) {
 				i = cut(s, j, k - j);
+				cuts++;
 				continue;
 			}
 			i = j;
@@ -156,22 +160,42 @@ redact(char *s, const char *const *secrets)
 next:
 		;
 	}
+	return cuts;
 }
 
 /* Redacts every string of a JSON value, keys left alone. */
-void
+size_t
 redact_json(cJSON *v, const char *const *secrets)
 {
+	size_t cuts = 0;
 	cJSON *c;
 
 	if (cJSON_IsString(v) && v->valuestring)
-		redact(v->valuestring, secrets);
+		cuts += redact(v->valuestring, secrets);
 	for (c = v ? v->child : NULL; c; c = c->next) {
 		/* A key is text the model wrote too (found by fuzzing). */
 		if (c->string && !(c->type & cJSON_StringIsConst))
-			redact(c->string, secrets);
-		redact_json(c, secrets);
+			cuts += redact(c->string, secrets);
+		cuts += redact_json(c, secrets);
 	}
+	return cuts;
+}
+
+int
+redact_line(const cJSON *msg, const char *const *secrets, char **out)
+{
+	cJSON *copy = cJSON_Duplicate(msg, 1);
+	int rc = -1;
+
+	*out = NULL;
+	if (!copy)
+		return -1;
+	if (redact_json(copy, secrets) == 0)
+		rc = 0;
+	else if ((*out = cJSON_PrintUnformatted(copy)))
+		rc = 1;
+	cJSON_Delete(copy);
+	return rc;
 }
 
 void

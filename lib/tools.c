@@ -50,28 +50,136 @@ tool_schema(int with_task)
 	return both;
 }
 
+/* Every tool's definition: share/tools.json, the task tool and
+ * share/moretools.json, parsed once; NULL when out of memory. */
+static const cJSON *
+all_tools(void)
+{
+	static cJSON *all;
+	const char *both;
+	cJSON *more, *one;
+
+	if (all)
+		return all;
+	both = tool_schema(1);
+	all = both ? cJSON_Parse(both) : NULL;
+	more = cJSON_Parse(data_moretools);
+	if (!cJSON_IsArray(all) || !cJSON_IsArray(more)) {
+		cJSON_Delete(all);
+		cJSON_Delete(more);
+		return all = NULL;
+	}
+	while ((one = cJSON_DetachItemFromArray(more, 0)))
+		cJSON_AddItemToArray(all, one);
+	cJSON_Delete(more);
+	return all;
+}
+
+/* The definition of the tool named name, or NULL. */
+static const cJSON *
+tool_def(const char *tool)
+{
+	const cJSON *t, *fn, *name;
+
+	cJSON_ArrayForEach(t, all_tools()) {
+		fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+		name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+		if (cJSON_IsString(name) && !strcmp(name->valuestring, tool))
+			return t;
+	}
+	return NULL;
+}
+
 /* The parameters of tool in the schema, or NULL when it has none. */
 static const cJSON *
 tool_params(const char *tool)
 {
-	static cJSON *all;
-	const cJSON *t, *fn, *name;
+	return cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(tool_def(tool), "function"),
+		"parameters");
+}
 
-	if (!all) {
-		const char *both = tool_schema(1);
+/* Is name one of the names of list (separated by commas or blanks)? */
+static int
+in_list(const char *list, const char *name)
+{
+	size_t k = strlen(name), n;
+	const char *p = list;
 
-		all = both ? cJSON_Parse(both) : NULL;
-		if (!all)
-			return NULL;
+	while (*p) {
+		p += strspn(p, ", \t\n");
+		n = strcspn(p, ", \t\n");
+		if (n == k && !strncmp(p, name, k))
+			return 1;
+		p += n;
 	}
-	cJSON_ArrayForEach(t, all) {
-		fn = cJSON_GetObjectItemCaseSensitive(t, "function");
-		name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-		if (cJSON_IsString(name) && !strcmp(name->valuestring, tool))
-			return cJSON_GetObjectItemCaseSensitive(fn,
-								"parameters");
+	return 0;
+}
+
+int
+tool_is_offered(const char *list, const char *name)
+{
+	if (!list || !*list)
+		return strcmp(name, "apply_patch") != 0;
+	return in_list(list, name);
+}
+
+int
+tool_schema_select(const char *list, int with_task, int with_skill,
+		   char **out, char *msg, size_t size)
+{
+	const char *p = list, *base = tool_schema(with_task);
+	const cJSON *def;
+	cJSON *arr;
+	char name[64];
+	size_t n;
+
+	*out = NULL;
+	if (!base || !all_tools())
+		return -1;
+	if ((!list || !*list) && !with_skill)
+		return (*out = strdup(base)) ? 0 : -1;
+	arr = (!list || !*list) ? cJSON_Parse(base) : cJSON_CreateArray();
+	if (!arr)
+		return -1;
+	if (!list || !*list) {
+		/* the default set, and the skill tool */
+		if (!cJSON_AddItemToArray(arr, cJSON_Duplicate(tool_def("skill"),
+							       1)))
+			goto nomem;
+		p = "";
 	}
-	return NULL;
+	while (*p) {
+		p += strspn(p, ", \t\n");
+		n = strcspn(p, ", \t\n");
+		if (!n)
+			break;
+		snprintf(name, sizeof name, "%.*s", n < sizeof name ? (int)n
+			 : (int)sizeof name - 1, p);
+		def = n < sizeof name ? tool_def(name) : NULL;
+		if (!def) {
+			snprintf(msg, size, "unknown tool '%.*s' (the tools are "
+				 "bash, list_dir, read_file, write_file, "
+				 "edit_file, grep, glob, run_todo_write, task, "
+				 "apply_patch and skill)", n > 100 ? 100 : (int)n,
+				 p);
+			cJSON_Delete(arr);
+			return 1;
+		}
+		p += n;
+		/* task only where subagents may start; each tool once */
+		if ((!strcmp(name, "task") && !with_task) ||
+		    in_list(p, name))
+			continue;
+		if (!cJSON_AddItemToArray(arr, cJSON_Duplicate(def, 1)))
+			goto nomem;
+	}
+	*out = cJSON_PrintUnformatted(arr);
+	cJSON_Delete(arr);
+	return *out ? 0 : -1;
+nomem:
+	cJSON_Delete(arr);
+	return -1;
 }
 
 /* Does v have the JSON Schema type named type? */
@@ -103,7 +211,7 @@ tool_args_check(const char *tool, const cJSON *args, int all, char **why)
 
 	*why = NULL;
 	if (!params)
-		return tool_schema(1) ? 0 : -1;
+		return all_tools() ? 0 : -1;
 	if (!cJSON_IsObject(args))
 		return asprintf(why, "the arguments of %s must be a JSON object",
 				tool) < 0 ? -1 : 1;
@@ -824,6 +932,391 @@ out:
 	return rc;
 }
 
+/* --- apply_patch: several files at once, all or none */
+
+/* One change of a patch, made ready before anything is written. */
+struct change {
+	const char *shown;     /* the path as the patch names it */
+	char *target;          /* its real path, relative to the root */
+	char *data;            /* the new text (NULL: target is removed) */
+	size_t len;
+	char *old;             /* what it held, to put back (NULL: none) */
+	size_t oldlen;
+	char *made;            /* the first directory made for it, or NULL */
+	int dfd;               /* its directory, once staged */
+	char tmp[NAME_MAX + 1]; /* the staged text's name there */
+	int done;              /* renamed or removed */
+	char op;               /* A, M, D: for the answer */
+	const char *to;        /* M: the new path, when moved */
+};
+
+/* A path of the patch, confined as write_file's: the real path of an
+ * existing file (*exists set), else the path relative to the root;
+ * nothing under .git or .agent.  TOOL_OK, TOOL_ERROR (res), -1. */
+static int
+patch_target(const struct tool_ctx *ctx, const char *path, char **target,
+	     int *exists, char **res)
+{
+	char msg[512], *rel = NULL, *real = NULL;
+	int fd, rc;
+
+	*target = NULL;
+	*exists = 0;
+	rc = root_relative(&ctx->root, path, &rel, msg, sizeof msg);
+	if (rc)
+		return rc < 0 ? -1 : answer(res, TOOL_ERROR, "%s", msg);
+	fd = root_openat(&ctx->root, rel, O_PATH, 0);
+	if (fd >= 0) {
+		rc = root_realpath(&ctx->root, fd, &real);
+		close(fd);
+		if (rc < 0) {
+			rc = path_error(res, "apply_patch", path, errno);
+			goto out;
+		}
+		*exists = 1;
+	} else if (errno != ENOENT) {
+		rc = path_error(res, "apply_patch", path, errno);
+		goto out;
+	}
+	if (!strcmp(real ? real : rel, ".")) {
+		rc = answer(res, TOOL_ERROR, "Error: apply_patch: '%s' is a "
+			    "directory.", path);
+		goto out;
+	}
+	/* the harness's state and git's are never the patch's to change,
+	 * whatever the sandbox's mode */
+	if (agent_path_inside(rel) || agent_path_inside(real ? real : rel) ||
+	    sandbox_git_path(rel) || sandbox_git_path(real ? real : rel)) {
+		rc = answer(res, TOOL_ERROR, "Error: apply_patch: '%s' is under "
+			    ".agent or .git, which a patch may not change.",
+			    path);
+		goto out;
+	}
+	rc = guard(ctx, "apply_patch", path, real ? real : rel, res);
+	if (rc == TOOL_OK) {
+		*target = real ? real : rel;
+		if (real)
+			free(rel);
+		else
+			free(real);
+		return TOOL_OK;
+	}
+out:
+	free(rel);
+	free(real);
+	return rc;
+}
+
+/* The first directory of rel's parents that does not exist yet (a copy),
+ * or NULL when all do. */
+static char *
+first_missing(const struct tool_ctx *ctx, const char *rel)
+{
+	char *p = strdup(rel), *slash;
+	int fd;
+
+	if (!p)
+		return NULL;
+	for (slash = strchr(p, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		fd = root_openat(&ctx->root, p, O_PATH | O_DIRECTORY, 0);
+		if (fd < 0)
+			return p;
+		close(fd);
+		*slash = '/';
+	}
+	free(p);
+	return NULL;
+}
+
+/* Removes the directories made for c (empty ones only), deepest first. */
+static void
+unmake_dirs(const struct tool_ctx *ctx, const struct change *c)
+{
+	char *p, *slash;
+
+	if (!c->made || !(p = strdup(c->target)))
+		return;
+	while ((slash = strrchr(p, '/')) && (size_t)(slash - p) >=
+	       strlen(c->made)) {
+		*slash = '\0';
+		if (unlinkat(ctx->root.fd, p, AT_REMOVEDIR) < 0)
+			break;
+	}
+	free(p);
+}
+
+/* Writes c's new text beside its target, not yet in place. */
+static int
+stage(const struct tool_ctx *ctx, struct change *c, char **res)
+{
+	struct ah_error err = { 0 };
+	char *dir = strdup(c->target), *slash;
+	const char *name;
+
+	if (!dir)
+		return -1;
+	slash = strrchr(dir, '/');
+	if (slash) {
+		*slash = '\0';
+		name = slash + 1;
+		c->made = first_missing(ctx, c->target);
+		if (root_mkdirs(&ctx->root, dir) < 0) {
+			free(dir);
+			return path_error(res, "apply_patch", c->shown, errno);
+		}
+	} else
+		name = dir;
+	c->dfd = root_openat(&ctx->root, slash ? dir : ".",
+			     O_RDONLY | O_DIRECTORY, 0);
+	if (c->dfd < 0) {
+		free(dir);
+		return path_error(res, "apply_patch", c->shown, errno);
+	}
+	if (file_stage_at(c->dfd, name, c->shown, c->data, c->len, c->tmp,
+			  sizeof c->tmp, &err) < 0) {
+		c->tmp[0] = '\0';
+		free(dir);
+		return answer(res, TOOL_ERROR, "Error: apply_patch: %s", err.msg);
+	}
+	free(dir);
+	return TOOL_OK;
+}
+
+/* The directory of rel (relative to the root), opened beneath it. */
+static int
+open_parent(const struct tool_ctx *ctx, const char *rel)
+{
+	char *d = strdup(rel), *slash;
+	int fd;
+
+	if (!d)
+		return -1;
+	slash = strrchr(d, '/');
+	if (slash)
+		*slash = '\0';
+	fd = root_openat(&ctx->root, slash ? d : ".", O_RDONLY | O_DIRECTORY,
+			 0);
+	free(d);
+	return fd;
+}
+
+/* The last path component of rel. */
+static const char *
+base_name(const char *rel)
+{
+	const char *slash = strrchr(rel, '/');
+
+	return slash ? slash + 1 : rel;
+}
+
+/* Puts back what the changes done so far changed (best effort: this
+ * runs only when a rename or an unlink failed after all was staged). */
+static void
+undo(struct change *cs, size_t n)
+{
+	struct ah_error err = { 0 };
+	size_t i;
+	int dfd;
+
+	for (i = 0; i < n; i++) {
+		if (!cs[i].done)
+			continue;
+		dfd = cs[i].dfd;
+		if (!cs[i].old)
+			unlinkat(dfd, base_name(cs[i].target), 0);
+		else
+			file_replace_at(dfd, base_name(cs[i].target),
+					cs[i].shown, cs[i].old, cs[i].oldlen,
+					&err);
+	}
+}
+
+/* Finds a change of the same target among the first n. */
+static const struct change *
+same_target(const struct change *cs, size_t n, const char *target)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(cs[i].target, target))
+			return &cs[i];
+	return NULL;
+}
+
+/* Makes the changes of file operation f ready: one, or two for a move
+ * (the new file, the old one removed). */
+static int
+prepare(const struct tool_ctx *ctx, const struct patch_file *f,
+	struct change *cs, size_t *n, char **res)
+{
+	struct buf b = BUF_INIT(0);
+	struct change *c = &cs[*n];
+	char msg[512], *data = NULL, *real = NULL, *to = NULL;
+	const struct change *twice;
+	size_t len = 0;
+	int rc, exists;
+
+	rc = patch_target(ctx, f->path, &c->target, &exists, res);
+	if (rc)
+		return rc;
+	c->shown = f->path;
+	c->dfd = -1;
+	c->op = f->kind == PATCH_ADD ? 'A' : f->kind == PATCH_DELETE ? 'D'
+								     : 'M';
+	(*n)++;
+	if ((twice = same_target(cs, *n - 1, c->target)))
+		return answer(res, TOOL_ERROR, "Error: apply_patch: '%s' is "
+			      "changed twice in the patch (also as '%s'); give "
+			      "all the changes of a file in one *** Update "
+			      "File.", f->path, twice->shown);
+	if (f->kind == PATCH_ADD && exists)
+		return answer(res, TOOL_ERROR, "Error: apply_patch: *** Add "
+			      "File: '%s' exists; change it with *** Update "
+			      "File.", f->path);
+	if (f->kind != PATCH_ADD) {
+		rc = load(ctx, "apply_patch", f->path, &data, &len, &real, res);
+		free(real);
+		if (rc)
+			return rc;
+		c->old = data;
+		c->oldlen = len;
+	}
+	if (f->kind == PATCH_DELETE)
+		return TOOL_OK;
+	rc = patch_apply(f, data, len, &b, msg, sizeof msg);
+	if (rc) {
+		buf_free(&b);
+		return rc < 0 ? -1 : answer(res, TOOL_ERROR, "Error: "
+					    "apply_patch: %s.", msg);
+	}
+	c->data = b.data ? buf_detach(&b, &c->len) : strdup("");
+	if (!c->data)
+		return -1;
+	if (!f->move)
+		return TOOL_OK;
+	/* a move: the text goes to the new path, the old one goes */
+	rc = patch_target(ctx, f->move, &to, &exists, res);
+	if (rc)
+		return rc;
+	c->to = f->move;
+	if (!strcmp(to, c->target)) {
+		free(to);
+		return TOOL_OK;
+	}
+	if (exists || (twice = same_target(cs, *n, to))) {
+		free(to);
+		return answer(res, TOOL_ERROR, "Error: apply_patch: *** Move "
+			      "to: '%s' %s.", f->move, exists ? "exists"
+			      : "is changed elsewhere in the patch");
+	}
+	/* the one at the new path holds the text; the one at the old
+	 * path (a copy of this one) removes it */
+	cs[*n] = *c;
+	cs[*n].data = NULL;
+	cs[*n].len = 0;
+	cs[*n].op = 0;
+	c->target = to;
+	c->old = NULL;
+	c->oldlen = 0;
+	(*n)++;
+	return TOOL_OK;
+}
+
+static int
+tool_apply_patch(const struct tool_ctx *ctx, const cJSON *args, char **res)
+{
+	struct change *cs = NULL;
+	struct patch p;
+	struct buf b = BUF_INIT(0);
+	const char *input;
+	char msg[512];
+	size_t n = 0, i;
+	int rc;
+
+	if (arg_string(args, "apply_patch", "input", 1, &input, res))
+		return TOOL_ERROR;
+	rc = patch_parse(input, &p, msg, sizeof msg);
+	if (rc)
+		return rc < 0 ? -1 : answer(res, TOOL_ERROR, "Error: apply_patch: "
+					    "%s. Nothing was changed.", msg);
+	rc = -1;
+	/* a move makes two changes */
+	cs = calloc(2 * p.n, sizeof *cs);
+	if (!cs)
+		goto out;
+	for (i = 0; i < 2 * p.n; i++)
+		cs[i].dfd = -1;
+	for (i = 0; i < p.n; i++) {
+		rc = prepare(ctx, &p.files[i], cs, &n, res);
+		if (rc)
+			goto out;
+	}
+	/* every new text written beside its file; then all renamed into
+	 * place, and what goes removed */
+	for (i = 0; i < n; i++) {
+		if (cs[i].data)
+			rc = stage(ctx, &cs[i], res);
+		else if ((cs[i].dfd = open_parent(ctx, cs[i].target)) < 0)
+			rc = path_error(res, "apply_patch", cs[i].shown, errno);
+		if (rc)
+			goto out;
+	}
+	for (i = 0; i < n; i++) {
+		if (cs[i].data ? renameat(cs[i].dfd, cs[i].tmp, cs[i].dfd,
+					  base_name(cs[i].target))
+			       : unlinkat(cs[i].dfd, base_name(cs[i].target),
+					  0)) {
+			rc = path_error(res, "apply_patch", cs[i].shown, errno);
+			undo(cs, i);
+			goto out;
+		}
+		cs[i].done = 1;
+		cs[i].tmp[0] = '\0';
+	}
+	for (i = 0; i < n; i++)
+		if (cs[i].dfd >= 0 && fsync(cs[i].dfd) < 0 && errno != EINVAL)
+			break;
+	rc = -1;
+	if (buf_printf(&b, "Applied the patch:") < 0)
+		goto out;
+	for (i = 0; i < n; i++)
+		if (cs[i].op && (cs[i].to ? buf_printf(&b, "\nM %s -> %s",
+						       cs[i].shown, cs[i].to)
+					  : buf_printf(&b, "\n%c %s", cs[i].op,
+						       cs[i].shown)) < 0)
+			goto out;
+	rc = bounded(ctx, &b, res);
+out:
+	for (i = 0; cs && i < 2 * p.n; i++) {
+		if (cs[i].tmp[0] && cs[i].dfd >= 0)
+			unlinkat(cs[i].dfd, cs[i].tmp, 0);
+		if (rc && !cs[i].done)
+			unmake_dirs(ctx, &cs[i]);
+		if (cs[i].dfd >= 0)
+			close(cs[i].dfd);
+		free(cs[i].target);
+		free(cs[i].data);
+		free(cs[i].old);
+		free(cs[i].made);
+	}
+	if (rc == TOOL_ERROR && *res && !strstr(*res, "Nothing was changed")) {
+		char *more;
+
+		if (asprintf(&more, "%s%s Nothing was changed.", *res,
+			     (*res)[strlen(*res) - 1] == '.' ? "" : ".") < 0) {
+			rc = -1;
+		} else {
+			free(*res);
+			*res = more;
+		}
+	}
+	free(cs);
+	buf_free(&b);
+	patch_free(&p);
+	return rc;
+}
+
 /* --- grep and glob: ripgrep, run as a bash call is */
 
 #define SEARCH_SHOWN 500           /* entries shown by default */
@@ -1322,6 +1815,56 @@ out:
 	return rc;
 }
 
+/* --- skill */
+
+int
+skills_on(void)
+{
+	const char *v = getenv("AGENT_PROJECT_FILES");
+
+	return !v || strcmp(v, "0");
+}
+
+static int
+tool_skill(const struct tool_ctx *ctx, const cJSON *args, char **res)
+{
+	struct ah_error err = { 0 };
+	struct buf b = BUF_INIT(0);
+	struct skills s;
+	const char *name;
+	size_t i;
+	int rc = -1;
+
+	if (arg_string(args, "skill", "name", 1, &name, res))
+		return TOOL_ERROR;
+	if (!skills_on())
+		return answer(res, TOOL_ERROR, "Error: skill: skills are turned "
+			      "off in this session (--no-project-files).");
+	if (skills_find(ctx->root.path, name, &s, &err) < 0)
+		return -1;
+	if (s.found == (size_t)-1) {
+		if (buf_printf(&b, "Error: skill: there is no skill '%.100s'; ",
+			       name) < 0)
+			goto out;
+		for (i = 0; i < s.n; i++)
+			if (buf_printf(&b, "%s%s", i ? ", " : "the skills are: ",
+				       s.v[i].name) < 0)
+				goto out;
+		if (buf_printf(&b, "%s.", s.n ? "" : "there is none") < 0)
+			goto out;
+		*res = buf_detach(&b, NULL);
+		rc = *res ? TOOL_ERROR : -1;
+		goto out;
+	}
+	if (skill_text(&s, &b) < 0)
+		goto out;
+	rc = bounded(ctx, &b, res);
+out:
+	buf_free(&b);
+	skills_free(&s);
+	return rc;
+}
+
 /* --- run_todo_write */
 
 static int
@@ -1378,6 +1921,8 @@ tool_call(const struct tool_ctx *ctx, const char *name, const char *argstr,
 		{ "edit_file", tool_edit_file },
 		{ "grep", tool_grep },
 		{ "glob", tool_glob },
+		{ "apply_patch", tool_apply_patch },
+		{ "skill", tool_skill },
 	};
 	const char *dup = NULL;
 	size_t i, off = 0, n;
@@ -1389,6 +1934,17 @@ tool_call(const struct tool_ctx *ctx, const char *name, const char *argstr,
 	for (i = 0; i < sizeof tools / sizeof *tools; i++)
 		if (!strcmp(name, tools[i].name))
 			break;
+	if (ctx->sandbox && ctx->sandbox->mode == SANDBOX_READ_ONLY &&
+	    !mode_may_run(name, ctx->todo_path))
+		return mode_refuse(name, res);
+	if (!strncmp(name, "mcp__", 5) ? 0 : (i < sizeof tools / sizeof *tools
+	    || !strcmp(name, "run_todo_write") || !strcmp(name, "task")) &&
+	    !tool_is_offered(ctx->tools, name))
+		return answer(res, TOOL_ERROR, "Error: the tool '%s' is not "
+			      "offered in this session (%s%s).", name,
+			      ctx->tools ? "the tools are: " : "the default "
+			      "set; apply_patch is offered with tool-exec "
+			      "--tools", ctx->tools ? ctx->tools : "");
 	if (!strcmp(name, "task"))
 		return tool_task(ctx, argstr, res);
 	/* an MCP server's tool: the session's mcp-bridge runs it */
@@ -1399,7 +1955,8 @@ tool_call(const struct tool_ctx *ctx, const char *name, const char *argstr,
 		return answer(res, TOOL_ERROR, "Error: unknown tool '%.100s'; "
 			      "the tools are bash, list_dir, read_file, "
 			      "write_file, edit_file, grep, glob, "
-			      "run_todo_write%s.", name,
+			      "run_todo_write%s, skill when there are "
+			      "skills, and with --tools apply_patch.", name,
 			      task_offered(ctx->task) ? " and task" : "");
 	args = json_parse(argstr, n, &off);
 	if (!args)

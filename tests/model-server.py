@@ -67,6 +67,8 @@ Streaming requests ("stream": true) get the answer as server-sent events:
   "reset": K          after K events the connection is reset (TCP RST)
   "keepalive": S      no answer: an SSE comment ": keep-alive" every S
                       seconds, until the client goes
+  "pings": S          (Messages API) no answer: message_start, then a ping
+                      event every S seconds, until the client goes
   "drip_bytes": S     the answer (streamed or not) one byte every S
                       seconds, after the headers
 
@@ -76,6 +78,7 @@ and the benchmark of compaction:
                     400 context_length_exceeded, and consumes no entry
   --real-usage      usage.prompt_tokens is the request's bytes / 4, not 10n
   --summary-delay S  wait S seconds before answering a summary
+  --summary-text T  answer summaries with T instead
   --summaries       a request whose last message asks for a summary
                     (agent-compact's) is answered "Summary of the work so
                     far." without consuming an entry
@@ -85,6 +88,20 @@ and the benchmark of compaction:
                     "summary"} there: its size, and how many of its first
                     bytes are those of the request before (a provider's
                     prompt cache would hit them)
+
+A rate limit can be enforced, as the providers do (for the test of the
+budget the sessions of a machine share):
+  --bucket CAP/RATE  a token bucket of CAP requests, refilled at RATE a
+                    second; a request of the session (not a side one,
+                    not a summary) takes one, or is refused with 429 and
+                    retry-after.  Every answer carries the bucket's
+                    headers: OpenAI's x-ratelimit-{limit,remaining,reset}-
+                    {requests,tokens} for .../chat/completions and
+                    .../responses, Anthropic's anthropic-ratelimit-
+                    {requests,tokens}-{limit,remaining,reset} (RFC 3339
+                    times) for .../messages
+  --bucket-log FILE each request the bucket counts adds {"n", "time",
+                    "refused"} there
 
 Every request is logged to --log as one JSON line: n, connection number,
 method, path, headers, body (parsed), the time its first line came
@@ -357,6 +374,20 @@ def serve_messages(conn, entry, n, model, req, extra, args, side=False):
                                                   "error": err}),
                               extra=extra))
         return
+    if isinstance(req, dict) and req.get("stream") and \
+            entry.get("pings") is not None:
+        # Anthropic's keep-alive is an event of its own, not a comment
+        head = ("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                "Transfer-Encoding: chunked\r\n" +
+                "".join("%s: %s\r\n" % kv for kv in extra.items()) + "\r\n")
+        ev = messages_events(entry, n, model)[0]
+        piece = ("event: %s\ndata: %s\n\n" % (ev[0], json.dumps(ev[1]))).encode()
+        conn.sendall(head.encode() + b"%x\r\n%s\r\n" % (len(piece), piece))
+        piece = b'event: ping\ndata: {"type": "ping"}\n\n'
+        while drip(conn, b"%x\r\n%s\r\n" % (len(piece), piece),
+                   entry["pings"], whole=True):
+            pass
+        return
     if isinstance(req, dict) and req.get("stream"):
         send_events(conn, messages_events(entry, n, model), extra)
     else:
@@ -502,6 +533,53 @@ def side_answer(method, path, req):
     return None
 
 
+def go_duration(s):
+    """Seconds as OpenAI writes them: 1s, 6m0s, 120ms."""
+    if s < 1:
+        return "%dms" % int(s * 1000 + 0.999)
+    m, sec = divmod(s, 60)
+    return ("%dm%.3gs" % (m, sec)) if m else "%.3gs" % sec
+
+
+def bucket_take(args, path):
+    """With --bucket: takes a request from the bucket.  The headers of
+    the answer, and whether it is refused."""
+    cap, rate = args.bucket
+    now = time.time()
+    with lock:
+        level = min(cap, state["level"] + rate * (now - state["level_t"]))
+        refused = level < 1
+        if not refused:
+            level -= 1
+        state["level"], state["level_t"] = level, now
+    full = (cap - level) / rate
+    if path.endswith("/messages"):
+        def when(s):
+            return time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                 time.gmtime(now + s + 0.999))
+        h = {"anthropic-ratelimit-requests-limit": "%d" % cap,
+             "anthropic-ratelimit-requests-remaining": "%d" % int(level),
+             "anthropic-ratelimit-requests-reset": when(full),
+             "anthropic-ratelimit-tokens-limit": "1000000",
+             "anthropic-ratelimit-tokens-remaining": "1000000",
+             "anthropic-ratelimit-tokens-reset": when(0)}
+    else:
+        h = {"x-ratelimit-limit-requests": "%d" % cap,
+             "x-ratelimit-remaining-requests": "%d" % int(level),
+             "x-ratelimit-reset-requests": go_duration(full),
+             "x-ratelimit-limit-tokens": "1000000",
+             "x-ratelimit-remaining-tokens": "1000000",
+             "x-ratelimit-reset-tokens": "0ms"}
+    if refused:
+        # both providers: whole seconds until a request would pass
+        h["retry-after"] = "%d" % int((1 - level) / rate + 0.999)
+    if args.bucket_log:
+        with lock, open(args.bucket_log, "a") as log:
+            log.write(json.dumps({"n": state["n"], "time": now,
+                                  "refused": refused}) + "\n")
+    return h, refused
+
+
 def log_sent(args, n, side=False):
     """When the answer to request n left: the harness's time starts here."""
     if args.sent_log:
@@ -600,10 +678,24 @@ def serve(conn, cid, args):
                 "type": "invalid_request_error", "param": "messages",
                 "code": "context_length_exceeded"}})))
             continue
+        limits = {}
+        if args.bucket and side is None and not summary:
+            limits, over = bucket_take(args, path)
+            if over:
+                err = {"message": "Rate limit reached for requests",
+                       "type": "requests", "code": "rate_limit_exceeded"}
+                if path.endswith("/messages"):
+                    body = {"type": "error", "error": {
+                        "type": "rate_limit_error",
+                        "message": err["message"]}}
+                else:
+                    body = {"error": err}
+                conn.sendall(response(429, json.dumps(body), extra=limits))
+                continue
         if side is not None:
             entry = {"content": "OK"}
         elif summary:
-            entry = {"content": "Summary of the work so far.",
+            entry = {"content": args.summary_text,
                      "delay": args.summary_delay}
         else:
             entry = next_entry(req)
@@ -613,6 +705,7 @@ def serve(conn, cid, args):
             time.sleep(3600)
             return
         extra = {"x-request-id": "req_%d" % n}
+        extra.update(limits)
         extra.update(entry.get("headers", {}))
         status = int(entry.get("status", 200))
         model = (req or {}).get("model", "scripted") if isinstance(req, dict) \
@@ -728,10 +821,16 @@ def main():
     ap.add_argument("--summaries", action="store_true")
     ap.add_argument("--real-usage", action="store_true")
     ap.add_argument("--summary-delay", type=float, default=0)
+    ap.add_argument("--summary-text", default="Summary of the work so far.")
     ap.add_argument("--sizes")
     ap.add_argument("--bodies")
     ap.add_argument("--side-requests", action="store_true")
+    ap.add_argument("--bucket", type=lambda v: tuple(
+        float(x) for x in v.split("/", 1)))
+    ap.add_argument("--bucket-log")
     args = ap.parse_args()
+    if args.bucket:
+        state["level"], state["level_t"] = args.bucket[0], time.time()
     with open(args.script) as s:
         state["script"] = [json.loads(l) for l in s
                            if l.strip() and not l.startswith("#")]

@@ -6,7 +6,10 @@ of lines the project knows) go through the splitter (build/tests/shsplit
 --filter).  Each line it accepts (complex false) is run by bash, twice: as
 `bash -c LINE`, and as tool-exec starts bash (the warm_boot of lib/proc.c,
 the line on descriptor 3), in a throwaway user, mount, pid and network
-namespace where / is read-only and the work directory a fresh tmpfs.  Every
+namespace where / is read-only and the work directory a fresh tmpfs.  Each
+run has a pid namespace of its own besides, which ends with it: nothing a
+line started (find / -exec, setsid, nohup) outlives its run, so the tmpfs
+holds one run's files at a time (a leftover find once filled it).  Every
 program on PATH is a stub that logs its argv; the wrappers (env, nice,
 timeout, xargs, find...) are the real ones, so they run the stubs as they
 would run programs; sh and bash run their -c string with the real bash.  A
@@ -16,10 +19,13 @@ included.
 A finding is a line the splitter accepted where bash ran a command whose
 name the splitter did not list, ran a program with other arguments than
 listed (for a line with no expansion), or where the two ways of starting
-bash ran different programs.  Findings are printed (minimised with
---minimise) and make the exit status 1.
+bash ran different programs.  Findings are printed as they are found
+(minimised with --minimise), so that a run cut short keeps them, and make
+the exit status 1; -v prints the progress on stderr.
 
 usage: shdiff.py --split PROG [--lines N] [--seed S] [--minimise] [-v]
+                 [--timeout SEC] [--line LINE]...
+(--line: run these lines instead of generated ones.)
 """
 import argparse
 import itertools
@@ -185,8 +191,9 @@ def split(prog, lines):
 class Oracle:
     """Runs lines in bash with stubs, in a directory of its own."""
 
-    def __init__(self, root):
+    def __init__(self, root, limit):
         self.root = root
+        self.limit = limit
         self.stubs = os.path.join(root, "bin")
         os.mkdir(self.stubs)
         real_bash = shutil.which("bash")
@@ -227,13 +234,21 @@ class Oracle:
                     "exec 99>>\"$SHDIFF_TRACE/$$\"; BASH_XTRACEFD=99; "
                     "PS4=$'\\x1e'; set -x\n")
         self.bash = real_bash
+        self.unshare = shutil.which("unshare")
+        self.timeout = shutil.which("timeout")
         self.n = itertools.count()
+        self.peak = 0
 
     def both(self, line):
         """The line run as bash -c, then as tool-exec has bash run it, in
         the same directory."""
         k = next(self.n)
         return self.run(line, "c", k), self.run(line, "w", k)
+
+    def used(self):
+        """The bytes the tmpfs holds now."""
+        st = os.statvfs(self.root)
+        return (st.f_blocks - st.f_bfree) * st.f_frsize
 
     def run(self, line, mode, k):
         d = os.path.join(self.root, "%d" % k)
@@ -249,18 +264,24 @@ class Oracle:
                "SHDIFF_LOG": log, "SHDIFF_TRACE": trace,
                "SHDIFF_BIN": self.stubs, "BASH_ENV": self.bash_env}
         if mode == "c":
-            argv = [self.bash, "-c", line]
+            argv = [self.bash, "-c", "--", line]
         else:
             # the line on descriptor 3, as tool-exec's go pipe gives it
             with open(d + "/line", "w") as f:
                 f.write(line + ".")
             env["SHDIFF_LINE"] = d + "/line"
             argv = ["/bin/sh", "-c", 'exec "$0" "$@" 3<"$SHDIFF_LINE"',
-                    self.bash, "-c", WARM_BOOT]
+                    self.bash, "-c", "--", WARM_BOOT]
+        # the run's own pid namespace: its first process is timeout(1),
+        # which waits for bash (--timeout, 10 s); when it ends, the kernel
+        # kills every process of the run, and unshare returns once they
+        # are gone (its child reaped: no zombie is left)
+        argv = [self.unshare, "--pid", "--kill-child", self.timeout, "-s",
+                "KILL", str(self.limit)] + argv
         try:
             subprocess.run(argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=10)
+                           stderr=subprocess.DEVNULL, timeout=self.limit + 20)
         except subprocess.TimeoutExpired:
             pass
         progs = []
@@ -271,6 +292,7 @@ class Oracle:
         for name in os.listdir(trace):
             with open(os.path.join(trace, name), "rb") as f:
                 names += trace_names(f.read().decode("utf-8", "replace"))
+        self.peak = max(self.peak, self.used())
         shutil.rmtree(d, ignore_errors=True)
         # what a line wrote above its directory (cd ..; >o)
         for name in os.listdir(self.root):
@@ -286,17 +308,32 @@ class Oracle:
         return progs, names
 
 
+class Cut(list):
+    """The argv of a stub killed (at the timeout) while it logged it: its
+    name, when that much was written, and no more is known."""
+
+
 def parse_log(data):
-    """The argv lists a stub logged: a count, then length:bytes each."""
+    """The argv lists a stub logged: a count, then length:bytes each.  A
+    record cut short ends the log: a Cut of what it holds."""
     rest = data
     out = []
     while rest:
-        n, _, rest = rest.partition(b"\n")
+        n, nl, rest = rest.partition(b"\n")
         argv = []
-        for _ in range(int(n)):
-            ln, _, rest = rest.partition(b":")
-            argv.append(rest[:int(ln)].decode("utf-8", "surrogateescape"))
-            rest = rest[int(ln):]
+        try:
+            if not nl:
+                raise ValueError
+            for _ in range(int(n)):
+                ln, colon, rest = rest.partition(b":")
+                if not colon or len(rest) < int(ln):
+                    raise ValueError
+                argv.append(rest[:int(ln)].decode("utf-8", "surrogateescape"))
+                rest = rest[int(ln):]
+        except ValueError:
+            if argv:
+                out.append(Cut(argv[:1]))
+            break
         out.append(argv)
     return out
 
@@ -337,7 +374,7 @@ def check(split_out, runs):
         if base not in names:
             missed.append("program %r ran: %r" % (base, argv))
             continue
-        if not literal:
+        if not literal or isinstance(argv, Cut):
             continue
         if not any(c and c[0].rsplit("/", 1)[-1] == base and
                    (c[1:] == argv[1:] or loose(c, argv)) for c in cmds):
@@ -392,7 +429,9 @@ def seal(root):
     raise SystemExit("shdiff: cannot make / read-only here")
 
 
-def findings_of(prog, oracle, lines, workers):
+def findings_of(prog, oracle, lines, workers, found, verbose):
+    """Runs the lines the splitter accepts; found(line, split, missed) is
+    called for each finding as it comes.  The number of lines run."""
     outs = split(prog, lines)
     todo = [(ln, o) for ln, o in zip(lines, outs) if not o["complex"]]
 
@@ -402,8 +441,32 @@ def findings_of(prog, oracle, lines, workers):
         return ln, o, check(o, runs)
 
     with ThreadPoolExecutor(max_workers=workers) as ex:
-        res = list(ex.map(one, todo))
-    return len(todo), [(ln, o, m) for ln, o, m in res if m]
+        for k, (ln, o, m) in enumerate(ex.map(one, todo), 1):
+            if m:
+                found(ln, o, m)
+            if verbose and k % 1000 == 0:
+                print("shdiff: %d of %d accepted lines run" % (k, len(todo)),
+                      file=sys.stderr, flush=True)
+    return len(todo)
+
+
+def leftovers():
+    """The processes of this namespace but this one, zombies aside: what
+    outlived its run."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                st = f.read()
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if st.rpartition(")")[2].split()[0] != "Z":
+            out.append("%s %s" % (pid, cmd.strip()))
+    return out
 
 
 def minimise(prog, oracle, line):
@@ -436,6 +499,8 @@ def main():
     ap.add_argument("--seed", type=int)
     ap.add_argument("--minimise", action="store_true")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--timeout", type=int, default=10)
+    ap.add_argument("--line", action="append")
     ap.add_argument("--inside", help=argparse.SUPPRESS)
     ap.add_argument("-v", action="store_true")
     a = ap.parse_args()
@@ -447,8 +512,10 @@ def main():
             argv = [sys.executable, os.path.abspath(__file__), "--inside",
                     root, "--split", os.path.abspath(a.split), "--lines",
                     str(a.lines), "--seed", str(a.seed), "--workers",
-                    str(a.workers)] + (["--minimise"] if a.minimise else []) \
-                + (["-v"] if a.v else [])
+                    str(a.workers), "--timeout", str(a.timeout)] \
+                + (["--minimise"] if a.minimise else []) \
+                + (["-v"] if a.v else []) \
+                + [x for ln in a.line or [] for x in ("--line", ln)]
             rc = namespace(argv)
             if rc is None:
                 print("shdiff: skip: no user namespace to run bash in")
@@ -457,22 +524,32 @@ def main():
         finally:
             shutil.rmtree(root, ignore_errors=True)
     seal(a.inside)
-    oracle = Oracle(a.inside)
+    oracle = Oracle(a.inside, a.timeout)
     t0 = time.time()
-    lines = generate(a.seed, a.lines)
-    ran, found = findings_of(a.split, oracle, lines, a.workers)
-    took = time.time() - t0
-    for ln, o, missed in found:
+    lines = a.line or generate(a.seed, a.lines)
+    found = []
+
+    def report(ln, o, missed):
+        found.append(ln)
         print("finding: %s" % json.dumps(ln))
-        if a.minimise:
-            print("  minimal: %s" % json.dumps(minimise(a.split, oracle, ln)))
         print("  splitter: %s" % json.dumps(o["commands"]))
         for m in missed[:5]:
             print("  %s" % m)
+        sys.stdout.flush()
+
+    ran = findings_of(a.split, oracle, lines, a.workers, report, a.v)
+    took = time.time() - t0
+    if a.minimise:
+        for ln in found:
+            print("minimal: %s -> %s" % (json.dumps(ln), json.dumps(
+                minimise(a.split, oracle, ln))), flush=True)
     print("shdiff: seed %d: %d lines, %d accepted and run by bash (bash -c "
-          "and tool-exec's way), %d findings, %.1f s" %
-          (a.seed, len(lines), ran, len(found), took))
-    return 1 if found else 0
+          "and tool-exec's way), %d findings, %.1f s, tmpfs at most %.1f MB" %
+          (a.seed, len(lines), ran, len(found), took, oracle.peak / 1e6))
+    left = leftovers()
+    for x in left[:10]:
+        print("shdiff: outlived its run: %s" % x)
+    return 1 if found or left else 0
 
 
 if __name__ == "__main__":

@@ -91,6 +91,15 @@ end_events() {
 	echo '{"type":"message_stop"}'
 }
 
+test_expect_success 'streamed: a stream of only ping events ends the attempt after --timeout (a ping is a keep-alive, no progress)' '
+	echo "{\"pings\": 0.2}" >script &&
+	start_model script &&
+	echo "{\"role\":\"user\",\"content\":\"hi\"}" >t.jsonl &&
+	test_must_fail 7 timeout -s KILL 60 agent-step --stream --timeout 2 <t.jsonl >out 2>err &&
+	test ! -s out &&
+	test_grep "the stream sent no data for 2 s" err
+'
+
 # a tool_use whose input streams no input_json_delta at all (a tool
 # without parameters): its arguments are "{}", which tool-exec reads, not ""
 test_expect_success 'streamed: a tool_use with no input_json_delta has the arguments {}' '

@@ -176,7 +176,7 @@ test_expect_success 'agent-compact: a summary entry with the todo list; the newe
 	agent-compact --keep-bytes 2000 <t.jsonl >entry 2>err &&
 	test_line_count = 1 entry &&
 	jq -e ".role == \"user\" and .compaction.keep == 4 and
-		.compaction.summarised == 17 and .compaction.bytes_before > .compaction.bytes_after" entry &&
+		.compaction.summarised == 16 and .compaction.users_kept == 1 and .compaction.bytes_before > .compaction.bytes_after" entry &&
 	jq -r .content entry >text &&
 	test_grep "SUMMARY: read logs 0-7, all fine." text &&
 	test_grep -F "[>] r - Read the logs" text &&
@@ -222,6 +222,21 @@ test_expect_success 'agent-compact: nothing to compact, a failing model, bad inp
 	test_grep "agent-step failed (exit 7); nothing was written" err && test ! -s out &&
 	echo "not json" | test_expect_code 5 agent-compact >out 2>err &&
 	test_must_fail 2 agent-compact --keep-bytes x <t.jsonl 2>err
+'
+
+test_expect_success 'agent-compact: the last summary alone before what is kept is nothing to compact (no summary of a summary)' '
+	jq -nc "{role: \"system\", content: \"s\"}, {role: \"user\", content: \"go\"},
+		{role: \"assistant\", content: null, tool_calls: [{id: \"c0\", type: \"function\",
+		 function: {name: \"bash\", arguments: \"{}\"}}]},
+		{role: \"tool\", tool_call_id: \"c0\", content: \"out-0\"},
+		{role: \"user\", content: (\"The summary. \" * 200), compaction: {keep: 2, summarised: 1}},
+		{role: \"assistant\", content: null, tool_calls: [{id: \"c1\", type: \"function\",
+		 function: {name: \"bash\", arguments: \"{}\"}}]},
+		{role: \"tool\", tool_call_id: \"c1\", content: \"out-1\"}" >t.jsonl &&
+	test_expect_code 1 agent-compact -n --keep-bytes 1500 <t.jsonl >out 2>err &&
+	test_grep "nothing to compact" err && test ! -s out &&
+	agent-compact -n --keep-bytes 100 <t.jsonl >req 2>err &&
+	jq -s -e ".[-1].role == \"user\" and (.[-1].content | test(\"summary\"))" req
 '
 
 test_expect_success 'agent-compact -n: the summary request, sent nowhere' '
@@ -308,6 +323,18 @@ test_expect_success 'agent-run: two compactions in a row that make no room, then
 		test_expect_code 4 timeout 120 bin/agent-run -y --stop-checks 0 -C w "read the log" >answer 2>progress &&
 	test_grep "still too large for the model.s window after 2 compactions in a row" progress &&
 	test_line_count = 2 runs &&
+	valid w/.agent/transcript.jsonl
+'
+
+test_expect_success 'agent-run: compactions with answers of the model between them are not in a row: a session that needs six goes on to its end' '
+	# each call 2.5 kB of arguments, which no compaction leaves out
+	jq -nc "(range(40) as \$k | {tool_calls: [{name: \"bash\", arguments:
+		{command: \": \\(\"x\" * 2500); echo \\(\$k)\"}}]}), {content: \"Done.\"}" >script &&
+	start_model script --window-bytes 40000 --summaries --real-usage &&
+	mkdir w &&
+	agent-run -y --max-steps 100 --context-window 10000 --stop-checks 0 -C w "read the logs" >answer 2>progress &&
+	test "$(cat answer)" = "Done." &&
+	test "$(jq -s "map(select(.compaction)) | length" w/.agent/transcript.jsonl)" -ge 3 &&
 	valid w/.agent/transcript.jsonl
 '
 

@@ -359,6 +359,72 @@ test_expect_success 'the README'"'"'s recipes over what a session leaves, in a s
 	(cd r && sh -e ../recipes.sh) >out
 '
 
+test_expect_success 'the --json result and the session record say why a run failed: agent-step, tool-exec, agent-run' '
+	mkdir w &&
+	echo "{\"raw\": \"this is no JSON\", \"ctype\": \"application/json\"}" >script &&
+	start_model script &&
+	test_expect_code 1 agent-run --json -C w "hi" >events 2>progress &&
+	tail -n 1 events >result &&
+	jq -e ".type == \"result\" and .status == \"failed\" and
+		(.error | startswith(\"agent-step: the answer is not a JSON object\"))" result &&
+	jq -e ".status == \"failed\" and (.error | startswith(\"agent-step: the answer is not a JSON object\"))" \
+		w/.agent/session.json &&
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]}
+	{"content": "Said hi."}
+	EOF
+	start_model script &&
+	AGENT_PASS_ENV=1bad= test_expect_code 1 agent-run -y --json -C w "hi" >events 2>progress &&
+	test_grep "Broken pipe" progress &&
+	tail -n 1 events >result &&
+	jq -e ".status == \"failed\" and
+		.error == \"tool-exec: --pass-env or AGENT_PASS_ENV: '"'"'1bad='"'"' is not a variable name\"" result &&
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "echo one"}}]}
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "echo two"}}]}
+	{"content": "Said hi."}
+	{"content": "Said it again."}
+	EOF
+	start_model script &&
+	test_expect_code 3 agent-run -y --json --max-steps 1 -C w "hi" >events 2>progress &&
+	tail -n 1 events >result &&
+	jq -e ".status == \"step-limit\" and
+		(.error | startswith(\"agent-run: stopped at the step limit (1 model calls)\"))" result &&
+	jq -e ".error | startswith(\"agent-run: stopped at the step limit\")" w/.agent/session.json &&
+	mkdir answer.d &&
+	test_expect_code 1 agent-run -y --json -o answer.d -C w "hi" >events 2>progress &&
+	tail -n 1 events >result &&
+	jq -e ".status == \"failed\" and .answer == \"Said hi.\" and
+		.error == \"agent-run: the answer could not be written to '"'"'$PWD/answer.d'"'"'\"" result &&
+	agent-run -y --json -C w -c "again" >events 2>progress &&
+	tail -n 1 events | jq -e ".status == \"done\" and .error == null" &&
+	jq -e ".status == \"done\" and .error == null" w/.agent/session.json
+'
+
+test_expect_success 'a key in the task and in a tool output: in no file of .agent; the output'"'"'s sent to the model in its step' '
+	task_key=sk-proj-TASKKEY0123456789abcdef &&
+	tool_key=ghp_TOOLKEY0123456789abcdefghijklmnopq &&
+	mkdir w && echo "token=$tool_key" >w/creds &&
+	cat >script <<-\EOF &&
+	{"tool_calls": [{"name": "bash", "arguments": {"command": "cat creds"}}]}
+	{"content": "Read it."}
+	{"content": "Again."}
+	EOF
+	start_model script &&
+	agent-run -y --json -C w "log in with $task_key" >events 2>progress &&
+	req 2 ".messages[-1].content" >sent &&
+	test_grep "$tool_key" sent &&
+	req 1 ".messages[1].content" >sent &&
+	test "$(cat sent)" = "\"log in with [REDACTED]\"" &&
+	agent-run -y -C w "a new one" >answer 2>progress &&
+	ls w/.agent/sessions/*.jsonl w/.agent/sessions/*.json &&
+	test_must_fail grep -r -l -e "$task_key" -e "$tool_key" -e TASKKEY -e TOOLKEY w/.agent &&
+	test_must_fail grep -e TASKKEY -e TOOLKEY events &&
+	test_grep "\[REDACTED\]" w/.agent/sessions/*.jsonl &&
+	jq -s -e "map(select(.role == \"tool\"))[0].content == \"token=[REDACTED]\n\"" w/.agent/sessions/*.jsonl &&
+	jq -e ".task == \"log in with [REDACTED]\"" w/.agent/sessions/*.json
+'
+
 if [ "$(id -u)" != 0 ]; then
 	test_expect_success 'a read-only checkout: agent-run says so in its own words' '
 		mkdir ro && chmod 555 ro &&

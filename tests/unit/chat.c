@@ -244,6 +244,99 @@ test_keep(void)
 	   "(%d)", n);
 }
 
+/* The stubs left out of a request of steps results of size bytes each,
+ * under a window of 2000 tokens, stubbing from the first request on. */
+static int
+stubs_of_size(int steps, size_t size)
+{
+	struct ah_error err;
+	struct chat c;
+	cJSON *head = message("{\"model\":\"m\"}"), *m;
+	char *out = malloc(size + 1), json[256];
+	size_t len;
+	int i, stubs;
+
+	if (!out)
+		abort();
+	memset(out, 'x', size);
+	out[size] = '\0';
+	chat_init(&c);
+	chat_budget_default(&c.budget, 2000, NULL);
+	c.budget.stub_at = 0;
+	for (i = 0; i < steps; i++) {
+		snprintf(json, sizeof json, "{\"role\":\"assistant\","
+			 "\"content\":null,\"tool_calls\":[{\"id\":\"c%d\","
+			 "\"type\":\"function\",\"function\":{\"name\":\"bash\","
+			 "\"arguments\":\"{}\"}}]}", i);
+		m = message(json);
+		chat_add(&c, m, (unsigned long)(2 * i + 1), &err);
+		cJSON_Delete(m);
+		snprintf(json, sizeof json, "{\"role\":\"tool\","
+			 "\"tool_call_id\":\"c%d\"}", i);
+		m = message(json);
+		cJSON_AddStringToObject(m, "content", out);
+		chat_add(&c, m, (unsigned long)(2 * i + 2), &err);
+		cJSON_Delete(m);
+	}
+	chat_request(&c, head, &len);
+	stubs = c.stubs;
+	chat_free(&c);
+	cJSON_Delete(head);
+	free(out);
+	return stubs;
+}
+
+/* Results under stub_min (1024 bytes) go whole: a stub would save
+ * little, and the model would have to read the file again. */
+static void
+test_stub_min(void)
+{
+	int n;
+
+	n = stubs_of_size(20, 2000);
+	ok(n > 0, "20 results of 2000 bytes under 2000 tokens: stubbed (%d)", n);
+	n = stubs_of_size(20, 1000);
+	ok(n == 0, "20 results of 1000 bytes, under stub_min: none stubbed (%d)",
+	   n);
+}
+
+/* After a compaction the estimate starts again: the prompt size an
+ * answer measured before it counted the messages the summary replaced. */
+static void
+test_estimate_compacted(void)
+{
+	static const char *const lines[] = {
+		"{\"role\":\"system\",\"content\":\"s\"}",
+		"{\"role\":\"user\",\"content\":\"go\"}",
+		"{\"role\":\"assistant\",\"content\":null,\"usage\":"
+		"{\"prompt_tokens\":35000,\"completion_tokens\":5},"
+		"\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\","
+		"\"function\":{\"name\":\"bash\",\"arguments\":\"{}\"}}]}",
+		"{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"ok\"}",
+		"{\"role\":\"user\",\"content\":\"A summary.\","
+		"\"compaction\":{\"keep\":2,\"summarised\":1}}",
+	};
+	struct ah_error err;
+	struct chat c;
+	cJSON *m;
+	size_t i;
+	long before = -1, after;
+
+	chat_init(&c);
+	chat_budget_default(&c.budget, 40000, NULL);
+	for (i = 0; i < sizeof lines / sizeof *lines; i++) {
+		if (i + 1 == sizeof lines / sizeof *lines)
+			before = chat_estimate(&c);
+		m = message(lines[i]);
+		chat_add(&c, m, (unsigned long)i + 1, &err);
+		cJSON_Delete(m);
+	}
+	after = chat_estimate(&c);
+	ok(before >= 35000 && after < 1000, "the estimate: %ld tokens as the "
+	   "answer measured, %ld after the compaction", before, after);
+	chat_free(&c);
+}
+
 /* Without a window nothing is left out: the request is the transcript. */
 static void
 test_no_budget(void)
@@ -447,6 +540,8 @@ main(void)
 	test_keep();
 	test_stubs(dir);
 	test_no_budget();
+	test_stub_min();
+	test_estimate_compacted();
 	test_parts();
 	test_wire();
 	for (i = 0; i < nmsgs; i++)

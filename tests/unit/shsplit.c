@@ -235,5 +235,55 @@ main(int argc, char **argv)
 		   "1000 nested $( is complex, not a crash");
 		cJSON_Delete(o);
 	}
+	{
+		/* the lenient reader's bound: 32 levels of $( are followed
+		 * (the deny rules see the sudo inside), the 33rd is not */
+		static const struct {
+			int levels;
+			const char *first;
+		} bound[] = { { 32, "sudo" }, { 33, "echo" } };
+		char line[256];
+		size_t k, b, n;
+
+		for (b = 0; b < sizeof bound / sizeof *bound; b++) {
+			n = (size_t)snprintf(line, sizeof line, "echo ");
+			for (k = 0; k < (size_t)bound[b].levels; k++)
+				n += (size_t)snprintf(line + n, sizeof line - n, "$(");
+			n += (size_t)snprintf(line + n, sizeof line - n, "sudo id");
+			for (k = 0; k < (size_t)bound[b].levels; k++)
+				n += (size_t)snprintf(line + n, sizeof line - n, ")");
+			cJSON *o = shell_split(line);
+			cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(o,
+				"commands"), 0);
+			const char *f = cJSON_GetStringValue(cJSON_GetArrayItem(c, 0));
+
+			ok(o && cJSON_IsTrue(cJSON_GetObjectItem(o, "complex")) &&
+			   f && !strcmp(f, bound[b].first),
+			   "%d nested $( of sudo id: the first command listed is %s",
+			   bound[b].levels, bound[b].first);
+			cJSON_Delete(o);
+		}
+	}
+	{
+		/* a complex line's words as the lenient reader reads them:
+		 * a glob or a leading ~ is an expansion, as $x is */
+		static const struct {
+			const char *cmd;
+			int literal;
+		} lit[] = { { "ls x &", 1 }, { "ls ?x &", 0 }, { "ls *x &", 0 },
+			    { "ls [a]x &", 0 }, { "ls ~ &", 0 }, { "ls ~/x &", 0 },
+			    { "ls $x &", 0 }, { "ls a~ &", 1 } };
+		size_t k;
+
+		for (k = 0; k < sizeof lit / sizeof *lit; k++) {
+			cJSON *o = shell_split(lit[k].cmd);
+
+			ok(o && cJSON_IsTrue(cJSON_GetObjectItem(o, "complex")) &&
+			   cJSON_IsTrue(cJSON_GetObjectItem(o, "literal")) ==
+			   lit[k].literal, "complex, literal %s: %s",
+			   lit[k].literal ? "true" : "false", lit[k].cmd);
+			cJSON_Delete(o);
+		}
+	}
 	return tap_done();
 }
