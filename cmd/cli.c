@@ -300,3 +300,30 @@ cli_no_core(void)
 	}
 	return 0;
 }
+
+int
+cli_config(int argc, char **argv)
+{
+	struct ah_error err = { 0 };
+	struct config c;
+	const char *profile = getenv("AGENT_PROFILE");
+	int i, rc = 0;
+
+	/* --profile NAME or --profile=NAME, before the options are parsed:
+	 * the variables it sets are read with the others */
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "--profile") && i + 1 < argc)
+			profile = argv[++i];
+		else if (!strncmp(argv[i], "--profile=", 10))
+			profile = argv[i] + 10;
+	}
+	if (config_read(&c, profile, getenv("AGENT_WORKDIR"), &err) < 0 ||
+	    config_apply(&c, &err) < 0) {
+		cli_report(&err);
+		rc = -1;
+	} else if (c.in_workspace)
+		cli_note("warning: '%s' is inside the workspace, where "
+			 "commands can write it: not read", c.path);
+	config_free(&c);
+	return rc;
+}

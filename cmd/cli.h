@@ -64,6 +64,13 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same, for a note that is no error (a retry): stderr only. */
 void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The user's configuration file (agent-harness(5)), for the profile of
+ * --profile NAME in argv, else $AGENT_PROFILE: its variables that the
+ * environment does not set are set, so that options, then the
+ * environment, then the file decide.  0, or -1 after saying why (the
+ * file is not the user's, is writable by others, or not valid). */
+int cli_config(int argc, char **argv);
+
 /* Prints the error the library filled, as "progname: what: why". */
 void cli_report(const struct ah_error *err);
 

@@ -590,4 +590,22 @@ int todo_validate(const cJSON *args, const char *text, size_t len,
 /* Stores a normalised list at path (file_replace). */
 int todo_store(const char *path, const cJSON *list, struct ah_error *err);
 
+/* --- snap.c, for snapfast.c ------------------------------------------ */
+
+/* The whole walk: snap_take, and the tree and empty directories (dirs,
+ * the caller's) of the snapshot. */
+int snap_take_full(struct snap *s, const struct snap_meta *in, char commit[41],
+		   char tree[41], cJSON **dirs, struct ah_error *err);
+/* A snapshot's message: one line of JSON, malloc'd (NULL: no memory). */
+char *snap_message(const struct snap_meta *in, long files, const char *scan,
+		   const cJSON *dirs);
+/* Names commit as the newest snapshot, at number hint if that is free
+ * (s->seq receives the number). */
+int snap_write_ref(struct snap *s, const char *commit, unsigned long hint,
+		   unsigned long *seq, struct ah_error *err);
+/* Does snapshot number seq name commit? */
+int snap_ref_is(struct snap *s, unsigned long seq, const char *commit);
+/* git with args, its output into out (trailing newlines cut). */
+int snap_git_out(struct snap *s, const char *const *args, struct buf *out,
+		 struct ah_error *err);
 #endif
