@@ -316,6 +316,16 @@ test_expect_success "boundaries: no creation through a symlinked directory${fall
 	test ! -e outside/new
 '
 
+# a link inside to a directory that does not exist: the directories of
+# the new file cannot be made through it, and the model is told the path
+# does not exist (mkdirat's EEXIST on the link is not the error)
+test_expect_success "write_file through a dangling link to a directory: no such file, nothing made${fallback:+ (without openat2)}" '
+	mkdir -p root && ln -s gone root/l &&
+	call_msg write_file "{\"path\":\"l/sub/f\",\"content\":\"x\"}" | tool-exec -C root >out &&
+	test "$(content out)" = "Error: write_file: no such file or directory: '\''l/sub/f'\''" &&
+	test ! -e root/gone
+'
+
 done
 unset AH_NO_OPENAT2
 
