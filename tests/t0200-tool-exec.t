@@ -68,6 +68,19 @@ test_expect_success 'bash: timeout kills the whole group, and says so' '
 	! pgrep -f "sleep 31[.]5$$\$"
 '
 
+test_expect_success 'bash: at the timeout the whole group gets SIGTERM first: a child can clean up' '
+	mkdir wd &&
+	cat >cmd <<-\EOF &&
+	sh -c "trap \"echo cleaned >f; exit 0\" TERM; echo ready >r; while :; do sleep 0.1; done" &
+	wait
+	EOF
+	bash_call cmd | jq -c ".tool_calls[0].function.arguments |= (fromjson | .timeout = 2 | tojson)" >in &&
+	tool-exec -C wd <in >out &&
+	content out >c && test "$(tail -n 1 c)" = "[timed out after 2 s: killed]" &&
+	test "$(cat wd/r)" = ready &&
+	test "$(cat wd/f)" = cleaned
+'
+
 test_expect_success 'bash: the timeout is capped by --max-timeout' '
 	call_msg bash "{\"command\":\"sleep 32.5\",\"timeout\":1000}" >in &&
 	tool-exec --max-timeout 0.3 <in >out &&
