@@ -81,6 +81,12 @@ test_expect_success 'bash: at the timeout the whole group gets SIGTERM first: a 
 	test "$(cat wd/f)" = cleaned
 '
 
+test_expect_success 'bash: a command that ignores SIGTERM gets SIGKILL 2 s after it' '
+	call_msg bash "{\"command\":\"trap \\\"\\\" TERM; sleep 38.5$$\",\"timeout\":1}" >in &&
+	timeout 30 tool-exec <in >out &&
+	test "$(content out)" = "[timed out after 1 s: killed]"
+'
+
 test_expect_success 'bash: the timeout is capped by --max-timeout' '
 	call_msg bash "{\"command\":\"sleep 32.5\",\"timeout\":1000}" >in &&
 	tool-exec --max-timeout 0.3 <in >out &&
