@@ -13,7 +13,7 @@ CFLAGS  ?= -O2 -g
 override CFLAGS += -DAH_VERSION='"$(VERSION)"' -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 	-Wstrict-prototypes -Wmissing-prototypes -Wvla -Ilib -MD -MP
 LDLIBS  ?=
-override LDLIBS += -ljq -lonig -lcjson -lm -ldl
+override LDLIBS += -ljq -lonig -lcjson -lz -lm -ldl
 override LDFLAGS += -Wl,--as-needed
 
 # prove shows the failing tests and their logs (TAP comments).  The shell
@@ -30,7 +30,7 @@ PROGS   = todo-write tool-exec agent-step hook-perm hook-audit agent-compact age
 LIBSRC  = $(wildcard lib/*.c)
 # share/NAME.json and share/NAME.jq compiled in as the string data_NAME
 # (lib/priv.h).
-DATA    = policy tools task moretools prelude modes
+DATA    = policy tools task moretools prelude modes prices
 GENSRC  = $(DATA:%=$(BUILD)/gen/%.c)
 LIBOBJ  = $(LIBSRC:lib/%.c=$(BUILD)/lib/%.o) $(GENSRC:.c=.o)
 CLIOBJ  = $(BUILD)/cmd/cli.o

@@ -26,6 +26,9 @@ static const char usage[] =
 	"or with a result for every call of the last assistant message.\n"
 	"\n"
 	"  -m, --model MODEL      the model ($AGENT_MODEL)\n"
+	"      --profile NAME     the profile of the configuration file whose\n"
+	"                         variables the environment does not set are\n"
+	"                         taken ($AGENT_PROFILE; see agent-harness(5))\n"
 	"      --base-url URL     the endpoint, up to /v1 ($AGENT_BASE_URL, else\n"
 	"                         $OPENAI_BASE_URL, else https://api.openai.com/v1)\n"
 	"      --api-key-file F   read the key from F (else $AGENT_API_KEY, else\n"
@@ -48,6 +51,10 @@ static const char usage[] =
 	"                         and 5xx (2)\n"
 	"      --max-concurrent N the most requests in flight to the endpoint,\n"
 	"                         machine-wide ($AGENT_MAX_CONCURRENT; none)\n"
+	"      --max-cost USD     stop, exit 11, rather than make a request\n"
+	"                         that would take the calls that share\n"
+	"                         $AGENT_COST_FILE (or this run's) past USD\n"
+	"                         ($AGENT_MAX_COST)\n"
 	"      --events FD        write a wait event to descriptor FD when a\n"
 	"                         request waited for the rate limit\n"
 	"      --until-done       exit after an answer without tool calls\n"
@@ -78,7 +85,7 @@ static const char usage[] =
 	"after retries, 8 the answer cannot be used (cut by length, filtered,\n"
 	"refused, a stop reason that is a failure or unknown, not an answer of\n"
 	"the API), 9 --max-calls reached, 10 the context is full (compact it\n"
-	"with agent-compact), 130 or 143 interrupted.\n";
+	"with agent-compact), 11 --max-cost reached, 130 or 143 interrupted.\n";
 
 struct run {
 	struct model *model;
@@ -91,7 +98,51 @@ struct run {
 	double compact_at;  /* share of the window */
 	struct buf held; /* streamed text not shown yet (see on_text) */
 	int efd;         /* --events, or -1 */
+	cJSON *prices;          /* the price table */
+	const cJSON *price;     /* the model's row, or NULL */
+	double max_cost;        /* USD, or -1: none */
+	const char *ledger;     /* $AGENT_COST_FILE, or NULL */
+	double spent, last;     /* without a ledger: this run's calls */
 };
+
+/* What the calls that share the ledger spent, and the last one, into
+ * *spent and *last.  0, or -1 (said). */
+static int
+spent_so_far(const struct run *r, double *spent, double *last)
+{
+	struct ah_error err = { 0 };
+
+	if (!r->ledger) {
+		*spent = r->spent;
+		*last = r->last;
+		return 0;
+	}
+	if (cost_ledger_read(r->ledger, spent, last, &err) < 0) {
+		cli_report(&err);
+		return -1;
+	}
+	return 0;
+}
+
+/* The price of the answer msg, added to it as cost_usd and to what was
+ * spent, when the model is in the table. */
+static void
+price_answer(struct run *r, cJSON *msg)
+{
+	struct ah_error err = { 0 };
+	const cJSON *u = cJSON_GetObjectItemCaseSensitive(msg, "usage");
+	double c;
+
+	if (!r->price || !cJSON_IsObject(u))
+		return;
+	c = round(prices_cost(r->price, u) * 1e9) / 1e9;
+	if (!cJSON_AddNumberToObject(msg, "cost_usd", c))
+		cli_warn("out of memory: the answer's cost is not kept");
+	r->spent += c;
+	r->last = c;
+	if (r->ledger && cost_ledger_add(r->ledger, c, &err) < 0)
+		cli_report(&err);
+}
 
 static volatile sig_atomic_t interrupted;
 
@@ -339,6 +390,26 @@ step(struct run *r, struct chat *chat, int *stop)
 		*stop = 1;
 		return ES_FULL;
 	}
+	if (r->max_cost >= 0) {
+		/* the next request costs about what the last one did, or
+		 * at least its prompt at the input price */
+		double spent, last, est;
+
+		if (spent_so_far(r, &spent, &last) < 0)
+			return ES_IO;
+		est = (double)chat_estimate(chat) * cJSON_GetObjectItemCaseSensitive(
+			r->price, "input")->valuedouble / 1e6;
+		if (last > est)
+			est = last;
+		if (spent + est > r->max_cost) {
+			cli_warn("the cost limit is reached: $%.4f spent, and "
+				 "the next request would cost about $%.4f, "
+				 "past --max-cost $%g", spent, est,
+				 r->max_cost);
+			*stop = 1;
+			return ES_COSTLIMIT;
+		}
+	}
 	chat->dirty = 0;
 	r->called = 1;
 	if (r->dry_run) {
@@ -386,6 +457,7 @@ step(struct run *r, struct chat *chat, int *stop)
 	 * reaches neither the transcript nor the model again.  Only the
 	 * key itself: the model may quote key-like strings on purpose. */
 	redact_json_exact(msg, secrets);
+	price_answer(r, msg);
 	if (reply.refusal.len && !r->quiet)
 		warn_server(r, "the model refused: %s", reply.refusal.data);
 	if (r->verbose) {
@@ -541,11 +613,12 @@ struct opts {
 	const char *model, *tools, *history, *window, *outputs, *api, *base;
 	char *key;          /* the key we hold; wiped and freed at the end */
 	long maxcalls, maxtok, retries, concurrent;
-	double temp, compact_at;
+	double temp, compact_at, max_cost;
 	int stream, answer, nparams;
 	int window_opt;     /* the window is --context-window's */
 	int base_opt;       /* the base URL is --base-url's */
 	int finished;       /* stdout is closed: --help, --version */
+	int cost_opt;       /* the limit is --max-cost's */
 	const char *params[64];
 };
 
@@ -558,7 +631,8 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 	enum { OPT_BASE = 256, OPT_KEYFILE, OPT_TOOLS, OPT_TEMP, OPT_MAXTOK,
 	       OPT_PARAM, OPT_STREAM, OPT_TIMEOUT, OPT_RETRIES, OPT_UNTIL, OPT_DRY,
 	       OPT_HISTORY, OPT_MAXCALLS, OPT_ANSWER, OPT_WINDOW, OPT_OUTPUTS,
-	       OPT_COMPACTAT, OPT_API, OPT_DEADLINE, OPT_CONCURRENT, OPT_EVENTS };
+	       OPT_COMPACTAT, OPT_API, OPT_DEADLINE, OPT_CONCURRENT, OPT_EVENTS,
+	       OPT_MAXCOST, OPT_PROFILE };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "base-url", required_argument, NULL, OPT_BASE },
@@ -573,6 +647,7 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 		{ "retries", required_argument, NULL, OPT_RETRIES },
 		{ "max-concurrent", required_argument, NULL, OPT_CONCURRENT },
 		{ "events", required_argument, NULL, OPT_EVENTS },
+		{ "max-cost", required_argument, NULL, OPT_MAXCOST },
 		{ "until-done", no_argument, NULL, OPT_UNTIL },
 		{ "dry-run", no_argument, NULL, OPT_DRY },
 		{ "history", required_argument, NULL, OPT_HISTORY },
@@ -582,6 +657,7 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 		{ "api", required_argument, NULL, OPT_API },
 		{ "outputs", required_argument, NULL, OPT_OUTPUTS },
 		{ "compact-at", required_argument, NULL, OPT_COMPACTAT },
+		{ "profile", required_argument, NULL, OPT_PROFILE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -594,6 +670,8 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 		switch (c) {
 		case 'm':
 			o->model = optarg;
+			break;
+		case OPT_PROFILE: /* read first, by cli_config */
 			break;
 		case OPT_BASE:
 			o->base = optarg;
@@ -655,6 +733,12 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 			r->efd = (int)fd;
 			break;
 		}
+		case OPT_MAXCOST:
+			if (cli_number("--max-cost", optarg, 0, 1e9,
+				       &o->max_cost))
+				return ES_USAGE;
+			o->cost_opt = 1;
+			break;
 		case OPT_UNTIL:
 			r->until_done = 1;
 			break;
@@ -725,6 +809,23 @@ settle(struct run *r, struct opts *o)
 		return ES_USAGE;
 	r->window = w;
 	r->compact_at = o->compact_at;
+	{
+		struct ah_error err = { 0 };
+
+		if (!(r->prices = prices_load(&err))) {
+			cli_report(&err);
+			return ES_USAGE;
+		}
+	}
+	r->price = prices_find(r->prices, o->model);
+	r->max_cost = o->max_cost;
+	if (r->max_cost >= 0 && !r->price)
+		return cli_usage_error("%s: the price of model '%s' is not "
+				       "known (share/prices.json, or the "
+				       "user's prices.json)", o->cost_opt ?
+				       "--max-cost" : "AGENT_MAX_COST",
+				       o->model);
+	r->ledger = cli_env("AGENT_COST_FILE", NULL);
 	if (o->api && !strcmp(o->api, "anthropic"))
 		r->mo.api = API_ANTHROPIC;
 	else if (o->api && !strcmp(o->api, "responses"))
@@ -972,6 +1073,9 @@ main(int argc, char **argv)
 	model_body_init(&r.body, NULL, NULL);
 	if (guard_key() < 0)
 		return ES_IO;
+	/* the configuration file under the environment, before it is read */
+	if (cli_config(argc, argv) < 0)
+		return ES_USAGE;
 	o.model = cli_env("AGENT_MODEL", NULL);
 	o.window = cli_env("AGENT_CONTEXT_WINDOW", NULL);
 	o.outputs = cli_env("AGENT_OUTPUTS", NULL);
@@ -979,6 +1083,7 @@ main(int argc, char **argv)
 	o.base = cli_env("AGENT_BASE_URL", NULL);
 	o.maxcalls = o.maxtok = -1;
 	o.retries = 2;
+	o.max_cost = -1;
 	r.efd = -1;
 	o.temp = -1;
 	o.compact_at = 0.8;
@@ -991,6 +1096,10 @@ main(int argc, char **argv)
 	if (cli_env("AGENT_DEADLINE", NULL) &&
 	    cli_number("AGENT_DEADLINE", cli_env("AGENT_DEADLINE", NULL), 0,
 		       1e7, &r.mo.deadline))
+		rc = ES_USAGE;
+	else if (cli_env("AGENT_MAX_COST", NULL) &&
+		 cli_number("AGENT_MAX_COST", cli_env("AGENT_MAX_COST", NULL),
+			    0, 1e9, &o.max_cost))
 		rc = ES_USAGE;
 	else if (cli_env("AGENT_MAX_CONCURRENT", NULL) &&
 		 cli_whole("AGENT_MAX_CONCURRENT",
@@ -1043,5 +1152,6 @@ main(int argc, char **argv)
 	buf_free(&r.held);
 	model_body_free(&r.body);
 	cJSON_Delete(r.head);
+	cJSON_Delete(r.prices);
 	return o.finished ? rc : cli_finish(rc);
 }

@@ -12,7 +12,8 @@ const char *progname = "tool-exec";
 
 static const char usage[] =
 	"usage: tool-exec [-vy] [-C DIR] [options] < MESSAGES\n"
-	"       tool-exec --schema\n"
+	"       tool-exec [-C DIR] [--tools LIST] --schema\n"
+	"       tool-exec [-C DIR] --skills | --skill NAME\n"
 	"\n"
 	"Reads messages (JSON Lines), runs the tool calls of the last assistant\n"
 	"message that have no result yet, and writes one tool message per call,\n"
@@ -66,6 +67,10 @@ static const char usage[] =
 	"                        offered only so\n"
 	"      --schema          print the definitions of the tools offered\n"
 	"                        (JSON) and exit\n"
+	"      --skills          print the index of the skills for the model\n"
+	"                        and exit (those left out said on stderr)\n"
+	"      --skill NAME      print the message that gives the model the\n"
+	"                        skill NAME (JSON) and exit\n"
 	"  -h, --help            print this help and exit\n"
 	"      --version         print the version and exit\n"
 	"\n"
@@ -73,7 +78,8 @@ static const char usage[] =
 	"$AGENT_MAX_TASKS (4) at once; it is offered while $AGENT_DEPTH (0) is\n"
 	"below $AGENT_MAX_DEPTH (1, at most 3).\n"
 	"\n"
-	"Exit status: 0 done, 2 usage, 3 I/O error, 5 bad input line,\n"
+	"Exit status: 0 done, 1 no such skill (--skill), 2 usage, 3 I/O error,\n"
+	"5 bad input line,\n"
 	"130 or 143 interrupted by SIGINT or SIGTERM.\n";
 
 static volatile sig_atomic_t interrupted;
@@ -195,7 +201,8 @@ progress(const cJSON *call, int rc, const char *res)
 	const cJSON *g = cJSON_GetObjectItemCaseSensitive(args,
 		!strcmp(tool, "bash") ? "command" :
 		!strcmp(tool, "task") ? "description" :
-		!strcmp(tool, "grep") || !strcmp(tool, "glob") ? "pattern" : "path");
+		!strcmp(tool, "grep") || !strcmp(tool, "glob") ? "pattern" :
+		!strcmp(tool, "skill") ? "name" : "path");
 	const cJSON *todos = cJSON_GetObjectItemCaseSensitive(args, "todos");
 	const char *end;
 	char gist[81], ending[48], *safe_tool, *safe_gist, *safe_res;
@@ -252,6 +259,23 @@ progress(const cJSON *call, int rc, const char *res)
 	cJSON_Delete(args);
 }
 
+/* A skill the model read: marked on its result ("skill": {"name"}),
+ * which no API is sent, for the skill event of agent-run --json. */
+static int
+skill_mark(cJSON *msg, const cJSON *call)
+{
+	cJSON *args = call_arguments(call), *k;
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(args, "name");
+	int rc = 0;
+
+	if (cJSON_IsString(name) &&
+	    (!(k = cJSON_AddObjectToObject(msg, "skill")) ||
+	     !cJSON_AddStringToObject(k, "name", name->valuestring)))
+		rc = -1;
+	cJSON_Delete(args);
+	return rc;
+}
+
 /* Writes the result of call i (res is freed). */
 static int
 put_result(const struct tool_ctx *ctx, struct calls *calls, int i, int rc,
@@ -283,6 +307,12 @@ put_result(const struct tool_ctx *ctx, struct calls *calls, int i, int rc,
 		return ES_IO;
 	}
 	free(res);
+	if (rc == TOOL_OK && !strcmp(call_name(call), "skill") &&
+	    skill_mark(msg, call) < 0) {
+		cJSON_Delete(msg);
+		cli_warn("cannot write a tool result: out of memory");
+		return ES_IO;
+	}
 	calls->done[i] = 1;
 	rc = jsonl_write(stdout, msg, &err);
 	cJSON_Delete(msg);
@@ -433,30 +463,6 @@ getenv_number(const char *var, double min, double max, double *out)
 	return cli_number(var, s, min, max, out);
 }
 
-/* A size: a number of bytes with an optional K, M or G (powers of 1024). */
-static int
-size_arg(const char *what, const char *s, long long *out)
-{
-	char *end;
-	double v;
-
-	if (!s || !*s)
-		return 0;
-	errno = 0;
-	v = strtod(s, &end);
-	if (*end == 'K' || *end == 'k')
-		v *= 1024, end++;
-	else if (*end == 'M' || *end == 'm')
-		v *= 1024 * 1024, end++;
-	else if (*end == 'G' || *end == 'g')
-		v *= 1024.0 * 1024 * 1024, end++;
-	if (end == s || *end || errno || !(v >= 0) || v > 1e18)
-		return cli_usage_error("%s: '%s' is not a size (bytes, or a "
-				       "number with K, M or G)", what, s);
-	*out = (long long)v;
-	return 0;
-}
-
 /* The names of AGENT_PASS_ENV, split at commas, colons and blanks, added
  * to pass[]; the copy the pointers point into is returned (free it). */
 static char *
@@ -565,9 +571,93 @@ print_schema(const struct task_opts *t, const char *tools, int with_skill)
 	return cli_finish(rc);
 }
 
+/* Are there skills for the working directory dir (none: the current
+ * one), and are they on? */
+static int
+has_skills(const char *dir)
+{
+	struct ah_error err = { 0 };
+	struct skills sk;
+	int n;
+
+	if (!skills_on() || skills_find(dir && *dir ? dir : ".", NULL, &sk,
+					&err) < 0)
+		return 0;
+	n = sk.n > 0;
+	skills_free(&sk);
+	return n;
+}
+
+/* Each line of the notes of skills left out, as a warning. */
+static void
+warn_lines(const struct buf *notes)
+{
+	const char *p = notes->data, *nl;
+
+	while (p && *p) {
+		nl = strchr(p, '\n');
+		cli_warn("skill %.*s", nl ? (int)(nl - p) : (int)strlen(p), p);
+		p = nl ? nl + 1 : NULL;
+	}
+}
+
+/* --skills: the index of the skills for the model (nothing when there
+ * is none); --skill NAME: the message that gives the model that skill,
+ * one line of JSON.  The skills left out are said on stderr. */
+static int
+print_skills(const char *dir, const char *skill, int index)
+{
+	struct ah_error err = { 0 };
+	struct buf b = BUF_INIT(0);
+	struct skills sk;
+	cJSON *msg = NULL, *k;
+	char *line = NULL;
+	int rc = ES_IO;
+
+	if (skills_find(dir && *dir ? dir : ".", skill, &sk, &err) < 0) {
+		cli_report(&err);
+		return ES_IO;
+	}
+	if (skill && sk.found == (size_t)-1) {
+		warn_lines(&sk.notes);
+		cli_warn("no skill named '%s' (tool-exec --skills lists them)",
+			 skill);
+		rc = ES_REJECTED;
+		goto out;
+	}
+	if (index) {
+		warn_lines(&sk.notes);
+		if (skills_index(&sk, &b) < 0)
+			goto nomem;
+		rc = b.len && cli_put_line(b.data, b.len, 0) ? ES_IO : ES_OK;
+		goto out;
+	}
+	if (skill_text(&sk, &b) < 0 || !(msg = cJSON_CreateObject()) ||
+	    !cJSON_AddStringToObject(msg, "role", "system") ||
+	    !cJSON_AddStringToObject(msg, "content", b.data) ||
+	    !(k = cJSON_AddObjectToObject(msg, "skill")) ||
+	    !cJSON_AddStringToObject(k, "name", sk.v[sk.found].name) ||
+	    !cJSON_AddStringToObject(k, "path", sk.v[sk.found].path) ||
+	    !(line = cJSON_PrintUnformatted(msg)))
+		goto nomem;
+	rc = cli_put_line(line, strlen(line), 1) ? ES_IO : ES_OK;
+	goto out;
+nomem:
+	cli_warn("out of memory");
+	rc = ES_IO;
+out:
+	free(line);
+	cJSON_Delete(msg);
+	buf_free(&b);
+	skills_free(&sk);
+	return cli_finish(rc);
+}
+
 /* What the options and the environment ask for. */
 struct opts {
 	const char *dir, *mode, *tools;
+	const char *skill;      /* --skill NAME */
+	int skills;             /* --skills */
 	const char *agent_mode; /* --mode, AGENT_MODE: agent-run's mode */
 	int sandbox_opt;        /* --sandbox was given */
 	int schema;
@@ -626,7 +716,7 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 	       OPT_SHELL, OPT_BATCH, OPT_SCHEMA, OPT_INTERRUPTED, OPT_SANDBOX,
 	       OPT_NETWORK, OPT_GIT, OPT_PROTECT, OPT_PASSENV, OPT_MAXPROCS,
 	       OPT_MAXMEM, OPT_MAXFSIZE, OPT_ALLOWREAD, OPT_ALLOWSOCKET,
-	       OPT_MODE, OPT_TOOLS };
+	       OPT_MODE, OPT_TOOLS, OPT_SKILLS, OPT_SKILL };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "yes", no_argument, NULL, 'y' },
@@ -649,6 +739,8 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 		{ "batch", no_argument, NULL, OPT_BATCH },
 		{ "schema", no_argument, NULL, OPT_SCHEMA },
 		{ "tools", required_argument, NULL, OPT_TOOLS },
+		{ "skills", no_argument, NULL, OPT_SKILLS },
+		{ "skill", required_argument, NULL, OPT_SKILL },
 		{ "interrupted", no_argument, NULL, OPT_INTERRUPTED },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -685,9 +777,9 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 		return ES_USAGE;
 	s->limits.memory = 4LL << 30;
 	s->limits.file_size = 1LL << 30;
-	if (size_arg("AGENT_MAX_MEMORY", getenv("AGENT_MAX_MEMORY"),
+	if (cli_size("AGENT_MAX_MEMORY", getenv("AGENT_MAX_MEMORY"),
 		     &s->limits.memory) ||
-	    size_arg("AGENT_MAX_FILE_SIZE", getenv("AGENT_MAX_FILE_SIZE"),
+	    cli_size("AGENT_MAX_FILE_SIZE", getenv("AGENT_MAX_FILE_SIZE"),
 		     &s->limits.file_size))
 		return ES_USAGE;
 	v = getenv("AGENT_SANDBOX_NETWORK");
@@ -766,11 +858,11 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 				return ES_USAGE;
 			break;
 		case OPT_MAXMEM:
-			if (size_arg("--max-memory", optarg, &s->limits.memory))
+			if (cli_size("--max-memory", optarg, &s->limits.memory))
 				return ES_USAGE;
 			break;
 		case OPT_MAXFSIZE:
-			if (size_arg("--max-file-size", optarg,
+			if (cli_size("--max-file-size", optarg,
 				     &s->limits.file_size))
 				return ES_USAGE;
 			break;
@@ -789,6 +881,12 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 		case OPT_TOOLS:
 			o->tools = optarg;
 			break;
+		case OPT_SKILLS:
+			o->skills = 1;
+			break;
+		case OPT_SKILL:
+			o->skill = optarg;
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -803,8 +901,10 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 	if (o->tools && !*o->tools)
 		o->tools = NULL;
 	s->ctx.tools = o->tools;
+	if (o->skills || o->skill)
+		return print_skills(o->dir, o->skill, o->skills);
 	if (o->schema)
-		return print_schema(&s->task, o->tools, 0);
+		return print_schema(&s->task, o->tools, has_skills(o->dir));
 	if (o->tools) {
 		char *sch, msg[300];
 		int rc = tool_schema_select(o->tools, 1, 0, &sch, msg,

@@ -37,6 +37,8 @@ call_gist_key(const char *tool)
 		return "path";
 	if (!strcmp(tool, "grep") || !strcmp(tool, "glob"))
 		return "pattern";
+	if (!strcmp(tool, "skill"))
+		return "name";
 	return NULL;
 }
 

@@ -34,6 +34,16 @@ compact_default_prompt(void)
 	return default_prompt;
 }
 
+/* Where a kept part that would begin at from (past lead, the system
+ * messages) begins: a tool result goes with the call before it. */
+static int
+with_call(const struct chat *c, int from, int lead)
+{
+	while (from > lead && c->m[c->view[from]].role == 't')
+		from--;
+	return from;
+}
+
 int
 compact_keep(const struct chat *c, size_t keep_bytes)
 {
@@ -49,9 +59,7 @@ compact_keep(const struct chat *c, size_t keep_bytes)
 		from--;
 		bytes += c->m[c->view[from]].len + 1;
 	}
-	/* a tool result goes with the call before it */
-	while (from > lead && c->m[c->view[from]].role == 't')
-		from--;
+	from = with_call(c, from, lead);
 	/* something must be left to summarise, other than an earlier
 	 * summary alone */
 	if (from - lead < 1 ||
@@ -103,9 +111,8 @@ compact_users(const struct chat *c, int keep, size_t max, char *kept,
 	/* the part summarised, as compact_point (chat.c) finds it */
 	while (lead < c->nview && c->m[c->view[lead]].role == 's')
 		lead++;
-	from = keep < c->nview - lead ? c->nview - keep : lead;
-	while (from > lead && c->m[c->view[from]].role == 't')
-		from--;
+	from = with_call(c, keep < c->nview - lead ? c->nview - keep : lead,
+			 lead);
 	for (k = lead; k < from; k++)
 		if (c->m[c->view[k]].said) {
 			if (first < 0)

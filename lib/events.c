@@ -166,6 +166,32 @@ call_events(struct buf *out, const cJSON *msg, const char *session,
 	return 0;
 }
 
+/* A skill given to the model (agent-run --skill: a system message) or
+ * read by it (the result of a skill call): the message's "skill"
+ * member, {name, path?}, as an event, with how it came. */
+static int
+skill_event(struct buf *out, const cJSON *msg, const char *session,
+	    const char *const *secrets, struct ah_error *err)
+{
+	const cJSON *k = cJSON_GetObjectItemCaseSensitive(msg, "skill");
+	const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
+	cJSON *e;
+
+	if (!cJSON_IsObject(k) ||
+	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(k, "name")))
+		return 0;
+	e = event_new("skill", session);
+	if (e && (copy_field(e, k, "name") < 0 || copy_field(e, k, "path") < 0
+		  || !cJSON_AddStringToObject(e, "via", cJSON_IsString(role) &&
+					      !strcmp(role->valuestring, "tool")
+					      ? "tool" : "start") ||
+		  copy_field(e, msg, "tool_call_id") < 0)) {
+		cJSON_Delete(e);
+		e = NULL;
+	}
+	return event_put(out, e, secrets, err);
+}
+
 int
 events_of_message(struct buf *out, const cJSON *msg, const char *session,
 		  const char *const *secrets, struct ah_error *err)
@@ -200,8 +226,17 @@ events_of_message(struct buf *out, const cJSON *msg, const char *session,
 		}
 		v = cJSON_GetObjectItemCaseSensitive(msg, "usage");
 		if (cJSON_IsObject(v)) {
+			const cJSON *c = cJSON_GetObjectItemCaseSensitive(
+				msg, "cost_usd");
+
 			e = event_new("usage", session);
-			if (e && copy_field(e, msg, "usage") < 0) {
+			/* and what agent-step priced it at; null: a model
+			 * not in its table */
+			if (e && (copy_field(e, msg, "usage") < 0 ||
+				  !cJSON_AddItemToObject(e, "cost_usd",
+					cJSON_IsNumber(c)
+					? cJSON_CreateNumber(c->valuedouble)
+					: cJSON_CreateNull()))) {
 				cJSON_Delete(e);
 				e = NULL;
 			}
@@ -217,8 +252,12 @@ events_of_message(struct buf *out, const cJSON *msg, const char *session,
 			cJSON_Delete(e);
 			e = NULL;
 		}
-		return event_put(out, e, secrets, err);
+		if (event_put(out, e, secrets, err) < 0)
+			return -1;
+		return skill_event(out, msg, session, secrets, err);
 	}
+	if (!strcmp(role->valuestring, "system"))
+		return skill_event(out, msg, session, secrets, err);
 	if (!strcmp(role->valuestring, "user")) {
 		v = cJSON_GetObjectItemCaseSensitive(msg, "compaction");
 		if (cJSON_IsObject(v)) {

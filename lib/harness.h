@@ -553,6 +553,27 @@ int responses_request_parts(struct chat *c, const cJSON *head,
  * when out of memory. */
 int answer_request(struct chat *c, const cJSON *head, struct model_body *out);
 
+/* --- prices.c: what a model call cost ------------------------------- */
+
+/* The price table: the rows of the user's prices.json in
+ * ${XDG_CONFIG_HOME:-$HOME/.config}/agent-harness/ first, then those of
+ * share/prices.json; a row is {"model": GLOB, "input", "cached_input",
+ * "cache_write", "output", "reasoning": USD per million tokens, "date",
+ * "source"}.  A file that is not such an array is an AH_EFORMAT error
+ * naming it.  NULL on error; the caller frees it. */
+cJSON *prices_load(struct ah_error *err);
+/* The first row whose pattern (fnmatch(3)) matches model, or NULL. */
+const cJSON *prices_find(const cJSON *table, const char *model);
+/* What a call of usage u (as agent-step records it, of any API) cost at
+ * the prices of row, in USD; a missing price is the input's (cached
+ * input, cache writes) or the output's (reasoning). */
+double prices_cost(const cJSON *row, const cJSON *u);
+/* The ledger at path (a file of ours, made when missing, under flock):
+ * what the calls that share it spent, and the last one. */
+int cost_ledger_read(const char *path, double *total, double *last,
+		     struct ah_error *err);
+int cost_ledger_add(const char *path, double cost, struct ah_error *err);
+
 /* --- ratelimit.c: one rate-limit budget per endpoint, machine-wide ---- */
 
 struct ratelimit;
@@ -1034,6 +1055,8 @@ struct session_stats {
 	unsigned long from;
 	double model_calls, tokens, run_calls, run_tokens;
 	double tool_calls, denied;
+	double cost, run_cost;   /* USD, of the calls that have a cost_usd */
+	int cost_unknown, run_cost_unknown; /* a call without one */
 	cJSON *denials; /* this run's denied calls, [{tool, reason}], the
 			 * first SESSION_DENIALS_MAX of them; NULL when out
 			 * of memory */
@@ -1061,9 +1084,10 @@ int session_write(const char *path, const cJSON *rec, struct ah_error *err);
 int session_list(const char *agentdir, struct buf *out, struct ah_error *err);
 /* What the child sessions of session id (task calls; records under
  * agentdir/sessions whose "parent" is id) add up to: sums[0] sessions,
- * sums[1] model calls, sums[2] tokens, each child's own children
+ * sums[1] model calls, sums[2] tokens, sums[3] their cost in USD,
+ * sums[4] how many have no known cost, each child's own children
  * included (its record has them).  0, or -1. */
-int session_children(const char *agentdir, const char *id, double sums[3],
+int session_children(const char *agentdir, const char *id, double sums[5],
 		     struct ah_error *err);
 
 /* --- file.c: whole files, atomically ----------------------------------- */
@@ -1244,6 +1268,7 @@ struct proc_limits {
 	long procs;           /* processes (and threads) at once; 0: none */
 	long long memory;     /* bytes for the whole call; 0: none */
 	long long file_size;  /* bytes a file may be written to; 0: none */
+	const char *tag;      /* the cgroups' names end in it; NULL: none */
 	int prepared;
 	int by_cgroup;        /* PROC_LIMIT_* bits a cgroup enforces */
 	char *cg_pids;        /* the cgroup directory counting processes */
@@ -1360,6 +1385,46 @@ int tool_prestart(const struct tool_ctx *ctx, struct ah_error *err);
 int tool_call(const struct tool_ctx *ctx, const char *name,
 	      const char *args, char **res);
 
+/* --- skills.c: skills (SKILL.md, Anthropic's Agent Skills format) ------ */
+
+struct skill_info {
+	char *name, *description;
+	char *path;      /* its directory, as shown: relative to the working
+			    directory, or absolute for the user's own */
+	int user;        /* the user's own (~/.config/agent-harness/skills) */
+};
+
+/* The skills found, in the order they are offered, and what was left
+ * out (notes: a line each, "PATH: left out: WHY"). */
+struct skills {
+	struct skill_info *v;
+	size_t n;
+	struct buf notes;
+	size_t found;    /* the index of the one asked for, or (size_t)-1 */
+	char *body;      /* its instructions */
+	struct buf files; /* the files beside it, a line each */
+};
+
+/* The skills of workdir's .agent/skills and .claude/skills, then of
+ * the user's; with want, the instructions and files of that one too.
+ * 0, or -1 (out of memory, err set).  skills_free frees s, whatever
+ * the result. */
+int skills_find(const char *workdir, const char *want, struct skills *s,
+		struct ah_error *err);
+void skills_free(struct skills *s);
+
+/* The index for the model (names, descriptions, where each is), bounded
+ * to 8 KiB, appended to out; nothing when there is no skill.  0 or -1. */
+int skills_index(const struct skills *s, struct buf *out);
+
+/* The text of the skill found (framed as the repository's or the user's
+ * words, then its files), appended to out.  0 or -1. */
+int skill_text(const struct skills *s, struct buf *out);
+
+/* Are skills on: not turned off by AGENT_PROJECT_FILES=0 (agent-run
+ * --no-project-files)? */
+int skills_on(void);
+
 /* --- task.c: the task tool, subagents as child sessions -------------- */
 
 #define TASK_DEPTH_LIMIT 3    /* the most AGENT_MAX_DEPTH can give */
@@ -1475,6 +1540,8 @@ struct mcp_opts {
 	size_t max_output;    /* bytes of a result, head and tail kept */
 	size_t max_message;   /* bytes of one message from a server */
 	int max_restarts;     /* of a server that died, in a session */
+	long max_procs;       /* processes of a stdio server at once; 0: none */
+	long long max_memory; /* bytes of a stdio server's processes; 0: none */
 	int verbose;          /* progress and logs go to note too */
 	const char *workdir;  /* the servers' working directory */
 	volatile sig_atomic_t *interrupted; /* set: a call is cancelled */
@@ -1555,6 +1622,7 @@ struct snap {
 	int lockfd;          /* .agent/snap/lock, held */
 	int include_ignored; /* snapshots hold ignored files too */
 	char moved_aside[64]; /* a .agent/snap not ours, moved here */
+	unsigned long seq;   /* the number of the last snapshot written */
 };
 
 /* What a snapshot records besides the files. */
@@ -1572,6 +1640,10 @@ struct snap_meta {
  * moved_aside) for a new one.  snap_close frees, but keeps moved_aside. */
 int snap_open(struct snap *s, int create, struct ah_error *err);
 void snap_close(struct snap *s);
+/* Lets go of the lock of an open s, and takes it again: 1 (not locked)
+ * when .agent/snap is no longer the directory s opened. */
+void snap_unlock(struct snap *s);
+int snap_lock(struct snap *s, struct ah_error *err);
 
 /* Takes a snapshot of the workspace; id receives its commit (40 hex). */
 int snap_take(struct snap *s, const struct snap_meta *m, char id[41],
@@ -1603,11 +1675,61 @@ struct snap_gc_result {
 	size_t kept, dropped, referenced;
 	long long bytes;
 };
+/* A checkpoint stage's knowledge of the workspace between snapshots: the
+ * directories it watches and the tree of its last snapshot (snapfast.c).
+ * full: every snapshot walks the whole workspace. */
+struct snap_fast;
+struct snap_fast *snap_fast_new(int full);
+void snap_fast_free(struct snap_fast *f);
+/* Takes a snapshot like snap_take: from f's last one and the paths
+ * changed since, when they are known for sure, else by a whole walk. */
+int snap_fast_take(struct snap *s, struct snap_fast *f,
+		   const struct snap_meta *m, char id[41],
+		   struct ah_error *err);
+
 /* Drops the snapshots past the budget that no transcript of .agent (the
  * current one, sessions/ *.jsonl) refers to, oldest first, and what git
  * then no longer needs. */
 int snap_gc(struct snap *s, const struct snap_budget *b,
 	    struct snap_gc_result *res, struct ah_error *err);
+
+/* --- config.c: the user's configuration file -------------------------- */
+
+/* ${XDG_CONFIG_HOME:-~/.config}/agent-harness/config: KEY=value lines of
+ * the documented variables (config_keys()), then [profile NAME]
+ * sections.  The values in force: the file's top, and the chosen
+ * profile's over it. */
+struct config {
+	char path[4096];
+	const char *profile;    /* the one chosen, or NULL */
+	int found;              /* the file was read */
+	int in_workspace;       /* it is inside the workspace: not read */
+	size_t n;
+	char *key[32], *value[32];
+	unsigned line[32];
+};
+/* The file's path into out: 0, or -1 when neither XDG_CONFIG_HOME nor
+ * HOME is an absolute path. */
+int config_path(char *out, size_t size);
+/* Reads the file, when there is one, for profile (NULL: none; a profile
+ * named must be there).  Refused (-1, err set): a file or directory that
+ * is not the user's or that others can write, a line that is not
+ * KEY=value of a known key or [profile NAME], a key twice in a section.
+ * A file inside workdir (NULL: the current directory) is not read
+ * (in_workspace).  0, c to be freed with config_free. */
+int config_read(struct config *c, const char *profile, const char *workdir,
+		struct ah_error *err);
+/* The value of key in c, or NULL. */
+const char *config_get(const struct config *c, const char *key);
+/* setenv of each key of c that the environment does not set (or sets
+ * empty): the environment over the file. */
+int config_apply(const struct config *c, struct ah_error *err);
+void config_free(struct config *c);
+/* The keys a configuration may set, NULL-terminated. */
+const char *const *config_keys(void);
+int config_known(const char *key);
+/* The key holds a secret (*_API_KEY): shown redacted. */
+int config_secret_key(const char *key);
 
 #include "banned.h"
 

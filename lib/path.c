@@ -106,8 +106,6 @@ root_relative(const struct root *rt, const char *path, char **rel,
 	return 0;
 }
 
-int root_realpath(const struct root *rt, int fd, char **rel);
-
 /*
  * Where openat2 is missing (Linux before 5.6, or under valgrind), find
  * where the path leads with an O_PATH descriptor, refuse it when outside,
@@ -167,25 +165,43 @@ root_openat(const struct root *rt, const char *rel, int flags, mode_t mode)
 }
 
 int
-root_realpath(const struct root *rt, int fd, char **rel)
+fd_path_beneath(int fd, const char *dir, char *real, size_t size,
+		const char **rest)
 {
-	char link[64], real[PATH_MAX];
-	size_t n = strlen(rt->path);
+	char link[64];
+	size_t n = strlen(dir);
 	ssize_t len;
 
-	*rel = NULL;
+	*rest = NULL;
 	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	len = readlink(link, real, sizeof real - 1);
+	len = readlink(link, real, size - 1);
 	if (len < 0)
 		return -1;
 	real[len] = '\0';
-	if (!strcmp(rt->path, "/"))
+	if (!strcmp(dir, "/"))
 		n = 0;
-	if (strncmp(real, rt->path, n) || (real[n] && real[n] != '/')) {
+	if (strncmp(real, dir, n) || (real[n] && real[n] != '/'))
+		return 0;
+	*rest = real + n;
+	return 1;
+}
+
+int
+root_realpath(const struct root *rt, int fd, char **rel)
+{
+	char real[PATH_MAX];
+	const char *rest;
+	int r;
+
+	*rel = NULL;
+	r = fd_path_beneath(fd, rt->path, real, sizeof real, &rest);
+	if (r < 0)
+		return -1;
+	if (!r) {
 		errno = EXDEV;
 		return -1;
 	}
-	*rel = strdup(real[n] ? real + n + 1 : ".");
+	*rel = strdup(*rest ? rest + 1 : ".");
 	return *rel ? 0 : -1;
 }
 

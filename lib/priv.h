@@ -20,6 +20,7 @@ extern const char data_moretools[]; /* share/moretools.json: tools offered
 				       by choice (apply_patch) or when
 				       there is something (skill) */
 extern const char data_prelude[]; /* share/prelude.jq: the rules' helpers */
+extern const char data_prices[]; /* share/prices.json: the price table */
 extern const char data_modes[];  /* share/modes.json: agent-run's modes */
 
 /* --- text.c: bounded text for the model --------------------------------- */
@@ -271,6 +272,15 @@ void patch_free(struct patch *p);
 int patch_apply(const struct patch_file *f, const char *data, size_t len,
 		struct buf *out, char *msg, size_t size);
 
+/* --- skills.c ----------------------------------------------------------- */
+
+/* Reads the front matter of a SKILL.md, text[0..len): its name: and
+ * description: (the caller frees them) and where the instructions start
+ * (*body).  0; 1 with the reason in msg (what this strict reader does not
+ * take: see agent-run(1), Skills); -1 out of memory. */
+int skill_front_matter(const char *text, size_t len, char **name,
+		       char **desc, size_t *body, char *msg, size_t size);
+
 /* --- file.c ------------------------------------------------------------- */
 
 
@@ -311,10 +321,18 @@ int root_openat(const struct root *rt, const char *rel, int flags,
  * not inside).  -1 with errno set on failure. */
 int root_realpath(const struct root *rt, int fd, char **rel);
 
+/* The path the kernel gives the open descriptor fd (its /proc/self/fd
+ * link), into real[size]: 1 when it is the directory dir or beneath it,
+ * *rest then pointing past dir in real ("" or "/..."), 0 when it is
+ * not, -1 with errno set when it cannot be read.  root_realpath and the
+ * sandbox's .git check share it. */
+int fd_path_beneath(int fd, const char *dir, char *real, size_t size,
+		    const char **rest);
+
 /* mkdir -p of rel beneath the root.  -1 with errno set on failure. */
 int root_mkdirs(const struct root *rt, const char *rel);
 
-/* --- sandbox.c: its internals ------------------------------------------- */
+/* --- sandbox.c and its files: the internals ----------------------------- */
 
 /* A .git found in the workspace, or a git directory one points to. */
 struct sandbox_git {
@@ -400,6 +418,37 @@ int sandbox_restrict(const struct sandbox *sb, int ruleset,
 int sandbox_may_write(const struct sandbox *sb, int dirfd, const char *name,
 		      char *msg, size_t size);
 
+/* --- between the sandbox's files: sandbox.c (the sandbox, what the helper
+ * protects, the file tools), gitwalk.c (the .git walk and its watches),
+ * mountview.c (the mount namespace, the view), landlock.c, seccomp.c
+ * (the filter, the capabilities) */
+
+/* gitwalk.c: is name ".git", in any case? */
+int sb_is_git_name(const char *name);
+/* gitwalk.c: stops watching the directories walked. */
+void sb_unwatch_all(struct sandbox *sb);
+/* sandbox.c: frees n .git entries and g. */
+void sb_free_git(struct sandbox_git *g, size_t n);
+/* mountview.c: is p strictly beneath the directory dir? */
+int sb_beneath(const char *dir, const char *p);
+/* mountview.c: the mount namespace and the view (see sandbox_setup). */
+int sb_confine_mounts(const struct sandbox *sb, const struct buf *snap,
+		      int *userns, struct ah_error *err);
+/* landlock.c: the kernel's Landlock ABI, 0 without it. */
+int sb_landlock_abi(void);
+/* landlock.c: the ruleset of the write roots, its fd; -1 on failure. */
+int sb_landlock_ruleset(const struct sandbox *sb, struct ah_error *err);
+/* landlock.c: the ruleset enforced on the process, and closed. */
+int sb_landlock_enforce(int ruleset, struct ah_error *err);
+/* seccomp.c: nonzero when the filter knows this architecture. */
+int sb_seccomp_arch(void);
+/* seccomp.c: the bounding set emptied (the helper keeps its own). */
+void sb_drop_bounding(void);
+/* seccomp.c: every capability dropped, the ambient set cleared. */
+int sb_drop_capabilities(struct ah_error *err);
+/* seccomp.c: the filter loaded (see sandbox_setup). */
+int sb_seccomp(const struct sandbox *sb, struct ah_error *err);
+
 /* --- proc.c: running a command ------------------------------------------ */
 
 struct proc_opts {
@@ -440,6 +489,11 @@ double mono_now(void);
  * processes) and creates the cgroup.  Idempotent.  Fails only when
  * memory runs out; a weaker enforcement is said in l->warning. */
 int proc_limits_prepare(struct proc_limits *l, struct ah_error *err);
+/* Sets l's rlimits on this process, for what it starts: the file size,
+ * the memory (RLIMIT_DATA) where no cgroup bounds it, the processes
+ * (RLIMIT_NPROC) when nproc, the processes outside the limit that the
+ * user namespace counts too, is not 0. */
+void proc_limits_set(const struct proc_limits *l, int nproc);
 
 /* Does NAME look like it holds a secret (a key, token, password, cloud or
  * forge credential, an agent socket)?  Such a variable never reaches a
@@ -477,6 +531,49 @@ int proc_prestart(const struct proc_opts *o, struct ah_error *err);
 int proc_run(const struct proc_opts *o, struct proc_result *r,
 	     struct ah_error *err);
 
+/* --- between proc.c's files: proc.c (running a call), environ.c (the
+ * environment), cgroup.c (limits, cgroups), supervisor.c (the supervisor
+ * and the command), helper.c (the helper and its protocol) */
+
+/* proc.c: kills what is left of a command: its process group, then
+ * every orphan reparented to us, but spare (the helper). */
+void pr_kill_all(pid_t pgid, pid_t spare);
+/* proc.c: kills every child of this process but spare (0: none), over
+ * and over until none is left: as a subreaper, the orphans of what it
+ * started (mcp.c's keeper too). */
+void pr_kill_children(pid_t spare);
+/* cgroup.c: how many processes descend from pid, up to about max. */
+long cg_count_tree(pid_t pid, long max);
+/* cgroup.c: moves pid (what: the command, or the helper) into the
+ * limits' cgroups. */
+int cg_join(const struct proc_limits *l, pid_t pid, const char *what,
+	    struct ah_error *err);
+/* cgroup.c: the memory cgroup's OOM kills, the pids cgroup's refusals so
+ * far, or -1. */
+long long cg_oom_kills(const struct proc_limits *l);
+long long cg_pids_hits(const struct proc_limits *l);
+/* cgroup.c: the limit of the cgroup counting processes (extra: one for
+ * a shell started ahead). */
+int cg_pids_max(const struct proc_limits *l, int extra);
+/* supervisor.c: closes every descriptor above 2 but the n in keep. */
+void sv_close_except(int *keep, int n);
+/* supervisor.c: closes both ends of a pipe that are open. */
+void sv_close_pair(int p[2]);
+/* supervisor.c: starts the supervisor of an unconfined call. */
+pid_t sv_start(int *pidns, struct ah_error *err);
+/* supervisor.c: the supervisor's life; never returns. */
+void sv_supervisor(const struct proc_opts *o, int pidns, int nproc, int out,
+		   int errfd, int statfd, int go, int ruleset, int warm);
+/* helper.c: the helper that serves what the sandbox protects now. */
+int hp_current(struct proc_helper *h, const struct proc_opts *o,
+	       struct ah_error *err);
+/* helper.c: has the helper start a call's supervisor with these pipe
+ * ends (kind 'w': the shell ahead). */
+pid_t hp_spawn(struct proc_helper *h, const char *kind, const int fds[4],
+	       struct ah_error *err);
+/* helper.c: kills what is left of a call. */
+void hp_end_call(const struct proc_opts *o, pid_t pid);
+
 /* --- todo.c ------------------------------------------------------------- */
 
 /* Validates TodoWrite arguments ({"todos": [...]}) by the seed's rules.
@@ -493,4 +590,22 @@ int todo_validate(const cJSON *args, const char *text, size_t len,
 /* Stores a normalised list at path (file_replace). */
 int todo_store(const char *path, const cJSON *list, struct ah_error *err);
 
+/* --- snap.c, for snapfast.c ------------------------------------------ */
+
+/* The whole walk: snap_take, and the tree and empty directories (dirs,
+ * the caller's) of the snapshot. */
+int snap_take_full(struct snap *s, const struct snap_meta *in, char commit[41],
+		   char tree[41], cJSON **dirs, struct ah_error *err);
+/* A snapshot's message: one line of JSON, malloc'd (NULL: no memory). */
+char *snap_message(const struct snap_meta *in, long files, const char *scan,
+		   const cJSON *dirs);
+/* Names commit as the newest snapshot, at number hint if that is free
+ * (s->seq receives the number). */
+int snap_write_ref(struct snap *s, const char *commit, unsigned long hint,
+		   unsigned long *seq, struct ah_error *err);
+/* Does snapshot number seq name commit? */
+int snap_ref_is(struct snap *s, unsigned long seq, const char *commit);
+/* git with args, its output into out (trailing newlines cut). */
+int snap_git_out(struct snap *s, const char *const *args, struct buf *out,
+		 struct ah_error *err);
 #endif

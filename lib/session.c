@@ -108,10 +108,21 @@ stats_add(struct session_stats *st, const cJSON *msg, unsigned long lineno)
 	tokens = usage_tokens(cJSON_GetObjectItemCaseSensitive(msg, "usage"));
 	st->model_calls++;
 	st->tokens += tokens;
+	/* what agent-step priced it at (a model not in its table: not
+	 * known, and so is the session's total) */
+	c = cJSON_GetObjectItemCaseSensitive(msg, "cost_usd");
+	if (cJSON_IsNumber(c))
+		st->cost += c->valuedouble;
+	else
+		st->cost_unknown = 1;
 	calls = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
 	if (run) {
 		st->run_calls++;
 		st->run_tokens += tokens;
+		if (cJSON_IsNumber(c))
+			st->run_cost += c->valuedouble;
+		else
+			st->run_cost_unknown = 1;
 	}
 	cJSON_ArrayForEach(call, calls) {
 		const cJSON *d = cJSON_GetObjectItemCaseSensitive(
@@ -404,17 +415,22 @@ add_child(cJSON *rec, const char *name, size_t stem, void *ctx)
 		cs->sums[1] += cJSON_IsNumber(v) ? v->valuedouble : 0;
 		v = cJSON_GetObjectItemCaseSensitive(rec, "tokens");
 		cs->sums[2] += cJSON_IsNumber(v) ? v->valuedouble : 0;
+		v = cJSON_GetObjectItemCaseSensitive(rec, "cost_usd");
+		if (cJSON_IsNumber(v))
+			cs->sums[3] += v->valuedouble;
+		else
+			cs->sums[4]++;
 	}
 	cJSON_Delete(rec);
 	return 0;
 }
 
 int
-session_children(const char *agentdir, const char *id, double sums[3],
+session_children(const char *agentdir, const char *id, double sums[5],
 		 struct ah_error *err)
 {
 	struct child_sums cs = { id, sums };
 
-	sums[0] = sums[1] = sums[2] = 0;
+	sums[0] = sums[1] = sums[2] = sums[3] = sums[4] = 0;
 	return each_record(agentdir, add_child, &cs, err);
 }

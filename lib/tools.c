@@ -142,8 +142,13 @@ tool_schema_select(const char *list, int with_task, int with_skill,
 	arr = (!list || !*list) ? cJSON_Parse(base) : cJSON_CreateArray();
 	if (!arr)
 		return -1;
-	if (!list || !*list)
+	if (!list || !*list) {
+		/* the default set, and the skill tool */
+		if (!cJSON_AddItemToArray(arr, cJSON_Duplicate(tool_def("skill"),
+							       1)))
+			goto nomem;
 		p = "";
+	}
 	while (*p) {
 		p += strspn(p, ", \t\n");
 		n = strcspn(p, ", \t\n");
@@ -155,8 +160,8 @@ tool_schema_select(const char *list, int with_task, int with_skill,
 		if (!def) {
 			snprintf(msg, size, "unknown tool '%.*s' (the tools are "
 				 "bash, list_dir, read_file, write_file, "
-				 "edit_file, grep, glob, run_todo_write, task "
-				 "and apply_patch)", n > 100 ? 100 : (int)n,
+				 "edit_file, grep, glob, run_todo_write, task, "
+				 "apply_patch and skill)", n > 100 ? 100 : (int)n,
 				 p);
 			cJSON_Delete(arr);
 			return 1;
@@ -1810,6 +1815,56 @@ out:
 	return rc;
 }
 
+/* --- skill */
+
+int
+skills_on(void)
+{
+	const char *v = getenv("AGENT_PROJECT_FILES");
+
+	return !v || strcmp(v, "0");
+}
+
+static int
+tool_skill(const struct tool_ctx *ctx, const cJSON *args, char **res)
+{
+	struct ah_error err = { 0 };
+	struct buf b = BUF_INIT(0);
+	struct skills s;
+	const char *name;
+	size_t i;
+	int rc = -1;
+
+	if (arg_string(args, "skill", "name", 1, &name, res))
+		return TOOL_ERROR;
+	if (!skills_on())
+		return answer(res, TOOL_ERROR, "Error: skill: skills are turned "
+			      "off in this session (--no-project-files).");
+	if (skills_find(ctx->root.path, name, &s, &err) < 0)
+		return -1;
+	if (s.found == (size_t)-1) {
+		if (buf_printf(&b, "Error: skill: there is no skill '%.100s'; ",
+			       name) < 0)
+			goto out;
+		for (i = 0; i < s.n; i++)
+			if (buf_printf(&b, "%s%s", i ? ", " : "the skills are: ",
+				       s.v[i].name) < 0)
+				goto out;
+		if (buf_printf(&b, "%s.", s.n ? "" : "there is none") < 0)
+			goto out;
+		*res = buf_detach(&b, NULL);
+		rc = *res ? TOOL_ERROR : -1;
+		goto out;
+	}
+	if (skill_text(&s, &b) < 0)
+		goto out;
+	rc = bounded(ctx, &b, res);
+out:
+	buf_free(&b);
+	skills_free(&s);
+	return rc;
+}
+
 /* --- run_todo_write */
 
 static int
@@ -1867,6 +1922,7 @@ tool_call(const struct tool_ctx *ctx, const char *name, const char *argstr,
 		{ "grep", tool_grep },
 		{ "glob", tool_glob },
 		{ "apply_patch", tool_apply_patch },
+		{ "skill", tool_skill },
 	};
 	const char *dup = NULL;
 	size_t i, off = 0, n;
@@ -1899,8 +1955,8 @@ tool_call(const struct tool_ctx *ctx, const char *name, const char *argstr,
 		return answer(res, TOOL_ERROR, "Error: unknown tool '%.100s'; "
 			      "the tools are bash, list_dir, read_file, "
 			      "write_file, edit_file, grep, glob, "
-			      "run_todo_write%s, and with --tools "
-			      "apply_patch.", name,
+			      "run_todo_write%s, skill when there are "
+			      "skills, and with --tools apply_patch.", name,
 			      task_offered(ctx->task) ? " and task" : "");
 	args = json_parse(argstr, n, &off);
 	if (!args)

@@ -162,7 +162,9 @@ done
 # The policy server: its socket is under $TMPDIR
 servers() { pgrep -f "[h]ook-perm --serve $PWD/tmp/" || :; }
 no_servers() { test -z "$(servers)"; }
-tmp_empty() { test -z "$(ls tmp)"; }
+# (but for agent-harness/, where agent-step keeps the state of the
+# endpoint's rate limit that every session shares: agent-step(1))
+tmp_empty() { test -z "$(find tmp -mindepth 1 -maxdepth 1 ! -name agent-harness)"; }
 
 # the servers of our tmp, not the workers a server forks for its clients
 # (same command line, a server for a parent)

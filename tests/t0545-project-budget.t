@@ -52,6 +52,9 @@ test_expect_success 'agent-session --project: the headers and escapes count, the
 	test_cmp want names &&
 	test_grep "^## dir/AGENTS.md\$" out &&
 	test_grep "left out (340 bytes): the budget of 40 bytes" out &&
+	env -u AGENT_CONTEXT_WINDOW agent-session --project 28 dir/AGENTS.md near >out &&
+	test_grep ! "cut here" out &&
+	test "$(head -n 1 out)" = dir/AGENTS.md &&
 	env -u AGENT_CONTEXT_WINDOW agent-session --project 25 dir/AGENTS.md near >out &&
 	test_grep "cut here: 2 of its 4 bytes left out" out &&
 	test_must_fail 2 agent-session --project 40 dir/AGENTS.md 2>err &&
