@@ -13,7 +13,7 @@ CFLAGS  ?= -O2 -g
 override CFLAGS += -DAH_VERSION='"$(VERSION)"' -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 	-Wstrict-prototypes -Wmissing-prototypes -Wvla -Ilib -MD -MP
 LDLIBS  ?=
-override LDLIBS += -ljq -lonig -lcjson -lm -ldl
+override LDLIBS += -ljq -lonig -lcjson -lz -lm -ldl
 override LDFLAGS += -Wl,--as-needed
 
 # prove shows the failing tests and their logs (TAP comments).  The shell

@@ -419,6 +419,75 @@ def checkpoints_main(a):
         sys.stdout.flush()
 
 
+def stage_run(bindir, files, steps, full):
+    """The checkpoint stage alone (agent-snap checkpoint) in a workspace of
+    files files: a message with one bash call a step, one file appended to
+    before each; the time from the message written to its line read, and
+    the stage's CPU (git's included) a step, the first step apart."""
+    work = tempfile.mkdtemp(prefix="ah-bench.")
+    try:
+        w = os.path.join(work, "w")
+        os.mkdir(w)
+        fill(w, files)
+        env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"])
+        args = [os.path.join(bindir, "agent-snap"), "checkpoint"] + (["--full"] if full else [])
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        p = subprocess.Popen(args, cwd=w, env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, bufsize=0)
+        times, cpu0 = [], None
+        for k in range(steps):
+            with open(os.path.join(w, "d%d" % (k % 10), "f0"), "a") as f:
+                f.write("step %d\n" % k)
+            msg = {"role": "assistant", "tool_calls": [{
+                "id": "c%d" % k, "function": {"name": "bash", "arguments": "{}"},
+                "permission": {"decision": "allow"}}]}
+            t = time.perf_counter()
+            p.stdin.write((json.dumps(msg) + "\n").encode())
+            if "checkpoint" not in json.loads(p.stdout.readline()):
+                raise SystemExit("bench: no checkpoint at step %d" % k)
+            times.append((time.perf_counter() - t) * 1000)
+            if k == 0:
+                # the CPU of the stage so far, and of the gits it ran
+                with open("/proc/%d/stat" % p.pid) as f:
+                    st = f.read().rsplit(")", 1)[1].split()
+                cpu0 = sum(int(x) for x in st[11:15]) / os.sysconf("SC_CLK_TCK")
+        p.stdin.close()
+        p.wait()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return {"first": times[0], "over": times[1:],
+                "cpu": (cpu - cpu0) * 1000 / max(1, steps - 1)}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def stage_main(a):
+    """The snapshot's own cost a step: the stage alone, from the changes
+    (the default) and by whole walks (--full), interleaved."""
+    steps = int(a.steps.split(",")[0])
+    bindir = os.path.abspath(a.bin.split("=", 1)[-1])
+    sizes = [int(n) for n in a.snap_stage.split(",")]
+    cases = [(n, full) for n in sizes for full in (False, True)]
+    results = {c: [] for c in cases}
+    for _ in range(a.runs):
+        for c in cases:
+            results[c].append(stage_run(bindir, c[0], steps, c[1]))
+    print("agent-snap checkpoint alone, %d steps, one file appended to before each; "
+          "medians of %d runs" % (steps, a.runs))
+    print("%8s %8s | %-22s %12s | %9s" % ("files", "scan", "per step ms (p10-p90)",
+                                         "CPU ms/step", "first ms"))
+    for n in sizes:
+        for full in (False, True):
+            rs = results[(n, full)]
+            over = [x for r in rs for x in r["over"]]
+            print("%8d %8s | %6.2f (%6.2f-%6.2f) %12.2f | %9.1f" % (
+                n, "full" if full else "changes", statistics.median(over),
+                pct(over, 0.1), pct(over, 0.9),
+                statistics.median(r["cpu"] for r in rs),
+                statistics.median(r["first"] for r in rs)))
+        sys.stdout.flush()
+
+
 def snap_disk_main(a):
     bindir = os.path.abspath(a.bin.split("=", 1)[-1])
     r = one_run(a.snap_disk, "ring", bindir, checkpoints=True, rewrite=True)
@@ -557,6 +626,8 @@ def main():
                     help="ms the server waits before each answer (0)")
     ap.add_argument("--checkpoints", default="",
                     help="instead: workspaces of these many files, checkpoints on and off")
+    ap.add_argument("--snap-stage", default="",
+                    help="the checkpoint stage alone in workspaces of N files (comma-separated)")
     ap.add_argument("--snap-disk", type=int, default=0,
                     help="instead: the disk of N steps rewriting a 1 MB file")
     ap.add_argument("--mcp", type=int, default=0,
@@ -566,6 +637,8 @@ def main():
         return mcp_main(a)
     if a.checkpoints:
         return checkpoints_main(a)
+    if a.snap_stage:
+        return stage_main(a)
     if a.snap_disk:
         return snap_disk_main(a)
     if a.context:

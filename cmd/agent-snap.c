@@ -21,7 +21,7 @@ static const char usage[] =
 	"       agent-snap [-C DIR] diff ID [ID2]\n"
 	"       agent-snap [-C DIR] restore [--lock-fd FD] ID [PATH...]\n"
 	"       agent-snap [-C DIR] gc [--max-age DAYS] [--max-size MB]\n"
-	"       agent-snap [-C DIR] checkpoint [--session ID] [--step-from N]\n"
+	"       agent-snap [-C DIR] checkpoint [--session ID] [--step-from N] [--full]\n"
 	"\n"
 	"Keeps snapshots of the workspace (every file but .agent/, as\n"
 	"git sees them: .gitignore followed) in a shadow git repository\n"
@@ -47,6 +47,10 @@ static const char usage[] =
 	"      --step N         the step of the session (take)\n"
 	"      --calls IDS      the tool calls it is taken before, comma-separated\n"
 	"      --step-from N    steps before this run (checkpoint; 0)\n"
+	"      --full           checkpoint: every snapshot walks the whole\n"
+	"                       workspace (by default only the paths changed\n"
+	"                       since the last one are read, when they are\n"
+	"                       known for sure)\n"
 	"      --lock-fd FD     restore: the caller holds agent-run's lock\n"
 	"                       (.agent/lock) on FD\n"
 	"      --max-age DAYS   gc: keep what is younger (30)\n"
@@ -64,7 +68,7 @@ struct opts {
 	enum cmd cmd;
 	const char *dir, *session, *calls;
 	long step, step_from, lock_fd, max_age, max_size;
-	int include_ignored;
+	int include_ignored, full;
 	char **args;
 	int nargs;
 };
@@ -334,8 +338,10 @@ do_checkpoint(const struct opts *o)
 	struct ah_error err = { 0 };
 	struct jsonl_reader r;
 	struct buf calls = BUF_INIT(1 << 20);
+	struct snap_fast *fast = NULL;
+	struct snap s;
 	long step = o->step_from;
-	int rc = ES_OK, got;
+	int rc = ES_OK, got, opened = 0;
 
 	jsonl_reader_init(&r, STDIN_FILENO, "stdin", 0);
 	while ((got = jsonl_read_line(&r, &err)) == 1) {
@@ -370,13 +376,25 @@ do_checkpoint(const struct opts *o)
 			struct snap_meta m = { o->session, step, calls.data,
 					       NULL, NULL };
 			struct ah_error terr = { 0 };
-			struct snap s;
 			char id[41];
 
-			if (snap_open(&s, 1, &terr) == 0) {
+			/* opened once, locked only while a snapshot is
+			 * taken (1: .agent/snap is another one now) */
+			if (opened && snap_lock(&s, &terr) == 1) {
+				snap_close(&s);
+				opened = 0;
+			}
+			if (!opened && !terr.code &&
+			    snap_open(&s, 1, &terr) == 0) {
+				opened = 1;
 				s.include_ignored = o->include_ignored;
 				moved_aside(&s);
-				if (snap_take(&s, &m, id, &terr) == 0) {
+			}
+			if (!fast && !terr.code &&
+			    !(fast = snap_fast_new(o->full)))
+				terr.code = AH_ENOMEM;
+			if (!terr.code) {
+				if (snap_fast_take(&s, fast, &m, id, &terr) == 0) {
 					id[SNAP_ID_LEN] = '\0';
 					if (!cJSON_AddStringToObject(msg,
 								     "checkpoint",
@@ -385,8 +403,9 @@ do_checkpoint(const struct opts *o)
 					else
 						line = cJSON_PrintUnformatted(msg);
 				}
-				snap_close(&s);
 			}
+			if (opened)
+				snap_unlock(&s);
 			/* a step without its checkpoint still runs: said */
 			if (terr.code)
 				cli_warn("no checkpoint before step %ld: %s",
@@ -408,6 +427,9 @@ do_checkpoint(const struct opts *o)
 	}
 	jsonl_reader_free(&r);
 	buf_free(&calls);
+	snap_fast_free(fast);
+	if (opened)
+		snap_close(&s);
 	return rc;
 }
 
@@ -424,7 +446,8 @@ int
 main(int argc, char **argv)
 {
 	enum { OPT_SESSION = 256, OPT_STEP, OPT_CALLS, OPT_STEP_FROM,
-	       OPT_LOCK_FD, OPT_MAX_AGE, OPT_MAX_SIZE, OPT_IGNORED };
+	       OPT_LOCK_FD, OPT_MAX_AGE, OPT_MAX_SIZE, OPT_IGNORED,
+	       OPT_FULL };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "session", required_argument, NULL, OPT_SESSION },
@@ -435,6 +458,7 @@ main(int argc, char **argv)
 		{ "max-age", required_argument, NULL, OPT_MAX_AGE },
 		{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
 		{ "include-ignored", no_argument, NULL, OPT_IGNORED },
+		{ "full", no_argument, NULL, OPT_FULL },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -480,6 +504,9 @@ main(int argc, char **argv)
 			break;
 		case OPT_IGNORED:
 			o.include_ignored = 1;
+			break;
+		case OPT_FULL:
+			o.full = 1;
 			break;
 		case CLI_OPT_VERSION:
 			return cli_version();

@@ -324,6 +324,13 @@ git_out(struct snap *s, const char *const *args, const char *in,
 	return 0;
 }
 
+int
+snap_git_out(struct snap *s, const char *const *args, struct buf *out,
+	     struct ah_error *err)
+{
+	return git_out(s, args, NULL, 0, out, err);
+}
+
 static int
 is_hex(const char *p, size_t n)
 {
@@ -733,6 +740,34 @@ out:
 	return rc;
 }
 
+int
+snap_lock(struct snap *s, struct ah_error *err)
+{
+	struct stat a, b;
+
+	while (flock(s->lockfd, LOCK_EX) < 0)
+		if (errno != EINTR)
+			return ah_fail_errno(err, errno, "cannot lock '" SNAP_DIR
+					     "/lock'");
+	if (fstat(s->dirfd, &a) < 0 || lstat(SNAP_DIR, &b) < 0 ||
+	    a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+		flock(s->lockfd, LOCK_UN);
+		return 1;
+	}
+	if (unlinkat(s->dirfd, "index.lock", 0) < 0 && errno != ENOENT) {
+		flock(s->lockfd, LOCK_UN);
+		return ah_fail_errno(err, errno, "cannot remove '" SNAP_DIR
+				     "/index.lock'");
+	}
+	return 0;
+}
+
+void
+snap_unlock(struct snap *s)
+{
+	flock(s->lockfd, LOCK_UN);
+}
+
 void
 snap_close(struct snap *s)
 {
@@ -826,16 +861,41 @@ read_refs(struct snap *s, struct ref **out, size_t *n, struct ah_error *err)
 	return 0;
 }
 
-/* Names commit by the next sequence number. */
+/* Names commit by the next sequence number: hint when that is free
+ * (the caller's last one plus one: nobody wrote after it), else one past
+ * the highest; *got (may be NULL) receives it. */
 static int
-write_ref(struct snap *s, const char *commit, struct ah_error *err)
+write_ref_at(struct snap *s, const char *commit, unsigned long hint,
+	     unsigned long *got, struct ah_error *err)
 {
 	struct ref *refs;
 	size_t n;
 	unsigned long seq;
-	char name[32], line[41];
+	char name[48], line[41];
 	int fd, tries;
 
+	if (hint) {
+		snprintf(name, sizeof name, "git/refs/snap/%010lu", hint);
+		fd = openat(s->dirfd, name, O_WRONLY | O_CREAT | O_EXCL |
+			    O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			memcpy(line, commit, 40);
+			line[40] = '\n';
+			if (write(fd, line, 41) != 41) {
+				int e = errno;
+
+				close(fd);
+				unlinkat(s->dirfd, name, 0);
+				return ah_fail_errno(err, e, "cannot write '"
+						     SNAP_DIR "/%s'", name);
+			}
+			close(fd);
+			if (got)
+				*got = hint;
+			s->seq = hint;
+			return 0;
+		}
+	}
 	if (read_refs(s, &refs, &n, err) < 0)
 		return -1;
 	seq = n ? refs[0].seq + 1 : 1;
@@ -860,9 +920,36 @@ write_ref(struct snap *s, const char *commit, struct ah_error *err)
 					     "/%s'", name);
 		}
 		close(fd);
+		if (got)
+			*got = seq;
+		s->seq = seq;
 		return 0;
 	}
 	return ah_fail(err, AH_EIO, "cannot name the snapshot");
+}
+
+static int
+write_ref(struct snap *s, const char *commit, struct ah_error *err)
+{
+	return write_ref_at(s, commit, 0, NULL, err);
+}
+
+int
+snap_write_ref(struct snap *s, const char *commit, unsigned long hint,
+	       unsigned long *seq, struct ah_error *err)
+{
+	return write_ref_at(s, commit, hint, seq, err);
+}
+
+int
+snap_ref_is(struct snap *s, unsigned long seq, const char *commit)
+{
+	char name[48], b[64];
+	size_t len;
+
+	snprintf(name, sizeof name, "git/refs/snap/%010lu", seq);
+	return read_small(s->dirfd, name, b, sizeof b, &len) == 0 &&
+		len == 41 && !memcmp(b, commit, 40);
 }
 
 int
@@ -1076,6 +1163,21 @@ add_meta(cJSON *m, const struct snap_meta *in, long files)
 		(!in->of || cJSON_AddStringToObject(m, "of", in->of))) ? 0 : -1;
 }
 
+char *
+snap_message(const struct snap_meta *in, long files, const char *scan,
+	     const cJSON *dirs)
+{
+	cJSON *m = cJSON_CreateObject();
+	char *msg = NULL;
+
+	if (m && add_meta(m, in, files) == 0 &&
+	    cJSON_AddStringToObject(m, "scan", scan) &&
+	    cJSON_AddItemReferenceToObject(m, "dirs", (cJSON *)dirs))
+		msg = cJSON_PrintUnformatted(m);
+	cJSON_Delete(m);
+	return msg;
+}
+
 /* The snapshot, with its tree and its empty directories (dirs, taken,
  * may be NULL). */
 static int
@@ -1085,14 +1187,14 @@ take(struct snap *s, const struct snap_meta *in, char commit[41],
 	const char *add[8];
 	const char *wt[] = { "write-tree", NULL };
 	struct buf out = BUF_INIT(0);
-	cJSON *m = cJSON_CreateObject(), *d = cJSON_CreateArray();
+	cJSON *d = cJSON_CreateArray();
 	char *msg = NULL;
 	long files = 0;
 	size_t i;
 	int rc = -1;
 
 	add_args(s, add);
-	if (!m || !d) {
+	if (!d) {
 		ah_fail(err, AH_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -1111,9 +1213,7 @@ take(struct snap *s, const struct snap_meta *in, char commit[41],
 	memcpy(tree, out.data, 41);
 	if (empty_dirs(s, d, err) < 0)
 		goto out;
-	if (add_meta(m, in, files) < 0 ||
-	    !cJSON_AddItemReferenceToObject(m, "dirs", d) ||
-	    !(msg = cJSON_PrintUnformatted(m))) {
+	if (!(msg = snap_message(in, files, "full", d))) {
 		ah_fail(err, AH_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -1140,10 +1240,16 @@ take(struct snap *s, const struct snap_meta *in, char commit[41],
 	rc = 0;
 out:
 	free(msg);
-	cJSON_Delete(m);
 	cJSON_Delete(d);
 	buf_free(&out);
 	return rc;
+}
+
+int
+snap_take_full(struct snap *s, const struct snap_meta *in, char commit[41],
+	       char tree[41], cJSON **dirs, struct ah_error *err)
+{
+	return take(s, in, commit, tree, dirs, err);
 }
 
 int
@@ -1223,7 +1329,8 @@ static int
 list_one(void *vctx, const struct ref *r, cJSON *meta)
 {
 	static const char *const keep[] = { "session", "step", "calls",
-					    "time", "files", "kind", "of" };
+					    "time", "files", "kind", "of",
+					    "scan" };
 	struct list_ctx *c = vctx;
 	const cJSON *sess = cJSON_GetObjectItemCaseSensitive(meta, "session");
 	cJSON *o;

@@ -13,6 +13,8 @@ need libcjson-dev cjson/cJSON.h
 need libjq-dev jq.h
 need libonig-dev oniguruma.h
 need libcurl4-openssl-dev curl/curl.h
+# agent-snap writes the objects of a checkpoint made from the changes
+need zlib1g-dev zlib.h
 # Tools the test suite uses: prove (perl), jq, shellcheck, mandoc (man
 # lint), pgrep (procps), script (util-linux, for the terminal tests).
 command -v prove >/dev/null 2>&1 || missing="$missing perl"
