@@ -140,6 +140,29 @@ test_expect_success 'AGENT_MAX_CONCURRENT: one in flight; a holder killed with -
 	jq -e ".type == \"wait\" and .reason == \"concurrency\"" ev.q
 '
 
+test_expect_success 'a session killed while it waits its turn does not hold up those behind it' '
+	printf "%s\n" "{\"match\": \"slow\", \"hang\": true}" \
+		"{\"match\": \"quick\", \"content\": \"fine\"}" \
+		"{\"match\": \"after\", \"content\": \"fine\"}" >script &&
+	start_model script &&
+	AGENT_MAX_CONCURRENT=1 && export AGENT_MAX_CONCURRENT &&
+	user slow >s.jsonl && user quick >q.jsonl && user after >a.jsonl &&
+	agent-step <q.jsonl >out.first &&
+	: >requests.jsonl &&
+	{ agent-step <s.jsonl >out.s 2>err.s & s=$!; } &&
+	test_when_finished "kill -9 $s 2>/dev/null || :" &&
+	wait_until 10 test -s requests.jsonl &&
+	# b waits first (at the head of the queue), c behind it
+	{ agent-step <q.jsonl >out.b 2>err.b & b=$!; } &&
+	test_when_finished "kill -9 $b 2>/dev/null || :" &&
+	wait_until 10 grep -qs "waiting" err.b &&
+	{ agent-step --deadline 20 <a.jsonl >out.c 2>err.c & c=$!; } &&
+	wait_until 10 grep -qs "waiting" err.c &&
+	kill -9 $b && kill -9 $s &&
+	wait_all $c &&
+	jq -e ".content == \"fine\"" out.c
+'
+
 test_expect_success 'a process killed while it holds the state lock leaves the others working' '
 	echo "{\"repeat\": true, \"content\": \"fine\"}" >script &&
 	start_model script &&
