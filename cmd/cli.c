@@ -256,6 +256,30 @@ cli_env_whole(const char *var, long min, long max, long *out)
 	return cli_whole(var, s, min, max, out);
 }
 
+/* A size: a number of bytes with an optional K, M or G (powers of 1024). */
+int
+cli_size(const char *what, const char *s, long long *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	v = strtod(s, &end);
+	if (*end == 'K' || *end == 'k')
+		v *= 1024, end++;
+	else if (*end == 'M' || *end == 'm')
+		v *= 1024 * 1024, end++;
+	else if (*end == 'G' || *end == 'g')
+		v *= 1024.0 * 1024 * 1024, end++;
+	if (end == s || *end || errno || !(v >= 0) || v > 1e18)
+		return cli_usage_error("%s: '%s' is not a size (bytes, or a "
+				       "number with K, M or G)", what, s);
+	*out = (long long)v;
+	return 0;
+}
+
 int
 cli_version(void)
 {

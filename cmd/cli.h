@@ -104,6 +104,11 @@ int cli_window(const char *what, const char *s, const char *model, long *out);
  * empty (*out keeps its default) or holds such a number, else -1. */
 int cli_env_whole(const char *var, long min, long max, long *out);
 
+/* A size: bytes, or a number with K, M or G (powers of 1024), into *out;
+ * NULL or empty s leaves *out as it is.  0, or -1 said as a usage error
+ * naming what. */
+int cli_size(const char *what, const char *s, long long *out);
+
 /* Says "cannot write stdout: why" on stderr, once per process: later
  * failures, and cli_finish, stay quiet.  The exit status becomes ES_IO. */
 void cli_stdout_failed(int errnum);

@@ -1268,6 +1268,7 @@ struct proc_limits {
 	long procs;           /* processes (and threads) at once; 0: none */
 	long long memory;     /* bytes for the whole call; 0: none */
 	long long file_size;  /* bytes a file may be written to; 0: none */
+	const char *tag;      /* the cgroups' names end in it; NULL: none */
 	int prepared;
 	int by_cgroup;        /* PROC_LIMIT_* bits a cgroup enforces */
 	char *cg_pids;        /* the cgroup directory counting processes */
@@ -1539,6 +1540,8 @@ struct mcp_opts {
 	size_t max_output;    /* bytes of a result, head and tail kept */
 	size_t max_message;   /* bytes of one message from a server */
 	int max_restarts;     /* of a server that died, in a session */
+	long max_procs;       /* processes of a stdio server at once; 0: none */
+	long long max_memory; /* bytes of a stdio server's processes; 0: none */
 	int verbose;          /* progress and logs go to note too */
 	const char *workdir;  /* the servers' working directory */
 	volatile sig_atomic_t *interrupted; /* set: a call is cancelled */
