@@ -31,6 +31,8 @@ static const char usage[] =
 	"                       auto or off (none), for the stubs of old tool\n"
 	"                       output ($AGENT_CONTEXT_WINDOW)\n"
 	"      --prompt FILE    the summary instruction instead of the built-in\n"
+	"      --profile NAME   the profile of the configuration file\n"
+	"                       ($AGENT_PROFILE; see agent-harness(5))\n"
 	"  -n, --dry-run        print the summary request, send nothing\n"
 	"  -q, --quiet          no progress on stderr\n"
 	"  -h, --help           print this help and exit\n"
@@ -181,13 +183,14 @@ todos(const char *path, int *rc)
 int
 main(int argc, char **argv)
 {
-	enum { OPT_KEEP = 256, OPT_PROMPT, OPT_WINDOW };
+	enum { OPT_KEEP = 256, OPT_PROMPT, OPT_WINDOW, OPT_PROFILE };
 	static const struct option longopts[] = {
 		{ "file", required_argument, NULL, 'f' },
 		{ "directory", required_argument, NULL, 'C' },
 		{ "keep-bytes", required_argument, NULL, OPT_KEEP },
 		{ "prompt", required_argument, NULL, OPT_PROMPT },
 		{ "context-window", required_argument, NULL, OPT_WINDOW },
+		{ "profile", required_argument, NULL, OPT_PROFILE },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -197,8 +200,7 @@ main(int argc, char **argv)
 	struct ah_error err = { 0 };
 	struct buf summary = BUF_INIT(0);
 	const char *path = NULL, *dir = NULL, *promptfile = NULL;
-	const char *env = getenv("AGENT_CONTEXT_WINDOW");
-	const char *wopt = env && *env ? env : NULL;
+	const char *env, *wopt;
 	char *prompt = NULL, *request = NULL, *list = NULL, *entry = NULL;
 	char **sargv = NULL, step[4096], *kept = NULL;
 	long keep_bytes = 24000, window = 0;
@@ -208,9 +210,16 @@ main(int argc, char **argv)
 
 	if (cli_no_core() < 0)
 		return ES_IO;
+	/* the configuration file under the environment, before it is read */
+	if (cli_config(argc, argv) < 0)
+		return ES_USAGE;
+	env = getenv("AGENT_CONTEXT_WINDOW");
+	wopt = env && *env ? env : NULL;
 
 	while ((c = getopt_long(argc, argv, ":f:C:nqh", longopts, NULL)) != -1) {
 		switch (c) {
+		case OPT_PROFILE: /* read first, by cli_config */
+			break;
 		case 'f':
 			path = optarg;
 			break;

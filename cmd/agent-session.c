@@ -24,6 +24,9 @@ static const char usage[] =
 	"       agent-session [-C DIR] [files] --end STATUS [--from LINE]\n"
 	"                     [--error TEXT]\n"
 	"       agent-session --project N [REL FILE]...\n"
+	"       agent-session [-C DIR] --config [--profile NAME]\n"
+	"       agent-session [-C DIR] --config --show [--profile NAME]\n"
+	"                     [--from-file KEYS] [--option KEY=VALUE]...\n"
 	"\n"
 	"Keeps the record of an agent-run session (id, times, task, status,\n"
 	"model calls, tokens) and prints the first and the last of the\n"
@@ -55,6 +58,19 @@ static const char usage[] =
 	"                       within N bytes as sent (escapes counted) and a\n"
 	"                       quarter of $AGENT_CONTEXT_WINDOW at most, cut\n"
 	"                       with a note\n"
+	"      --config         read the configuration file (agent-harness(5))\n"
+	"                       and print, as shell assignments, its variables\n"
+	"                       that the environment does not set, then\n"
+	"                       config_keys, the list of them (DIR: the\n"
+	"                       workspace, where it must not be)\n"
+	"      --profile NAME   with --config: that profile's values too\n"
+	"                       ($AGENT_PROFILE)\n"
+	"      --show           with --config: what is in force, a line per\n"
+	"                       variable with where it came from, keys\n"
+	"                       redacted\n"
+	"      --from-file KEYS with --show: those variables came from the\n"
+	"                       file (config_keys), not the environment\n"
+	"      --option KEY=VALUE  with --show: an option gave KEY\n"
 	"      --transcript F   the transcript (.agent/transcript.jsonl)\n"
 	"      --record F       the record (.agent/session.json)\n"
 	"  -h, --help           print this help and exit\n"
@@ -67,12 +83,15 @@ static const char usage[] =
 	"Exit status: 0 done, 2 usage, 3 a file could not be read or\n"
 	"written, 5 a record is not one.\n";
 
-enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT };
+enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT, M_CONFIG };
 
 struct opts {
 	enum mode mode;
 	const char *dir, *transcript, *record, *id, *parent, *call, *how;
 	const char *todo, *error;
+	const char *profile, *from_file;   /* --config */
+	const char *option[32];            /* --option KEY=VALUE */
+	int noption, show;
 	long status, from;
 	long stdin_bytes;   /* the size of the stdin attached to the task, or -1 */
 	long project;       /* --project: the budget of project files */
@@ -442,6 +461,139 @@ out:
 	return rc;
 }
 
+/* s quoted for the shell, on stdout */
+static void
+put_quoted(const char *s)
+{
+	putchar('\'');
+	for (; *s; s++)
+		if (*s == '\'')
+			fputs("'\\''", stdout);
+		else
+			putchar(*s);
+	putchar('\'');
+}
+
+/* key is a word of the list words (separated by spaces) */
+static int
+listed(const char *words, const char *key)
+{
+	size_t n = strlen(key);
+	const char *p = words;
+
+	while (p && (p = strstr(p, key))) {
+		if ((p == words || p[-1] == ' ') && (!p[n] || p[n] == ' '))
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+/* --config --show: a line per variable in force, and where from */
+static int
+show_config(const struct opts *o, const struct config *c)
+{
+	const char *const *keys = config_keys();
+	const char *v, *from;
+	char *shown;
+	size_t i;
+	int k;
+
+	printf("# configuration file: %s%s%s%s\n", c->path[0] ? c->path :
+	       "(none: neither XDG_CONFIG_HOME nor HOME is absolute)",
+	       c->in_workspace ? " (inside the workspace: not read)" :
+	       c->found ? "" : " (not there)",
+	       c->profile ? ", profile " : "", c->profile ? c->profile : "");
+	for (i = 0; keys[i]; i++) {
+		v = NULL;
+		from = NULL;
+		for (k = 0; k < o->noption; k++)
+			if (!strncmp(o->option[k], keys[i], strlen(keys[i])) &&
+			    o->option[k][strlen(keys[i])] == '=') {
+				v = o->option[k] + strlen(keys[i]) + 1;
+				from = "an option";
+			}
+		if (!from && (v = getenv(keys[i])) && *v)
+			from = listed(o->from_file, keys[i]) ? "the file" :
+				"the environment";
+		if (!from)
+			continue;
+		shown = strdup(config_secret_key(keys[i]) ? "[REDACTED]" : v);
+		if (!shown) {
+			cli_warn("out of memory");
+			return ES_IO;
+		}
+		redact(shown, secrets);
+		printf("%s=", keys[i]);
+		put_quoted(shown);
+		free(shown);
+		if (!strcmp(from, "the file")) {
+			printf("\t# from %s", c->path);
+			for (k = 0; k < (int)c->n; k++)
+				if (!strcmp(c->key[k], keys[i]))
+					printf(" line %u", c->line[k]);
+			putchar('\n');
+		} else
+			printf("\t# from %s\n", from);
+	}
+	return ES_OK;
+}
+
+static int
+do_config(const struct opts *o)
+{
+	struct ah_error err = { 0 };
+	struct config c;
+	const char *v;
+	size_t i;
+	int rc = ES_OK, first = 1;
+
+	if (config_read(&c, o->profile, NULL, &err) < 0) {
+		cli_report(&err);
+		/* and for agent-run, which says it in its own words */
+		if (!o->show) {
+			fputs("config_error=", stdout);
+			put_quoted(err.msg);
+			putchar('\n');
+		}
+		return ES_USAGE;
+	}
+	if (c.in_workspace && !o->show) {
+		char note[sizeof c.path + 128];
+
+		snprintf(note, sizeof note, "warning: '%s' is inside the "
+			 "workspace, where commands can write it: not read",
+			 c.path);
+		fputs("config_note=", stdout);
+		put_quoted(note);
+		putchar('\n');
+	}
+	if (o->show) {
+		rc = show_config(o, &c);
+		config_free(&c);
+		return rc;
+	}
+	for (i = 0; i < c.n; i++) {
+		v = getenv(c.key[i]);
+		if (v && *v)
+			continue; /* the environment over the file */
+		printf("%s=", c.key[i]);
+		put_quoted(c.value[i]);
+		printf("\nexport %s\n", c.key[i]);
+	}
+	fputs("config_keys='", stdout);
+	for (i = 0; i < c.n; i++) {
+		v = getenv(c.key[i]);
+		if (v && *v)
+			continue;
+		printf("%s%s", first ? "" : " ", c.key[i]);
+		first = 0;
+	}
+	fputs("'\n", stdout);
+	config_free(&c);
+	return rc;
+}
+
 static int
 set_mode(struct opts *o, enum mode m)
 {
@@ -457,7 +609,8 @@ main(int argc, char **argv)
 {
 	enum { OPT_LIST = 256, OPT_BEGIN, OPT_PARENT, OPT_CALL, OPT_REOPEN,
 	       OPT_END, OPT_FROM, OPT_TRANSCRIPT, OPT_RECORD, OPT_TODO,
-	       OPT_STDIN_BYTES, OPT_ERROR, OPT_PROJECT };
+	       OPT_STDIN_BYTES, OPT_ERROR, OPT_PROJECT, OPT_CONFIG, OPT_PROFILE,
+	       OPT_SHOW, OPT_FROMFILE, OPT_OPTION };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -473,6 +626,11 @@ main(int argc, char **argv)
 		{ "stdin-bytes", required_argument, NULL, OPT_STDIN_BYTES },
 		{ "error", required_argument, NULL, OPT_ERROR },
 		{ "project", required_argument, NULL, OPT_PROJECT },
+		{ "config", no_argument, NULL, OPT_CONFIG },
+		{ "profile", required_argument, NULL, OPT_PROFILE },
+		{ "show", no_argument, NULL, OPT_SHOW },
+		{ "from-file", required_argument, NULL, OPT_FROMFILE },
+		{ "option", required_argument, NULL, OPT_OPTION },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -537,6 +695,24 @@ main(int argc, char **argv)
 			rc = cli_whole("--stdin-bytes", optarg, 0, LONG_MAX,
 				       &o.stdin_bytes);
 			break;
+		case OPT_CONFIG:
+			rc = set_mode(&o, M_CONFIG);
+			break;
+		case OPT_PROFILE:
+			o.profile = optarg;
+			break;
+		case OPT_SHOW:
+			o.show = 1;
+			break;
+		case OPT_FROMFILE:
+			o.from_file = optarg;
+			break;
+		case OPT_OPTION:
+			if (o.noption == (int)(sizeof o.option /
+					       sizeof *o.option))
+				return cli_usage_error("too many --option");
+			o.option[o.noption++] = optarg;
+			break;
 		case OPT_PROJECT:
 			rc = set_mode(&o, M_PROJECT);
 			if (rc == ES_OK)
@@ -564,7 +740,7 @@ main(int argc, char **argv)
 		return cli_usage_error("unexpected argument '%s'", argv[optind]);
 	if (o.mode == M_NONE)
 		return cli_usage_error("say what to do: --list, --begin, "
-				       "--reopen or --end");
+				       "--reopen, --end or --config");
 	if (o.mode == M_BEGIN && !session_id_ok(o.id))
 		return cli_usage_error("--begin: '%s' is not a session id "
 				       "(letters, digits, '.', '_', '-')", o.id);
@@ -577,6 +753,12 @@ main(int argc, char **argv)
 				       "--stdin-bytes go with --begin");
 	if (o.error && o.mode != M_END)
 		return cli_usage_error("--error goes with --end");
+	if ((o.profile || o.show || o.from_file || o.noption) &&
+	    o.mode != M_CONFIG)
+		return cli_usage_error("--profile, --show, --from-file and "
+				       "--option go with --config");
+	if (o.mode == M_CONFIG && !o.profile)
+		o.profile = getenv("AGENT_PROFILE");
 	if (o.mode == M_REOPEN && strcmp(o.how, "continue") &&
 	    strcmp(o.how, "resume"))
 		return cli_usage_error("--reopen: '%s' is neither continue nor "
@@ -600,6 +782,9 @@ main(int argc, char **argv)
 		break;
 	case M_REOPEN:
 		rc = do_reopen(&o);
+		break;
+	case M_CONFIG:
+		rc = do_config(&o);
 		break;
 	default:
 		rc = do_end(&o);

@@ -26,6 +26,9 @@ static const char usage[] =
 	"or with a result for every call of the last assistant message.\n"
 	"\n"
 	"  -m, --model MODEL      the model ($AGENT_MODEL)\n"
+	"      --profile NAME     the profile of the configuration file whose\n"
+	"                         variables the environment does not set are\n"
+	"                         taken ($AGENT_PROFILE; see agent-harness(5))\n"
 	"      --base-url URL     the endpoint, up to /v1 ($AGENT_BASE_URL, else\n"
 	"                         $OPENAI_BASE_URL, else https://api.openai.com/v1)\n"
 	"      --api-key-file F   read the key from F (else $AGENT_API_KEY, else\n"
@@ -629,7 +632,7 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 	       OPT_PARAM, OPT_STREAM, OPT_TIMEOUT, OPT_RETRIES, OPT_UNTIL, OPT_DRY,
 	       OPT_HISTORY, OPT_MAXCALLS, OPT_ANSWER, OPT_WINDOW, OPT_OUTPUTS,
 	       OPT_COMPACTAT, OPT_API, OPT_DEADLINE, OPT_CONCURRENT, OPT_EVENTS,
-	       OPT_MAXCOST };
+	       OPT_MAXCOST, OPT_PROFILE };
 	static const struct option longopts[] = {
 		{ "model", required_argument, NULL, 'm' },
 		{ "base-url", required_argument, NULL, OPT_BASE },
@@ -654,6 +657,7 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 		{ "api", required_argument, NULL, OPT_API },
 		{ "outputs", required_argument, NULL, OPT_OUTPUTS },
 		{ "compact-at", required_argument, NULL, OPT_COMPACTAT },
+		{ "profile", required_argument, NULL, OPT_PROFILE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -666,6 +670,8 @@ parse_options(int argc, char **argv, struct run *r, struct opts *o)
 		switch (c) {
 		case 'm':
 			o->model = optarg;
+			break;
+		case OPT_PROFILE: /* read first, by cli_config */
 			break;
 		case OPT_BASE:
 			o->base = optarg;
@@ -1067,6 +1073,9 @@ main(int argc, char **argv)
 	model_body_init(&r.body, NULL, NULL);
 	if (guard_key() < 0)
 		return ES_IO;
+	/* the configuration file under the environment, before it is read */
+	if (cli_config(argc, argv) < 0)
+		return ES_USAGE;
 	o.model = cli_env("AGENT_MODEL", NULL);
 	o.window = cli_env("AGENT_CONTEXT_WINDOW", NULL);
 	o.outputs = cli_env("AGENT_OUTPUTS", NULL);

@@ -256,6 +256,30 @@ cli_env_whole(const char *var, long min, long max, long *out)
 	return cli_whole(var, s, min, max, out);
 }
 
+/* A size: a number of bytes with an optional K, M or G (powers of 1024). */
+int
+cli_size(const char *what, const char *s, long long *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	v = strtod(s, &end);
+	if (*end == 'K' || *end == 'k')
+		v *= 1024, end++;
+	else if (*end == 'M' || *end == 'm')
+		v *= 1024 * 1024, end++;
+	else if (*end == 'G' || *end == 'g')
+		v *= 1024.0 * 1024 * 1024, end++;
+	if (end == s || *end || errno || !(v >= 0) || v > 1e18)
+		return cli_usage_error("%s: '%s' is not a size (bytes, or a "
+				       "number with K, M or G)", what, s);
+	*out = (long long)v;
+	return 0;
+}
+
 int
 cli_version(void)
 {
@@ -275,4 +299,31 @@ cli_no_core(void)
 		return -1;
 	}
 	return 0;
+}
+
+int
+cli_config(int argc, char **argv)
+{
+	struct ah_error err = { 0 };
+	struct config c;
+	const char *profile = getenv("AGENT_PROFILE");
+	int i, rc = 0;
+
+	/* --profile NAME or --profile=NAME, before the options are parsed:
+	 * the variables it sets are read with the others */
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "--profile") && i + 1 < argc)
+			profile = argv[++i];
+		else if (!strncmp(argv[i], "--profile=", 10))
+			profile = argv[i] + 10;
+	}
+	if (config_read(&c, profile, getenv("AGENT_WORKDIR"), &err) < 0 ||
+	    config_apply(&c, &err) < 0) {
+		cli_report(&err);
+		rc = -1;
+	} else if (c.in_workspace)
+		cli_note("warning: '%s' is inside the workspace, where "
+			 "commands can write it: not read", c.path);
+	config_free(&c);
+	return rc;
 }

@@ -64,6 +64,13 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same, for a note that is no error (a retry): stderr only. */
 void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The user's configuration file (agent-harness(5)), for the profile of
+ * --profile NAME in argv, else $AGENT_PROFILE: its variables that the
+ * environment does not set are set, so that options, then the
+ * environment, then the file decide.  0, or -1 after saying why (the
+ * file is not the user's, is writable by others, or not valid). */
+int cli_config(int argc, char **argv);
+
 /* Prints the error the library filled, as "progname: what: why". */
 void cli_report(const struct ah_error *err);
 
@@ -96,6 +103,11 @@ int cli_window(const char *what, const char *s, const char *model, long *out);
 /* cli_whole for the environment variable var: 0 when it is unset or
  * empty (*out keeps its default) or holds such a number, else -1. */
 int cli_env_whole(const char *var, long min, long max, long *out);
+
+/* A size: bytes, or a number with K, M or G (powers of 1024), into *out;
+ * NULL or empty s leaves *out as it is.  0, or -1 said as a usage error
+ * naming what. */
+int cli_size(const char *what, const char *s, long long *out);
 
 /* Says "cannot write stdout: why" on stderr, once per process: later
  * failures, and cli_finish, stay quiet.  The exit status becomes ES_IO. */

@@ -381,7 +381,7 @@ nomem:
 
 /* What the question shows of a call: a command as it will run, the
  * change a write_file or an edit_file makes as a unified diff (bounded),
- * else the arguments; all through ask_text. */
+ * the patch of an apply_patch, else the arguments; all through ask_text. */
 static int
 call_shown(const struct perm *pm, const char *tool, const cJSON *args,
 	   struct ask_shown *sh)
@@ -396,6 +396,11 @@ call_shown(const struct perm *pm, const char *tool, const cJSON *args,
 	int rc = -1, have;
 
 	if (!strcmp(tool, "bash") && cJSON_IsString(g))
+		return ask_text(g->valuestring, strlen(g->valuestring),
+				ASK_LINES, ASK_BYTES, sh);
+	/* a patch is its own diff */
+	g = cJSON_GetObjectItemCaseSensitive(args, "input");
+	if (!strcmp(tool, "apply_patch") && cJSON_IsString(g))
 		return ask_text(g->valuestring, strlen(g->valuestring),
 				ASK_LINES, ASK_BYTES, sh);
 	if ((!strcmp(tool, "write_file") && cJSON_IsString(path) &&

@@ -48,6 +48,10 @@ static const char usage[] =
 	"      --max-output N    bytes of a result, head and tail kept (30000;\n"
 	"                        $AGENT_MAX_OUTPUT)\n"
 	"      --max-restarts N  starts again of a server that died (3)\n"
+	"      --max-procs N     processes of a stdio server at once (512;\n"
+	"                        $AGENT_MCP_MAX_PROCS; 0 for no limit)\n"
+	"      --max-memory SIZE memory of a stdio server's processes (4G;\n"
+	"                        $AGENT_MCP_MAX_MEMORY; 0 for no limit)\n"
 	"      --ca-file FILE    check https:// servers' certificates against the\n"
 	"                        CA certificates of FILE ($AGENT_MCP_CA_FILE)\n"
 	"      --sandbox MODE    confine the servers as tool-exec confines\n"
@@ -518,7 +522,7 @@ main(int argc, char **argv)
 {
 	enum { OPT_CONFIG = 256, OPT_NOUSER, OPT_TRUST, OPT_SCHEMA, OPT_SERVE,
 	       OPT_WATCH, OPT_TIMEOUT, OPT_MAXTIMEOUT, OPT_START, OPT_MAXOUT,
-	       OPT_RESTARTS, OPT_SANDBOX, OPT_CAFILE };
+	       OPT_RESTARTS, OPT_SANDBOX, OPT_CAFILE, OPT_MAXPROCS, OPT_MAXMEM };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "mcp-config", required_argument, NULL, OPT_CONFIG },
@@ -534,6 +538,8 @@ main(int argc, char **argv)
 		{ "max-restarts", required_argument, NULL, OPT_RESTARTS },
 		{ "sandbox", required_argument, NULL, OPT_SANDBOX },
 		{ "ca-file", required_argument, NULL, OPT_CAFILE },
+		{ "max-procs", required_argument, NULL, OPT_MAXPROCS },
+		{ "max-memory", required_argument, NULL, OPT_MAXMEM },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
@@ -559,7 +565,11 @@ main(int argc, char **argv)
 	if (v && *v && cli_number("AGENT_MCP_TIMEOUT", v, 0.001, 1e6,
 				  &m.opts.call_timeout))
 		return ES_USAGE;
-	if (cli_env_whole("AGENT_MAX_OUTPUT", 64, 1000000000, &o.maxout))
+	if (cli_env_whole("AGENT_MAX_OUTPUT", 64, 1000000000, &o.maxout) ||
+	    cli_env_whole("AGENT_MCP_MAX_PROCS", 0, 1000000,
+			  &m.opts.max_procs) ||
+	    cli_size("AGENT_MCP_MAX_MEMORY", getenv("AGENT_MCP_MAX_MEMORY"),
+		     &m.opts.max_memory))
 		return ES_USAGE;
 	while ((c = getopt_long(argc, argv, ":C:vh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -618,6 +628,15 @@ main(int argc, char **argv)
 			break;
 		case OPT_CAFILE:
 			m.opts.cafile = optarg;
+			break;
+		case OPT_MAXPROCS:
+			if (cli_whole("--max-procs", optarg, 0, 1000000,
+				      &m.opts.max_procs))
+				return ES_USAGE;
+			break;
+		case OPT_MAXMEM:
+			if (cli_size("--max-memory", optarg, &m.opts.max_memory))
+				return ES_USAGE;
 			break;
 		case 'v':
 			m.opts.verbose = 1;

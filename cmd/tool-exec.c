@@ -463,30 +463,6 @@ getenv_number(const char *var, double min, double max, double *out)
 	return cli_number(var, s, min, max, out);
 }
 
-/* A size: a number of bytes with an optional K, M or G (powers of 1024). */
-static int
-size_arg(const char *what, const char *s, long long *out)
-{
-	char *end;
-	double v;
-
-	if (!s || !*s)
-		return 0;
-	errno = 0;
-	v = strtod(s, &end);
-	if (*end == 'K' || *end == 'k')
-		v *= 1024, end++;
-	else if (*end == 'M' || *end == 'm')
-		v *= 1024 * 1024, end++;
-	else if (*end == 'G' || *end == 'g')
-		v *= 1024.0 * 1024 * 1024, end++;
-	if (end == s || *end || errno || !(v >= 0) || v > 1e18)
-		return cli_usage_error("%s: '%s' is not a size (bytes, or a "
-				       "number with K, M or G)", what, s);
-	*out = (long long)v;
-	return 0;
-}
-
 /* The names of AGENT_PASS_ENV, split at commas, colons and blanks, added
  * to pass[]; the copy the pointers point into is returned (free it). */
 static char *
@@ -801,9 +777,9 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 		return ES_USAGE;
 	s->limits.memory = 4LL << 30;
 	s->limits.file_size = 1LL << 30;
-	if (size_arg("AGENT_MAX_MEMORY", getenv("AGENT_MAX_MEMORY"),
+	if (cli_size("AGENT_MAX_MEMORY", getenv("AGENT_MAX_MEMORY"),
 		     &s->limits.memory) ||
-	    size_arg("AGENT_MAX_FILE_SIZE", getenv("AGENT_MAX_FILE_SIZE"),
+	    cli_size("AGENT_MAX_FILE_SIZE", getenv("AGENT_MAX_FILE_SIZE"),
 		     &s->limits.file_size))
 		return ES_USAGE;
 	v = getenv("AGENT_SANDBOX_NETWORK");
@@ -882,11 +858,11 @@ parse_options(int argc, char **argv, struct opts *o, struct state *s)
 				return ES_USAGE;
 			break;
 		case OPT_MAXMEM:
-			if (size_arg("--max-memory", optarg, &s->limits.memory))
+			if (cli_size("--max-memory", optarg, &s->limits.memory))
 				return ES_USAGE;
 			break;
 		case OPT_MAXFSIZE:
-			if (size_arg("--max-file-size", optarg,
+			if (cli_size("--max-file-size", optarg,
 				     &s->limits.file_size))
 				return ES_USAGE;
 			break;

@@ -117,18 +117,19 @@ remove_stale(const char *dir)
 	closedir(d);
 }
 
-/* Makes base/rel/tool-exec.PID; returns it, or NULL. */
+/* Makes base/rel/tool-exec.PID, or tool-exec.PID.TAG; returns it, or
+ * NULL. */
 static char *
-make_cgroup(const char *base, const char *rel)
+make_cgroup(const char *base, const char *rel, const char *tag)
 {
 	char *parent, *dir;
 
 	if (asprintf(&parent, "%s%s", base, rel) < 0)
 		return NULL;
 	remove_stale(parent);
-	if (asprintf(&dir, "%s%stool-exec.%d", parent,
+	if (asprintf(&dir, "%s%stool-exec.%d%s%s", parent,
 		     parent[strlen(parent) - 1] == '/' ? "" : "/",
-		     (int)getpid()) < 0) {
+		     (int)getpid(), tag ? "." : "", tag ? tag : "") < 0) {
 		free(parent);
 		return NULL;
 	}
@@ -178,7 +179,7 @@ cgroup_v2(struct proc_limits *l)
 				    "memory");
 	if (!pids && !mem)
 		goto out;
-	l->cg_pids = make_cgroup(base, rel);
+	l->cg_pids = make_cgroup(base, rel, l->tag);
 	if (!l->cg_pids)
 		goto out;
 	l->cg_v2 = 1;
@@ -203,7 +204,7 @@ cgroup_v1(struct proc_limits *l)
 
 	if (l->procs && !(l->by_cgroup & PROC_LIMIT_PROCS) &&
 	    (rel = own_cgroup("pids"))) {
-		l->cg_pids = make_cgroup("/sys/fs/cgroup/pids", rel);
+		l->cg_pids = make_cgroup("/sys/fs/cgroup/pids", rel, l->tag);
 		free(rel);
 		snprintf(num, sizeof num, "%ld", l->procs);
 		if (l->cg_pids && write_file(l->cg_pids, "pids.max", num) == 0)
@@ -211,7 +212,7 @@ cgroup_v1(struct proc_limits *l)
 	}
 	if (l->memory && !(l->by_cgroup & PROC_LIMIT_MEMORY) &&
 	    (rel = own_cgroup("memory"))) {
-		l->cg_mem = make_cgroup("/sys/fs/cgroup/memory", rel);
+		l->cg_mem = make_cgroup("/sys/fs/cgroup/memory", rel, l->tag);
 		free(rel);
 		snprintf(num, sizeof num, "%lld", l->memory);
 		if (l->cg_mem &&

@@ -1268,6 +1268,7 @@ struct proc_limits {
 	long procs;           /* processes (and threads) at once; 0: none */
 	long long memory;     /* bytes for the whole call; 0: none */
 	long long file_size;  /* bytes a file may be written to; 0: none */
+	const char *tag;      /* the cgroups' names end in it; NULL: none */
 	int prepared;
 	int by_cgroup;        /* PROC_LIMIT_* bits a cgroup enforces */
 	char *cg_pids;        /* the cgroup directory counting processes */
@@ -1539,6 +1540,8 @@ struct mcp_opts {
 	size_t max_output;    /* bytes of a result, head and tail kept */
 	size_t max_message;   /* bytes of one message from a server */
 	int max_restarts;     /* of a server that died, in a session */
+	long max_procs;       /* processes of a stdio server at once; 0: none */
+	long long max_memory; /* bytes of a stdio server's processes; 0: none */
 	int verbose;          /* progress and logs go to note too */
 	const char *workdir;  /* the servers' working directory */
 	volatile sig_atomic_t *interrupted; /* set: a call is cancelled */
@@ -1689,6 +1692,44 @@ int snap_fast_take(struct snap *s, struct snap_fast *f,
  * then no longer needs. */
 int snap_gc(struct snap *s, const struct snap_budget *b,
 	    struct snap_gc_result *res, struct ah_error *err);
+
+/* --- config.c: the user's configuration file -------------------------- */
+
+/* ${XDG_CONFIG_HOME:-~/.config}/agent-harness/config: KEY=value lines of
+ * the documented variables (config_keys()), then [profile NAME]
+ * sections.  The values in force: the file's top, and the chosen
+ * profile's over it. */
+struct config {
+	char path[4096];
+	const char *profile;    /* the one chosen, or NULL */
+	int found;              /* the file was read */
+	int in_workspace;       /* it is inside the workspace: not read */
+	size_t n;
+	char *key[32], *value[32];
+	unsigned line[32];
+};
+/* The file's path into out: 0, or -1 when neither XDG_CONFIG_HOME nor
+ * HOME is an absolute path. */
+int config_path(char *out, size_t size);
+/* Reads the file, when there is one, for profile (NULL: none; a profile
+ * named must be there).  Refused (-1, err set): a file or directory that
+ * is not the user's or that others can write, a line that is not
+ * KEY=value of a known key or [profile NAME], a key twice in a section.
+ * A file inside workdir (NULL: the current directory) is not read
+ * (in_workspace).  0, c to be freed with config_free. */
+int config_read(struct config *c, const char *profile, const char *workdir,
+		struct ah_error *err);
+/* The value of key in c, or NULL. */
+const char *config_get(const struct config *c, const char *key);
+/* setenv of each key of c that the environment does not set (or sets
+ * empty): the environment over the file. */
+int config_apply(const struct config *c, struct ah_error *err);
+void config_free(struct config *c);
+/* The keys a configuration may set, NULL-terminated. */
+const char *const *config_keys(void);
+int config_known(const char *key);
+/* The key holds a secret (*_API_KEY): shown redacted. */
+int config_secret_key(const char *key);
 
 #include "banned.h"
 

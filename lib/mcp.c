@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <strings.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,12 +39,15 @@ struct mcp_server {
 	char *source;         /* the configuration file */
 	int state;            /* S_* */
 	pid_t pid;
+	pid_t pgid;           /* its process group (the keepers' too) */
 	int in, out, err;     /* its stdin (ours to write), stdout, stderr */
 	struct buf rbuf;      /* bytes of stdout not yet a whole line */
 	char errtail[MCP_TAIL]; /* the end of its stderr, a ring */
 	size_t errpos, errlen;
 	long next_id;
 	int restarts;
+	int dead;             /* it broke a limit: not started again */
+	struct proc_limits limits; /* its processes' (stdio) */
 	int list_changed;     /* notifications/tools/list_changed came */
 	char version[16];     /* negotiated */
 	char *url;            /* Streamable HTTP: the endpoint, else NULL */
@@ -83,6 +88,8 @@ mcp_init(struct mcp *m)
 	m->opts.max_output = 30000;
 	m->opts.max_message = 16u << 20;
 	m->opts.max_restarts = 3;
+	m->opts.max_procs = 512;
+	m->opts.max_memory = 4LL << 30;
 }
 
 static void
@@ -152,6 +159,7 @@ server_free(struct mcp_server *s)
 	free(s->session);
 	if (s->http)
 		http_free(s->http);
+	proc_limits_free(&s->limits);
 	free(s->source);
 	buf_free(&s->rbuf);
 	cJSON_Delete(s->tools);
@@ -462,6 +470,22 @@ close_fd(int *fd)
 	*fd = -1;
 }
 
+/* Removes the server's cgroups, once its processes are gone: the keeper
+ * in the namespace ends after all the others, and its group (the keepers
+ * and the server) is empty when it has. */
+static void
+limits_free(struct mcp_server *s)
+{
+	double until = mono_now() + 1;
+
+	if (!s->limits.prepared)
+		return;
+	while (s->pgid > 0 && kill(-s->pgid, 0) == 0 && mono_now() < until)
+		usleep(2000);
+	s->pgid = 0;
+	proc_limits_free(&s->limits);
+}
+
 /* Ends the server: its stdin closed first (the clean way the
  * specification gives), then SIGTERM, then SIGKILL, to its whole
  * process group. */
@@ -501,6 +525,7 @@ server_stop(struct mcp_server *s, double grace)
 			s->pid = 0;
 		}
 	}
+	limits_free(s);
 	close_fd(&s->out);
 	close_fd(&s->err);
 	buf_reset(&s->rbuf);
@@ -647,26 +672,60 @@ allow_command(struct sandbox *sb, const struct mcp_server *s, char **env,
 	return 0;
 }
 
-/* The child: its own process group, killed with us, the pipes as its
- * standard streams, the status pipe as fd 3 (closed by exec) and nothing
- * else open; in the sandbox sb (a copy: the server's network setting in
- * it) unless NULL.  What failed is written to the status pipe. */
+/* Ends as a process that waited ended (st): by the same signal, or with
+ * its status; 128 + N from a keeper within is signal N. */
+static void
+exit_as(int st)
+{
+	int sig = WIFSIGNALED(st) ? WTERMSIG(st)
+		: WEXITSTATUS(st) > 128 && WEXITSTATUS(st) < 128 + 65
+			? WEXITSTATUS(st) - 128 : 0;
+
+	if (sig && getpid() != 1) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+	_exit(sig ? 128 + sig : WEXITSTATUS(st));
+}
+
+/* The keepers of a stdio server, and the server.  The child of
+ * server_spawn, the keeper: its own process group, killed with us (as
+ * each keeper is with its parent), the pipes as the standard streams,
+ * the status pipe as fd 3 (closed by exec) and nothing else open; it
+ * waits until go ends (the caller has put it into the server's cgroups),
+ * enters the sandbox sb (a copy: the server's network setting in it)
+ * unless NULL, and starts the second keeper, pid 1 of a new PID
+ * namespace (with a /proc of its own in the sandbox), which starts the
+ * server, reaps, and ends when the server does: the kernel then kills
+ * whatever else is left in the namespace, however it detached.  Where no
+ * PID namespace can be had, the keeper is the server's subreaper and
+ * kills what is left itself.  The keepers ignore SIGTERM and SIGINT (the
+ * group's signals are for the server).  What failed is written to the
+ * status pipe. */
 static void
 child(struct mcp_server *s, struct sandbox *sb, const char *dir, char **env,
-      int in, int out, int err, int status)
+      int in, int out, int err, int status, int go)
 {
 	struct ah_error e = { 0 };
-	int ruleset, userns;
+	int ruleset = -1, userns = 0, pidns = 1, st, fd;
+	pid_t srv, w;
+	long pid;
+	char c;
 
 	setpgid(0, 0);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	signal(SIGPIPE, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
-	    (status != 3 && dup3(status, 3, O_CLOEXEC) < 0))
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	go = fcntl(go, F_DUPFD_CLOEXEC, 10);
+	if (go < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
+	    (status != 3 && dup3(status, 3, O_CLOEXEC) < 0) ||
+	    dup3(go, 4, O_CLOEXEC) < 0)
 		_exit(127);
-	close_range(4, ~0U, 0);
+	close_range(5, ~0U, 0);
+	while (read(4, &c, 1) < 0 && errno == EINTR)
+		;
+	close(4);
 	if (dir && chdir(dir) < 0) {
 		ah_fail_errno(&e, errno, "cannot change to '%s'", dir);
 		goto fail;
@@ -674,23 +733,91 @@ child(struct mcp_server *s, struct sandbox *sb, const char *dir, char **env,
 	if (sb) {
 		sb->network = s->network;
 		if (allow_command(sb, s, env, &e) < 0 ||
-		    sandbox_setup(sb, NULL, &ruleset, &userns, &e) < 0 ||
-		    sandbox_restrict(sb, ruleset, &e) < 0)
+		    sandbox_setup(sb, NULL, &ruleset, &userns, &e) < 0)
 			goto fail;
 	}
-	execvpe(s->argv[0], s->argv, env);
-	ah_fail_errno(&e, errno, "cannot run '%s'", s->argv[0]);
+	pid = syscall(SYS_clone, CLONE_NEWPID | (sb ? CLONE_NEWNS : 0) |
+		      SIGCHLD, NULL, NULL, NULL, 0);
+	if (pid < 0) {
+		pidns = 0;
+		prctl(PR_SET_CHILD_SUBREAPER, 1);
+	} else if (pid > 0) {
+		for (fd = 0; fd <= 3; fd++)
+			close(fd);
+		if (ruleset >= 0)
+			close(ruleset);
+		while (waitpid((pid_t)pid, &st, 0) < 0)
+			if (errno != EINTR)
+				_exit(127);
+		exit_as(st);
+	} else {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (sb && sandbox_fresh_proc(&e) < 0)
+			goto fail;
+	}
+	srv = fork();
+	if (srv < 0) {
+		ah_fail_errno(&e, errno, "cannot fork");
+		goto fail;
+	}
+	if (srv == 0) {
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		if (s->limits.procs || s->limits.memory)
+			proc_limits_set(&s->limits, userns ? 1 + pidns : 0);
+		if (sb && sandbox_restrict(sb, ruleset, &e) < 0)
+			goto fail;
+		execvpe(s->argv[0], s->argv, env);
+		ah_fail_errno(&e, errno, "cannot run '%s'", s->argv[0]);
+		goto fail;
+	}
+	for (fd = 0; fd <= 3; fd++)
+		close(fd);
+	if (ruleset >= 0)
+		close(ruleset);
+	for (;;) {
+		w = waitpid(-1, &st, 0);
+		if (w == srv || (w < 0 && errno != EINTR))
+			break;
+	}
+	if (!pidns)
+		pr_kill_children(0);
+	if (w != srv)
+		_exit(127);
+	exit_as(st);
 fail:
 	if (write(3, e.msg, strlen(e.msg)) < 0)
 		_exit(127);
 	_exit(127);
 }
 
+/* The cgroups of the server's processes, made afresh (see
+ * proc_limits_prepare); what is weaker than asked is said once. */
+static int
+limits_prepare(struct mcp *m, struct mcp_server *s, struct ah_error *err)
+{
+	struct proc_limits *l = &s->limits;
+
+	proc_limits_free(l);
+	memset(l, 0, sizeof *l);
+	l->procs = m->opts.max_procs;
+	l->memory = m->opts.max_memory;
+	l->tag = s->name;
+	if (!l->procs && !l->memory)
+		return 0;
+	if (proc_limits_prepare(l, err) < 0)
+		return -1;
+	if (l->memory && !(l->by_cgroup & PROC_LIMIT_MEMORY) && !s->restarts)
+		note(m, "%s: its memory limit is per process (RLIMIT_DATA): "
+		     "no memory cgroup of its own can be made here", s->name);
+	return 0;
+}
+
 static int
 server_spawn(struct mcp *m, struct mcp_server *s, struct ah_error *err)
 {
 	int pin[2] = { -1, -1 }, pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
-	int st[2] = { -1, -1 }, rc = -1;
+	int st[2] = { -1, -1 }, go[2] = { -1, -1 }, rc = -1;
 	struct sandbox *sb = s->sandbox ? m->opts.sandbox : NULL;
 	char **env, msg[sizeof err->msg];
 	ssize_t got;
@@ -704,11 +831,14 @@ server_spawn(struct mcp *m, struct mcp_server *s, struct ah_error *err)
 						     : "none was set up");
 	if (sb && sandbox_prepare(sb, err) < 0)
 		return -1;
+	if (limits_prepare(m, s, err) < 0)
+		return -1;
 	env = server_env(s, sb ? sb->tmpdir : NULL, err);
 	if (!env)
 		return -1;
 	if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 ||
-	    pipe2(perr, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0) {
+	    pipe2(perr, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0 ||
+	    pipe2(go, O_CLOEXEC) < 0) {
 		ah_fail_errno(err, errno, "cannot make pipes");
 		goto out;
 	}
@@ -719,9 +849,21 @@ server_spawn(struct mcp *m, struct mcp_server *s, struct ah_error *err)
 	}
 	if (pid == 0)
 		child(s, sb, m->opts.workdir, env, pin[0], pout[1], perr[1],
-		      st[1]);
+		      st[1], go[0]);
 	setpgid(pid, pid); /* both sides: no race with a kill */
 	close_fd(&st[1]);
+	/* in its cgroups (counting it and the keeper in the namespace)
+	 * before it starts anything */
+	if (cg_join(&s->limits, pid, "MCP server", err) < 0 ||
+	    ((s->limits.by_cgroup & PROC_LIMIT_PROCS) &&
+	     cg_pids_max(&s->limits, 1) < 0 &&
+	     ah_fail_errno(err, errno, "cannot set the process limit in "
+			   "'%s'", s->limits.cg_pids) < 0)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		goto out;
+	}
+	close_fd(&go[1]);
 	got = read(st[0], msg, sizeof msg - 1);
 	while (got < 0 && errno == EINTR)
 		got = read(st[0], msg, sizeof msg - 1);
@@ -731,7 +873,7 @@ server_spawn(struct mcp *m, struct mcp_server *s, struct ah_error *err)
 		ah_fail(err, AH_EIO, "%s%s", sb ? "in the sandbox: " : "", msg);
 		goto out;
 	}
-	s->pid = pid;
+	s->pid = s->pgid = pid;
 	s->in = pin[1];
 	s->out = pout[0];
 	s->err = perr[0];
@@ -750,6 +892,10 @@ out:
 	close_fd(&perr[1]);
 	close_fd(&st[0]);
 	close_fd(&st[1]);
+	close_fd(&go[0]);
+	close_fd(&go[1]);
+	if (rc < 0)
+		proc_limits_free(&s->limits);
 	/* env's strings are base's (ours to free) and envset's (kept) */
 	{
 		size_t i, k = 0;
@@ -825,14 +971,28 @@ exit_reason(struct mcp_server *s, char *out, size_t size)
 	read_err(s);
 	err_tail(s, tail, sizeof tail);
 	if (s->pid > 0 && waitpid(s->pid, &st, 0) == s->pid) {
+		long long oom, procs;
+		char lim[160] = "";
+
 		s->pid = 0;
+		oom = cg_oom_kills(&s->limits);
+		procs = cg_pids_hits(&s->limits);
+		if (oom > 0) {
+			snprintf(lim, sizeof lim, " (over its memory limit of "
+				 "%lld bytes; not started again this session)",
+				 s->limits.memory);
+			s->dead = 1;
+		} else if (procs > 0) {
+			snprintf(lim, sizeof lim, " (it reached its limit of "
+				 "%ld processes)", s->limits.procs);
+		}
 		if (WIFEXITED(st))
-			snprintf(out, size, "exited with status %d%s%s",
-				 WEXITSTATUS(st), *tail ? "; it said: " : "",
+			snprintf(out, size, "exited with status %d%s%s%s",
+				 WEXITSTATUS(st), lim, *tail ? "; it said: " : "",
 				 tail);
 		else
-			snprintf(out, size, "was killed by signal %d%s%s",
-				 WTERMSIG(st), *tail ? "; it said: " : "",
+			snprintf(out, size, "was killed by signal %d%s%s%s",
+				 WTERMSIG(st), lim, *tail ? "; it said: " : "",
 				 tail);
 	} else
 		snprintf(out, size, "closed its output%s%s",
@@ -1860,7 +2020,7 @@ ensure_up(struct mcp *m, struct mcp_server *s)
 {
 	if (s->state == S_UP)
 		return 0;
-	if (s->restarts >= m->opts.max_restarts)
+	if (s->dead || s->restarts >= m->opts.max_restarts)
 		return -1;
 	s->restarts++;
 	server_stop(s, 0.1);
@@ -1897,7 +2057,7 @@ mcp_call(struct mcp *m, const char *name, const char *argstr, int client,
 	if (ensure_up(m, s) < 0)
 		return answer(m, res, TOOL_ERROR, "Error: MCP server '%s' is "
 			      "down: %s%s", s->name, s->why,
-			      s->restarts >= m->opts.max_restarts
+			      !s->dead && s->restarts >= m->opts.max_restarts
 				      ? " (not started again: it was restarted "
 					"the most times allowed)" : "");
 	if (s->list_changed)

@@ -206,8 +206,7 @@ int
 patch_parse(const char *text, struct patch *p, char *msg, size_t size)
 {
 	char **lines = NULL, *s, *e, *rest;
-	const char **v = NULL;
-	size_t n = 0, cap = 0, i, nv, capv;
+	size_t n = 0, cap = 0, i, capv;
 	struct patch_file *f;
 	int rc = -1;
 
@@ -256,8 +255,9 @@ patch_parse(const char *text, struct patch *p, char *msg, size_t size)
 			if (header_path(rest, (int)i + 1, "*** Add File", msg,
 					size) || !(f = new_file(p, PATCH_ADD, rest)))
 				goto fail;
-			v = NULL;
-			nv = capv = 0;
+			capv = 0;
+			/* the lines are f's as they come: patch_free frees
+			 * them whatever happens next */
 			for (i++; i < n - 1 && !is_header(lines[i]); i++) {
 				if (lines[i][0] != '+') {
 					refuse(msg, size, "line %zu: every line "
@@ -265,14 +265,12 @@ patch_parse(const char *text, struct patch *p, char *msg, size_t size)
 					       "'+'", i + 1, f->path);
 					goto out;
 				}
-				if (push(&v, &nv, &capv, lines[i] + 1) < 0) {
-					free(v);
+				if (push(&f->new, &f->nnew, &capv,
+					 lines[i] + 1) < 0) {
 					rc = -1;
 					goto out;
 				}
 			}
-			f->new = v;
-			f->nnew = nv;
 		} else if (marker(lines[i], "*** Delete File: ",
 				  (const char **)&rest)) {
 			if (header_path(rest, (int)i + 1, "*** Delete File",
@@ -459,6 +457,10 @@ patch_apply(const struct patch_file *f, const char *data, size_t len,
 	    struct buf *out, char *msg, size_t size)
 {
 	struct fline *fl = NULL;
+	struct place {
+		size_t at, kold, knew;
+		const struct patch_hunk *h;
+	} *pl = NULL, t;
 	const struct patch_hunk *h;
 	const char *p = data, *end = data + len, *nl;
 	size_t n = 0, pos = 0, copied = 0, at, k, j, kold, knew;
@@ -467,8 +469,11 @@ patch_apply(const struct patch_file *f, const char *data, size_t len,
 	if (f->kind == PATCH_ADD)
 		return put_lines(out, f->new, f->nnew);
 	/* the lines of the file; its last newline ends the last line */
-	if (len && !(fl = calloc(len + 1, sizeof *fl)))
+	if (!(fl = calloc(len + 1, sizeof *fl)) ||
+	    !(pl = calloc(f->nhunks + 1, sizeof *pl))) {
+		free(fl);
 		return -1;
+	}
 	while (p < end) {
 		nl = memchr(p, '\n', (size_t)(end - p));
 		fl[n].s = p;
@@ -495,7 +500,8 @@ patch_apply(const struct patch_file *f, const char *data, size_t len,
 		knew = h->nnew;
 		if (!kold) {
 			/* lines added alone: after the anchor, else at the
-			 * end of the file */
+			 * end of the file (where the hunks after it do not
+			 * start their search) */
 			at = h->nanchors ? pos : n;
 		} else {
 			at = seek(fl, n, pos, h->old, kold, h->eof);
@@ -522,13 +528,31 @@ patch_apply(const struct patch_file *f, const char *data, size_t len,
 				goto out;
 			}
 		}
-		for (j = copied; j < at; j++)
+		pl[k].at = at;
+		pl[k].kold = kold;
+		pl[k].knew = knew;
+		pl[k].h = h;
+		if (kold || h->nanchors)
+			pos = at + kold;
+	}
+	/* in the order of the file (stable: added lines at the same place
+	 * keep the patch's order) */
+	for (k = 1; k < f->nhunks; k++)
+		for (j = k; j > 0 && pl[j - 1].at > pl[j].at; j--) {
+			t = pl[j - 1];
+			pl[j - 1] = pl[j];
+			pl[j] = t;
+		}
+	for (k = 0; k < f->nhunks; k++) {
+		for (j = copied; j < pl[k].at; j++)
 			if (buf_append(out, fl[j].s, fl[j].n) < 0 ||
 			    buf_putc(out, '\n') < 0)
 				goto out;
-		if (put_hunk(out, h, fl + at, kold, knew) < 0)
+		if (put_hunk(out, pl[k].h, fl + pl[k].at, pl[k].kold,
+			     pl[k].knew) < 0)
 			goto out;
-		pos = copied = at + kold;
+		if (pl[k].at + pl[k].kold > copied)
+			copied = pl[k].at + pl[k].kold;
 	}
 	for (j = copied; j < n; j++)
 		if (buf_append(out, fl[j].s, fl[j].n) < 0 ||
@@ -537,5 +561,6 @@ patch_apply(const struct patch_file *f, const char *data, size_t len,
 	rc = 0;
 out:
 	free(fl);
+	free(pl);
 	return rc;
 }

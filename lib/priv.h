@@ -489,6 +489,11 @@ double mono_now(void);
  * processes) and creates the cgroup.  Idempotent.  Fails only when
  * memory runs out; a weaker enforcement is said in l->warning. */
 int proc_limits_prepare(struct proc_limits *l, struct ah_error *err);
+/* Sets l's rlimits on this process, for what it starts: the file size,
+ * the memory (RLIMIT_DATA) where no cgroup bounds it, the processes
+ * (RLIMIT_NPROC) when nproc, the processes outside the limit that the
+ * user namespace counts too, is not 0. */
+void proc_limits_set(const struct proc_limits *l, int nproc);
 
 /* Does NAME look like it holds a secret (a key, token, password, cloud or
  * forge credential, an agent socket)?  Such a variable never reaches a
@@ -533,6 +538,10 @@ int proc_run(const struct proc_opts *o, struct proc_result *r,
 /* proc.c: kills what is left of a command: its process group, then
  * every orphan reparented to us, but spare (the helper). */
 void pr_kill_all(pid_t pgid, pid_t spare);
+/* proc.c: kills every child of this process but spare (0: none), over
+ * and over until none is left: as a subreaper, the orphans of what it
+ * started (mcp.c's keeper too). */
+void pr_kill_children(pid_t spare);
 /* cgroup.c: how many processes descend from pid, up to about max. */
 long cg_count_tree(pid_t pid, long max);
 /* cgroup.c: moves pid (what: the command, or the helper) into the

@@ -92,10 +92,16 @@ children(pid_t *pids, int max)
 void
 pr_kill_all(pid_t pgid, pid_t spare)
 {
+	kill(-pgid, SIGKILL);
+	pr_kill_children(spare);
+}
+
+void
+pr_kill_children(pid_t spare)
+{
 	pid_t pids[256];
 	int i, k, n, round;
 
-	kill(-pgid, SIGKILL);
 	for (round = 0; round < 100; round++) {
 		n = children(pids, 256);
 		for (i = k = 0; i < n; i++)

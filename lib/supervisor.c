@@ -165,6 +165,16 @@ set_limit(int res, long long v)
 		setrlimit(res, &rl);
 }
 
+void
+proc_limits_set(const struct proc_limits *l, int nproc)
+{
+	set_limit(RLIMIT_FSIZE, l->file_size);
+	if (nproc && l->procs)
+		set_limit(RLIMIT_NPROC, l->procs + nproc);
+	if (!(l->by_cgroup & PROC_LIMIT_MEMORY))
+		set_limit(RLIMIT_DATA, l->memory);
+}
+
 /* What tool-exec sends on the go pipe: 'g' and the command, then EOF.
  * NULL when the pipe ends first (tool-exec is gone, or failed). */
 static char *
@@ -283,13 +293,8 @@ sv_supervisor(const struct proc_opts *o, int pidns, int nproc, int out,
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
-	if (l) {
-		set_limit(RLIMIT_FSIZE, l->file_size);
-		if (nproc && l->procs)
-			set_limit(RLIMIT_NPROC, l->procs + nproc + !!warm);
-		if (!(l->by_cgroup & PROC_LIMIT_MEMORY))
-			set_limit(RLIMIT_DATA, l->memory);
-	}
+	if (l)
+		proc_limits_set(l, nproc ? nproc + !!warm : 0);
 	shell = fork();
 	if (shell < 0) {
 		dprintf(errfd, "cannot fork: %s", strerror(errno));

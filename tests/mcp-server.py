@@ -16,6 +16,12 @@ modes.  One JSON-RPC message a line on stdin and stdout.
                       what came back to it
             exit      exits without answering
             noinit    never answers initialize
+            daemon    starts a daemon (fork, setsid, fork) that ignores
+                      SIGHUP, SIGTERM and SIGINT and sleeps, then answers
+            forkbomb  forks children that sleep until a fork fails (at
+                      most 200), then answers how many it made
+            hog       allocates memory, 1 MB at a time, touched, until it
+                      fails (at most 2 GB), then answers how much
 """
 import json
 import os
@@ -79,6 +85,41 @@ def call(mid, name, a, token):
         return
     if mode == "silent":
         return
+    if mode == "daemon":
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                import signal
+                for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+                    signal.signal(sig, signal.SIG_IGN)
+                os.closerange(0, 3)
+                time.sleep(300)
+            os._exit(0)
+        os.wait()
+        return done(mid, [{"type": "text", "text": "daemon started"}])
+    if mode == "forkbomb":
+        n = 0
+        while n < 200:
+            try:
+                pid = os.fork()
+            except OSError:
+                break
+            if pid == 0:
+                os.closerange(0, 3)
+                time.sleep(300)
+                os._exit(0)
+            n += 1
+        return done(mid, [{"type": "text", "text": "forked %d" % n}])
+    if mode == "hog":
+        held = []
+        try:
+            while len(held) < 2048:
+                held.append(b"x" * (1 << 20))
+        except MemoryError:
+            pass
+        n = len(held)
+        del held
+        return done(mid, [{"type": "text", "text": "allocated %d MB" % n}])
     if mode == "wrongid":
         send({"jsonrpc": "2.0", "id": mid + 1000,
               "result": {"content": [{"type": "text", "text": "wrong"}]}})

@@ -68,6 +68,25 @@ test_expect_success 'bash: timeout kills the whole group, and says so' '
 	! pgrep -f "sleep 31[.]5$$\$"
 '
 
+test_expect_success 'bash: at the timeout the whole group gets SIGTERM first: a child can clean up' '
+	mkdir wd &&
+	cat >cmd <<-\EOF &&
+	sh -c "trap \"echo cleaned >f; exit 0\" TERM; echo ready >r; while :; do sleep 0.1; done" &
+	wait
+	EOF
+	bash_call cmd | jq -c ".tool_calls[0].function.arguments |= (fromjson | .timeout = 2 | tojson)" >in &&
+	tool-exec -C wd <in >out &&
+	content out >c && test "$(tail -n 1 c)" = "[timed out after 2 s: killed]" &&
+	test "$(cat wd/r)" = ready &&
+	test "$(cat wd/f)" = cleaned
+'
+
+test_expect_success 'bash: a command that ignores SIGTERM gets SIGKILL 2 s after it' '
+	call_msg bash "{\"command\":\"trap \\\"\\\" TERM; sleep 38.5$$\",\"timeout\":1}" >in &&
+	timeout 30 tool-exec <in >out &&
+	test "$(content out)" = "[timed out after 1 s: killed]"
+'
+
 test_expect_success 'bash: the timeout is capped by --max-timeout' '
 	call_msg bash "{\"command\":\"sleep 32.5\",\"timeout\":1000}" >in &&
 	tool-exec --max-timeout 0.3 <in >out &&
@@ -314,6 +333,16 @@ test_expect_success "boundaries: no creation through a symlinked directory${fall
 	call_msg write_file "{\"path\":\"out/new/f\",\"content\":\"x\"}" | tool-exec -C root >out &&
 	content out | grep -q "outside the working directory" &&
 	test ! -e outside/new
+'
+
+# a link inside to a directory that does not exist: the directories of
+# the new file cannot be made through it, and the model is told the path
+# does not exist (mkdirat's EEXIST on the link is not the error)
+test_expect_success "write_file through a dangling link to a directory: no such file, nothing made${fallback:+ (without openat2)}" '
+	mkdir -p root && ln -s gone root/l &&
+	call_msg write_file "{\"path\":\"l/sub/f\",\"content\":\"x\"}" | tool-exec -C root >out &&
+	test "$(content out)" = "Error: write_file: no such file or directory: '\''l/sub/f'\''" &&
+	test ! -e root/gone
 '
 
 done

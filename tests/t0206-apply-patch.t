@@ -170,17 +170,23 @@ test_expect_success 'trailing whitespace in the file or the patch does not count
 '
 
 test_expect_success 'a hunk of added lines alone goes at the end, or after its anchor' '
-	printf "x\ny\n" >add.txt &&
+	printf "line1\nline2\nline3\n" >add.txt &&
 	patch >actual <<-\EOF &&
 	*** Begin Patch
 	*** Update File: add.txt
 	@@
-	+z
-	@@ x
-	+after x
+	+after-context
+	+second-line
+	@@
+	 line1
+	-line2
+	-line3
+	+line2-replacement
 	*** End Patch
 	EOF
-	test_grep "^Error: apply_patch: hunk 2 of .add.txt.: the line .@@ x. was not found after the hunk before it" actual &&
+	printf "line1\nline2-replacement\nafter-context\nsecond-line\n" >expect &&
+	test_cmp expect add.txt &&
+	printf "x\ny\n" >add.txt &&
 	patch >actual <<-\EOF &&
 	*** Begin Patch
 	*** Update File: add.txt
@@ -189,6 +195,16 @@ test_expect_success 'a hunk of added lines alone goes at the end, or after its a
 	*** End Patch
 	EOF
 	printf "x\nafter x\ny\n" >expect &&
+	test_cmp expect add.txt &&
+	patch >actual <<-\EOF &&
+	*** Begin Patch
+	*** Update File: add.txt
+	@@ y
+	-y
+	+Y
+	*** End Patch
+	EOF
+	test_grep "^Error: apply_patch: hunk 1 of .add.txt. does not match after line 3" actual &&
 	test_cmp expect add.txt
 '
 
@@ -338,6 +354,17 @@ test_expect_success 'the built-in policy asks about it, as about write_file' '
 	test_grep "^deny file-writes: apply_patch modifies files; asking needs a terminal" got &&
 	decide apply_patch "{\"input\":\"*** Begin Patch\n*** End Patch\"}" --yes &&
 	test_grep "^allow file-writes: apply_patch modifies files" got
+'
+
+test_expect_success 'asked at a terminal, the question shows the patch as it is' '
+	printf "*** Begin Patch\n*** Update File: a.txt\n-a\n+B\n*** End Patch" |
+		jq -Rsc "{input: .}" >args &&
+	call_msg apply_patch "$(cat args)" none >in &&
+	"$TEST_DIR/pty-run.py" "hook-perm <in >out" n >tty &&
+	test_contains tty "hook-perm: apply_patch wants to act on:" &&
+	test_contains tty "    *** Update File: a.txt" &&
+	test_contains tty "    +B" &&
+	jq -e ".tool_calls[0].permission.decision == \"deny\"" out
 '
 
 test_expect_success 'agent-run --tools offers those tools, and the model patches with it' '

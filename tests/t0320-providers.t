@@ -48,6 +48,19 @@ test_expect_success 'a streamed refusal is kept, said on stderr, and is the answ
 	test "$(cat answer)" = "I cannot help."
 '
 
+# some servers send the call's name again in every delta of it
+test_expect_success 'a tool call whose name comes again in each delta is named once' '
+	{ chunk "[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"\"}}]}}]" &&
+	  chunk "[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"command\\\":\"}}]}}]" &&
+	  chunk "[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"bash\",\"arguments\":\"\\\"ls\\\"}\"}}]}}]" &&
+	  chunk "[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]"; } >events &&
+	sse events >script &&
+	start_model script &&
+	user "list" | agent-step --stream >out 2>err &&
+	jq -e ".tool_calls | length == 1 and .[0].function.name == \"bash\" and
+		.[0].function.arguments == \"{\\\"command\\\":\\\"ls\\\"}\"" out
+'
+
 test_expect_success 'a refusal in a whole answer, sent back with the message' '
 	cat >script <<-\EOF &&
 	{"raw": "{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":null,\"refusal\":\"No.\"},\"finish_reason\":\"stop\"}]}"}

@@ -312,6 +312,16 @@ test_expect_success 'hostile: a status below 100 is not taken for a 1xx' '
 		"the answer'\''s status (099) is not one HTTP has"
 '
 
+# (libcurl reads these its own way: the own client only)
+test_expect_success 'hostile: a status of four digits, a status line without its space after the code' '
+	if own; then
+		hostile four "HTTP/1.1 2000 OK\r\nContent-Length: LEN\r\n\r\nBODY" \
+			"the answer does not begin as HTTP/1.x does: '\''HTTP/1.1 2000 OK'\''" &&
+		hostile glued "HTTP/1.1 200OK\r\nContent-Length: LEN\r\n\r\nBODY" \
+			"the answer does not begin as HTTP/1.x does: '\''HTTP/1.1 200OK'\''"
+	fi
+'
+
 test_expect_success 'hostile: a NUL byte in the head is refused' '
 	hostile nul "HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: LEN\r\n\r\nBODY" \
 		"the answer'\''s head holds a NUL byte"

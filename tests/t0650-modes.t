@@ -106,7 +106,9 @@ test_expect_success 'tool-exec in plan mode refuses every tool not known to read
 	mkdir w/.agent && AGENT_MODE=plan AGENT_TODO_FILE=.agent/todo.json tool-exec -C w <in >out &&
 	jq -e ".todos | length == 1" w/.agent/todo.json &&
 	call_msg grep "{\"pattern\":\"needle\"}" >in &&
-	AGENT_MODE=plan tool-exec -C w <in >out && test_contains out "a.txt:2:needle here"
+	AGENT_MODE=plan tool-exec -C w <in >out && test_contains out "a.txt:2:needle here" &&
+	call_msg skill "{\"name\":\"none\"}" >in &&
+	AGENT_MODE=plan tool-exec -C w <in >out && test_contains out "there is no skill '\''none'\''"
 '
 
 test_expect_success 'plan: reads and searches run without a terminal and without -y; every write changes nothing; the plan lands in .agent/plan.md' '
@@ -144,30 +146,35 @@ test_expect_success 'plan: reads and searches run without a terminal and without
 	req 1 ".messages[0].content" >sys && test_grep "You are in plan mode" sys
 '
 
-test_expect_success 'plan: -c keeps the mode; -c --mode edit carries the plan out, told so, and edits without asking' '
+test_expect_success 'plan: -c keeps the mode (AGENT_MODE does not change it); --mode edit carries the plan out, told so, and edits without asking' '
 	{
 		said "1. add b.txt" &&
 		call write_file "{\"path\":\"b.txt\",\"content\":\"x\"}" &&
 		said "still a plan" &&
+		said "a fork of a plan" &&
 		call write_file "{\"path\":\"b.txt\",\"content\":\"b\n\"}" &&
 		call bash "{\"command\":\"touch c.txt\"}" &&
 		said "done"
 	} >script &&
 	start_model script && workspace && tree w >before &&
 	agent-run --mode plan -C w "plan it" >answer 2>progress </dev/null &&
-	agent-run -c -C w "once more" >answer 2>progress </dev/null &&
+	AGENT_MODE=auto agent-run -c -C w "once more" >answer 2>progress </dev/null &&
 	tree w >after && test_cmp before after &&
 	test "$(cat w/.agent/plan.md)" = "still a plan" &&
 	jq -e ".permission_mode == \"plan\"" w/.agent/session.json &&
-	agent-run -c --mode edit --json -C w "go ahead" >events 2>progress </dev/null &&
+	plan=$(jq -r .id w/.agent/session.json) &&
+	agent-run --fork -C w "a fork" >answer 2>progress </dev/null &&
+	test "$(cat answer)" = "a fork of a plan" &&
+	jq -e ".permission_mode == \"plan\"" w/.agent/session.json &&
+	agent-run --session "$plan" -C w --mode edit --json "go ahead" >events 2>progress </dev/null &&
 	test "$(cat w/b.txt)" = b && test ! -e w/c.txt &&
-	test "$(cat w/.agent/plan.md)" = "still a plan" &&
+	test "$(cat w/.agent/plan.md)" = "a fork of a plan" &&
 	decisions >got && test_grep "^allow write_file" got && test_grep "^deny bash" got &&
 	jq -e ".permission_mode == \"edit\"" w/.agent/session.json &&
 	jq -s -e ".[0].permission_mode == \"edit\" and .[0].mode == \"continue\"" events &&
-	req 4 ".messages[-2].content" >note &&
+	req 5 ".messages[-2].content" >note &&
 	test_grep "left plan mode: it is in edit mode now" note && test_grep "plan you made" note &&
-	req 4 "[.messages[] | select(.role == \"assistant\") | .content] | index(\"still a plan\") != null" >seen &&
+	req 5 "[.messages[] | select(.role == \"assistant\") | .content] | index(\"still a plan\") != null" >seen &&
 	test "$(cat seen)" = true
 '
 

@@ -330,7 +330,7 @@ test_expect_success 'no server is left running, also after SIGTERM in the middle
 	{ wait $bpid; st=$?; } &&
 	test "$st" = 143 &&
 	test_grep "interrupted and cancelled" out &&
-	! kill -0 "$(cat server.pid)" 2>/dev/null
+	wait_until 5 none_left "$PWD/server.pid"
 '
 
 test_expect_success 'the socket: --serve prints its pid and token, answers schema and calls with the token only, ends with the watched process' '

@@ -65,7 +65,7 @@ for mode in ring step; do
 		test_grep 'allow mcp__t__add' progress &&
 		head -n 1 requests.jsonl | jq -e '.body.tools | map(.function.name) | index(\"mcp__t__echo\")' &&
 		test_line_count = 1 w/pids &&
-		wait_until 5 eval '! kill -0 \$(cat w/pids) 2>/dev/null'
+		wait_until 5 none_left \"\$PWD/w/pids\"
 	"
 done
 
@@ -146,7 +146,7 @@ test_expect_success 'a call that never ends: SIGTERM cancels it, the session is 
 	valid w/.agent/transcript.jsonl &&
 	test_grep "interrupted" w/.agent/transcript.jsonl &&
 	test -s w/cancelled &&
-	wait_until 5 eval "! kill -0 \$(cat w/pids) 2>/dev/null"
+	wait_until 5 none_left "$PWD/w/pids"
 '
 
 test_expect_success 'kill -9 of agent-run in the middle of an MCP call: the bridge and the server go' '
@@ -163,7 +163,7 @@ test_expect_success 'kill -9 of agent-run in the middle of an MCP call: the brid
 	sleep 0.3 &&
 	bridge=$(left "mcp-bridge.*--serve" | grep -c "$PWD/" || :) &&
 	kill -9 $apid &&
-	wait_until 10 eval "! kill -0 \$(cat w/pids) 2>/dev/null" &&
+	wait_until 10 none_left "$PWD/w/pids" &&
 	wait_until 10 none_left "mcp-bridge --mcp-config $PWD/cfg"
 '
 
