@@ -206,8 +206,7 @@ int
 patch_parse(const char *text, struct patch *p, char *msg, size_t size)
 {
 	char **lines = NULL, *s, *e, *rest;
-	const char **v = NULL;
-	size_t n = 0, cap = 0, i, nv, capv;
+	size_t n = 0, cap = 0, i, capv;
 	struct patch_file *f;
 	int rc = -1;
 
@@ -256,8 +255,9 @@ patch_parse(const char *text, struct patch *p, char *msg, size_t size)
 			if (header_path(rest, (int)i + 1, "*** Add File", msg,
 					size) || !(f = new_file(p, PATCH_ADD, rest)))
 				goto fail;
-			v = NULL;
-			nv = capv = 0;
+			capv = 0;
+			/* the lines are f's as they come: patch_free frees
+			 * them whatever happens next */
 			for (i++; i < n - 1 && !is_header(lines[i]); i++) {
 				if (lines[i][0] != '+') {
 					refuse(msg, size, "line %zu: every line "
@@ -265,14 +265,12 @@ patch_parse(const char *text, struct patch *p, char *msg, size_t size)
 					       "'+'", i + 1, f->path);
 					goto out;
 				}
-				if (push(&v, &nv, &capv, lines[i] + 1) < 0) {
-					free(v);
+				if (push(&f->new, &f->nnew, &capv,
+					 lines[i] + 1) < 0) {
 					rc = -1;
 					goto out;
 				}
 			}
-			f->new = v;
-			f->nnew = nv;
 		} else if (marker(lines[i], "*** Delete File: ",
 				  (const char **)&rest)) {
 			if (header_path(rest, (int)i + 1, "*** Delete File",

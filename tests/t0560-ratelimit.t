@@ -45,12 +45,15 @@ test_expect_success "8 agent-steps at once ($api, its header shape): all answer,
 done
 
 # 8 sessions through examples/parallel.sh, each a parent that hands two
-# parts to subagents (4 requests a task, 32 in all) against a bucket of 3
-# requests refilled at 6 a second (today's code, measured on this test:
-# 20 of 50 requests refused, a session failing; 10 of 42 with a bucket of
-# 4 at 8 a second).  All finish; at most 10% of the requests are refused;
-# no task (a parent and its children) waits more than twice the fair
-# share, the mean of the tasks' waits.
+# parts to subagents (4 requests a task, 32 in all) against a bucket of 2
+# requests refilled at 4 a second (today's code, measured on this test:
+# 46 of 71 requests refused and 2 sessions failed, then 34 of 62; with a
+# bucket of 3 at 6 a second, 20 of 50 and a session failed).  All finish;
+# at most 10% of the requests are refused; no task (a parent and its
+# children) waits more than twice the fair share, the mean of the tasks'
+# waits (a bucket this small makes the waits long against the noise of
+# the sessions' start: 1.3 and 1.7 times the mean at most, measured in
+# the plain and the sanitizer builds).
 if command -v parallel >/dev/null 2>&1; then
 test_expect_success '8 sessions with 2 subagents each, through parallel.sh, share the budget' '
 	for n in 1 2 3 4 5 6 7 8; do
@@ -62,7 +65,7 @@ test_expect_success '8 sessions with 2 subagents each, through parallel.sh, shar
 		printf "{\"id\": \"t%s\", \"task\": \"p-%s.\"}\n" $n $n >>tasks.jsonl ||
 		return 1
 	done >script &&
-	start_model script --bucket 3/6 --bucket-log bucket.jsonl &&
+	start_model script --bucket 2/4 --bucket-log bucket.jsonl &&
 	mkdir repo && echo x >repo/file &&
 	JOBS=8 sh "$SRC_DIR/examples/parallel.sh" repo tasks.jsonl >results.jsonl &&
 	test_line_count = 8 results.jsonl &&

@@ -146,7 +146,7 @@ test_expect_success 'plan: reads and searches run without a terminal and without
 	req 1 ".messages[0].content" >sys && test_grep "You are in plan mode" sys
 '
 
-test_expect_success 'plan: -c keeps the mode; -c --mode edit carries the plan out, told so, and edits without asking' '
+test_expect_success 'plan: -c keeps the mode (AGENT_MODE does not change it); --mode edit carries the plan out, told so, and edits without asking' '
 	{
 		said "1. add b.txt" &&
 		call write_file "{\"path\":\"b.txt\",\"content\":\"x\"}" &&
@@ -158,7 +158,7 @@ test_expect_success 'plan: -c keeps the mode; -c --mode edit carries the plan ou
 	} >script &&
 	start_model script && workspace && tree w >before &&
 	agent-run --mode plan -C w "plan it" >answer 2>progress </dev/null &&
-	agent-run -c -C w "once more" >answer 2>progress </dev/null &&
+	AGENT_MODE=auto agent-run -c -C w "once more" >answer 2>progress </dev/null &&
 	tree w >after && test_cmp before after &&
 	test "$(cat w/.agent/plan.md)" = "still a plan" &&
 	jq -e ".permission_mode == \"plan\"" w/.agent/session.json &&
