@@ -20,6 +20,7 @@ round also measures the floors the figures are divided by:
                  [--big MB]   (a session whose transcript grows to MB)
   bench/bench.py --context 300 [--windows 32000,200000] [--output 8192]
   bench/bench.py --checkpoints 2000,20000,200000 [--steps 20] [--runs 5]
+  bench/bench.py --snap-stage 2000,20000 [--steps 20] [--runs 3]
   bench/bench.py --snap-disk 300
   bench/bench.py --mcp 300 [--runs 5]
 
@@ -28,7 +29,10 @@ directories) with agent-run's checkpoints on and off (--no-checkpoints),
 interleaved, each step one bash call that changes one file: the per-step
 time of each, and the difference, which is what a snapshot costs a step
 (agent-snap(1)).  The first step's snapshot hashes every file; it is
-counted apart ("first").  --snap-disk: one session of N steps, each
+counted apart ("first").  --snap-stage: the checkpoint stage alone
+(agent-snap checkpoint fed one message a step, one file appended to
+before each), from the changes and with --full, interleaved: the time a
+snapshot takes and its CPU (git's included).  --snap-disk: one session of N steps, each
 rewriting a 1 MB text file (one line changes), and the disk the
 snapshots take, before and after agent-snap gc (which packs them).
 

@@ -28,6 +28,20 @@ meta() {
 	python3 -c "import os, sys; print(sorted(os.listxattr(sys.argv[1])))" "$1"
 }
 
+# --- links inside the workspace
+
+# Landlock (ABI 2 on) refuses every link and rename to another directory
+# unless REFER is handled and allowed: the workspace allows it (mv would
+# copy instead; ln cannot)
+test_expect_success 'a hard link from one directory of the workspace to another' '
+	mkdir w &&
+	echo "mkdir a b && echo x >a/f && ln a/f b/g && cat b/g" >cmds &&
+	calls cmds &&
+	exits >codes && echo "call_1 0" >expect && test_cmp expect codes &&
+	test "$(jq -r .content out)" = x &&
+	test "$(cat w/b/g)" = x
+'
+
 # --- temporary files (issue 15, item 10)
 
 test_expect_success 'run_todo_write and todo-write: a FIFO at .todo.json.tmp does not hang them' '

@@ -14,8 +14,8 @@ sent() {
 
 # ids name files (.agent/sessions/ID.json): one starting with a dot would
 # be hidden, and .. a step up; agent-session refuses them itself
-test_expect_success 'agent-session: a session id starting with a dot is refused' '
-	for id in .x .. ...; do
+test_expect_success 'agent-session: a session id starting with a dot, or with a slash, is refused' '
+	for id in .x .. ... a/b x/../y /x; do
 		echo task | test_expect_code 2 agent-session --begin "$id" >out 2>err &&
 		test_contains err "is not a session id" || return 1
 	done &&

@@ -42,7 +42,12 @@ session_script() {
 
 for mode in ring step; do
 	flag=
-	[ $mode = step ] && flag=--step
+	# the ring's stage makes the snapshot before step 4 (after an edit of
+	# a file it has) from the changes; the others follow new files, and
+	# a stage of --step lives one step: each is a whole walk
+	scans='["changes", "full", "full", "full"]'
+	[ $mode = step ] && flag=--step && scans='["full", "full", "full", "full"]'
+
 	test_expect_success "$mode: a checkpoint before each step that writes; each restores the tree before its step" "
 		session_script && start_model script &&
 		mkdir w e && echo keep >w/keep.txt && echo keep >e/keep.txt &&
@@ -62,6 +67,7 @@ for mode in ring step; do
 		id=\$(jq -r .id w/.agent/session.json) &&
 		agent-snap -C w list --session \"\$id\" >list &&
 		jq -e -s 'map(.step) == [4, 3, 2, 1] and all(.calls | length == 1)' list &&
+		jq -e -s 'map(.scan) == $scans' list &&
 		n=0 &&
 		while read -r c; do
 			agent-snap -C w restore \"\$c\" >/dev/null &&

@@ -38,6 +38,13 @@ test_expect_success 'bench/bench.py --checkpoints and --snap-disk: on and off si
 	test_grep "^3 steps, each rewriting a 1 MB text file (one line changed): [0-9.]* MB in .agent/snap, [0-9.]* MB after agent-snap gc" out
 '
 
+test_expect_success 'bench/bench.py --snap-stage: the checkpoint stage alone, from the changes and by whole walks' '
+	python3 "$SRC_DIR/bench/bench.py" --bin "$AH_BIN" --snap-stage 100 --steps 3 \
+		--runs 1 >out &&
+	test_grep "^     100  changes | *[0-9.]* ( *[0-9.]*- *[0-9.]*) *[0-9.]* | " out &&
+	test_grep "^     100     full | " out
+'
+
 test_expect_success 'bench/bench.py --mcp: an MCP call direct and through tool-exec and mcp-bridge' '
 	python3 "$SRC_DIR/bench/bench.py" --bin "$AH_BIN" --mcp 20 --runs 1 >out &&
 	test_grep "^MCP tool call over stdio, 20 calls x 1 runs" out &&
