@@ -206,11 +206,12 @@ test_expect_success 'agent-step is not dumpable: core limit 0, memory and enviro
 	start_model script &&
 	user hi >in &&
 	# a runtime directory of its own for the state of the rate limit
-	# (agent-step(1)), which the user must own
+	# (agent-step(1)), which the user must own, and a home of its own
+	# (the configuration file is read from it; root'"'"'s is closed to it)
 	rt=$(mktemp -d "$AH_TMPDIR/ah-rt.XXXXXX") &&
 	test_when_finished "rm -rf \"$rt\"" &&
 	{ [ -z "$as_nobody" ] || chown 65534:65534 "$rt"; } &&
-	{ XDG_RUNTIME_DIR=$rt AGENT_API_KEY=$KEY $as_nobody agent-step --retries 0 <in >out 2>err & pid=$!; } &&
+	{ HOME=$rt XDG_CONFIG_HOME= XDG_RUNTIME_DIR=$rt AGENT_API_KEY=$KEY $as_nobody agent-step --retries 0 <in >out 2>err & pid=$!; } &&
 	test_when_finished "kill $pid 2>/dev/null || :" &&
 	wait_until 10 test -s requests.jsonl &&
 	grep "^Max core file size" /proc/$pid/limits >limits &&
