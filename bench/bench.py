@@ -435,7 +435,6 @@ def stage_run(bindir, files, steps, full):
         fill(w, files)
         env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"])
         args = [os.path.join(bindir, "agent-snap"), "checkpoint"] + (["--full"] if full else [])
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         p = subprocess.Popen(args, cwd=w, env=env, stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, bufsize=0)
         times, cpu0 = [], None
@@ -450,15 +449,15 @@ def stage_run(bindir, files, steps, full):
             if "checkpoint" not in json.loads(p.stdout.readline()):
                 raise SystemExit("bench: no checkpoint at step %d" % k)
             times.append((time.perf_counter() - t) * 1000)
+            # the CPU of the stage so far, and of the gits it ran (not
+            # its exit, which lets go of the watches)
+            with open("/proc/%d/stat" % p.pid) as f:
+                st = f.read().rsplit(")", 1)[1].split()
+            cpu = sum(int(x) for x in st[11:15]) / os.sysconf("SC_CLK_TCK")
             if k == 0:
-                # the CPU of the stage so far, and of the gits it ran
-                with open("/proc/%d/stat" % p.pid) as f:
-                    st = f.read().rsplit(")", 1)[1].split()
-                cpu0 = sum(int(x) for x in st[11:15]) / os.sysconf("SC_CLK_TCK")
+                cpu0 = cpu
         p.stdin.close()
         p.wait()
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         return {"first": times[0], "over": times[1:],
                 "cpu": (cpu - cpu0) * 1000 / max(1, steps - 1)}
     finally:
