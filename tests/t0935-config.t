@@ -114,4 +114,20 @@ test_expect_success 'never from the workspace: a file inside it is not read; a r
 	test_grep ! relative config
 '
 
+test_expect_success 'the mode and the cost limit from the file: the mode of a new session, --mode and -y over it' '
+	conf "AGENT_MODE=plan
+AGENT_MAX_COST=0.5" &&
+	mkdir w &&
+	agent-run -C w --print-config >config &&
+	test_grep "^AGENT_MODE=.plan.	# from $xdg/agent-harness/config line 1$" config &&
+	test_grep "^AGENT_MAX_COST=.0.5.	# from $xdg/agent-harness/config line 2$" config &&
+	agent-run -C w --mode edit --max-cost 2 --print-config >config &&
+	test_grep "^AGENT_MODE=.edit.	# from an option$" config &&
+	test_grep "^AGENT_MAX_COST=.2.	# from an option$" config &&
+	agent-run -C w -y --print-config >config &&
+	test_grep "^AGENT_MODE=.auto.	# from an option$" config &&
+	agent-run -C w --print-policy >policy &&
+	test "$(jq -r .mode.name policy)" = plan
+'
+
 test_done
