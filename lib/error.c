@@ -1,6 +1,7 @@
 /* error.c: filling struct ah_error. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "priv.h"
@@ -35,4 +36,15 @@ ah_fail_errno(struct ah_error *err, int errnum, const char *fmt, ...)
 			 strerror(errnum));
 	}
 	return -1;
+}
+
+int
+say_into(char *msg, size_t size, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, size, fmt, ap);
+	va_end(ap);
+	return rc;
 }

@@ -4,7 +4,6 @@
  * files themselves are read and written by tools.c.  What is accepted is
  * in tool-exec(1), "apply_patch". */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,21 +13,6 @@
 #define PATCH_MAX_FILES 256
 
 /* Fills msg with a reason and returns 1. */
-static int
-refuse(char *msg, size_t size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int
-refuse(char *msg, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, size, fmt, ap);
-	va_end(ap);
-	return 1;
-}
-
 /* Does line start with marker? *rest: what follows it. */
 static int
 marker(const char *line, const char *m, const char **rest)
@@ -124,7 +108,7 @@ header_path(char *rest, int no, const char *what, char *msg, size_t size)
 {
 	rest[rtrim_len(rest)] = '\0';
 	if (!*rest)
-		return refuse(msg, size, "line %d: %s names no path", no, what);
+		return say_into(msg, size, 1, "line %d: %s names no path", no, what);
 	return 0;
 }
 
@@ -146,7 +130,7 @@ parse_update(struct patch_file *f, char **lines, size_t n, size_t *i,
 			 * more anchor of the same hunk */
 			if (!h || h->nold || h->nnew || h->eof) {
 				if (h && !h->nold && !h->nnew)
-					return refuse(msg, size, "line %zu: a "
+					return say_into(msg, size, 1, "line %zu: a "
 						      "hunk of '%s' has no lines",
 						      *i + 1, f->path);
 				if (!(h = new_hunk(f)))
@@ -161,13 +145,13 @@ parse_update(struct patch_file *f, char **lines, size_t n, size_t *i,
 		}
 		if (is_line(l, "*** End of File")) {
 			if (!h || (!h->nold && !h->nnew))
-				return refuse(msg, size, "line %zu: *** End of "
+				return say_into(msg, size, 1, "line %zu: *** End of "
 					      "File ends no hunk", *i + 1);
 			h->eof = 1;
 			continue;
 		}
 		if (h && h->eof)
-			return refuse(msg, size, "line %zu: a line after *** "
+			return say_into(msg, size, 1, "line %zu: a line after *** "
 				      "End of File (a new hunk starts with @@)",
 				      *i + 1);
 		/* the first hunk of a file may leave out its @@ */
@@ -188,16 +172,16 @@ parse_update(struct patch_file *f, char **lines, size_t n, size_t *i,
 			    buf_putc(&h->kinds, '+') < 0)
 				return -1;
 		} else {
-			return refuse(msg, size, "line %zu: '%.80s' is no line "
+			return say_into(msg, size, 1, "line %zu: '%.80s' is no line "
 				      "of a hunk of '%s' (those start with ' ', "
 				      "'-' or '+'; a hunk with @@)", *i + 1, l,
 				      f->path);
 		}
 	}
 	if (h && !h->nold && !h->nnew)
-		return refuse(msg, size, "a hunk of '%s' has no lines", f->path);
+		return say_into(msg, size, 1, "a hunk of '%s' has no lines", f->path);
 	if (!f->nhunks && !f->move)
-		return refuse(msg, size, "*** Update File: %s has no hunk",
+		return say_into(msg, size, 1, "*** Update File: %s has no hunk",
 			      f->path);
 	return 0;
 }
@@ -238,16 +222,16 @@ patch_parse(const char *text, struct patch *p, char *msg, size_t size)
 	}
 	rc = 1;
 	if (!n || !is_line(lines[0], "*** Begin Patch")) {
-		refuse(msg, size, "the patch must start with '*** Begin Patch'");
+		say_into(msg, size, 1, "the patch must start with '*** Begin Patch'");
 		goto out;
 	}
 	if (n < 2 || !is_line(lines[n - 1], "*** End Patch")) {
-		refuse(msg, size, "the patch must end with '*** End Patch'");
+		say_into(msg, size, 1, "the patch must end with '*** End Patch'");
 		goto out;
 	}
 	for (i = 1; i < n - 1;) {
 		if (p->n == PATCH_MAX_FILES) {
-			refuse(msg, size, "more than %d files in one patch",
+			say_into(msg, size, 1, "more than %d files in one patch",
 			       PATCH_MAX_FILES);
 			goto out;
 		}
@@ -260,7 +244,7 @@ patch_parse(const char *text, struct patch *p, char *msg, size_t size)
 			 * them whatever happens next */
 			for (i++; i < n - 1 && !is_header(lines[i]); i++) {
 				if (lines[i][0] != '+') {
-					refuse(msg, size, "line %zu: every line "
+					say_into(msg, size, 1, "line %zu: every line "
 					       "of *** Add File: %s starts with "
 					       "'+'", i + 1, f->path);
 					goto out;
@@ -279,7 +263,7 @@ patch_parse(const char *text, struct patch *p, char *msg, size_t size)
 				goto fail;
 			i++;
 			if (i < n - 1 && !is_header(lines[i])) {
-				refuse(msg, size, "line %zu: *** Delete File: %s "
+				say_into(msg, size, 1, "line %zu: *** Delete File: %s "
 				       "takes no lines", i + 1, f->path);
 				goto out;
 			}
@@ -303,14 +287,14 @@ patch_parse(const char *text, struct patch *p, char *msg, size_t size)
 				goto out;
 			rc = 1;
 		} else {
-			refuse(msg, size, "line %zu: '%.80s' is not '*** Add "
+			say_into(msg, size, 1, "line %zu: '%.80s' is not '*** Add "
 			       "File: ', '*** Delete File: ' nor '*** Update "
 			       "File: '", i + 1, lines[i]);
 			goto out;
 		}
 	}
 	if (!p->n) {
-		refuse(msg, size, "the patch changes no file");
+		say_into(msg, size, 1, "the patch changes no file");
 		goto out;
 	}
 	rc = 0;
@@ -487,7 +471,7 @@ patch_apply(const struct patch_file *f, const char *data, size_t len,
 				if (anchor_is(fl[at].s, fl[at].n, h->anchors[j]))
 					break;
 			if (at == n) {
-				rc = refuse(msg, size, "hunk %zu of '%s': the "
+				rc = say_into(msg, size, 1, "hunk %zu of '%s': the "
 					    "line '@@ %.100s' was not found%s",
 					    k + 1, f->path, h->anchors[j],
 					    pos ? " after the hunk before it"
@@ -519,7 +503,7 @@ patch_apply(const struct patch_file *f, const char *data, size_t len,
 				if (pos)
 					snprintf(after, sizeof after, " after "
 						 "line %zu", pos);
-				rc = refuse(msg, size, "hunk %zu of '%s' does "
+				rc = say_into(msg, size, 1, "hunk %zu of '%s' does "
 					    "not match%s: its %zu line%s of "
 					    "context and removal, from '%.100s', "
 					    "%s not found", k + 1, f->path,

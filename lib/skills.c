@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,21 +23,6 @@
 #define SKILLS_INDEX_MAX 8192       /* bytes of the index for the model */
 
 /* A reason into msg; returns 1. */
-static int
-refuse(char *msg, size_t size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int
-refuse(char *msg, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, size, fmt, ap);
-	va_end(ap);
-	return 1;
-}
-
 /* One scalar value of the front matter, from v[0..n): plain, 'single'
  * or "double" quoted, a comment after it allowed; into *out. */
 static int
@@ -55,12 +39,12 @@ scalar(const char *v, size_t n, int line, const char *key, char **out,
 	while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
 		end--;
 	if (p == end)
-		return refuse(msg, size, "line %d: %s has no value", line, key);
+		return say_into(msg, size, 1, "line %d: %s has no value", line, key);
 	if (*p == '"' || *p == '\'') {
 		q = *p++;
 		for (;; p++) {
 			if (p == end)
-				return buf_free(&b), refuse(msg, size, "line %d: "
+				return buf_free(&b), say_into(msg, size, 1, "line %d: "
 					"the quoted value of %s does not end on "
 					"its line", line, key);
 			if (*p == q && q == '\'' && p + 1 < end && p[1] == '\'') {
@@ -69,7 +53,7 @@ scalar(const char *v, size_t n, int line, const char *key, char **out,
 				break;
 			} else if (*p == '\\' && q == '"') {
 				if (p + 1 == end || (p[1] != '"' && p[1] != '\\'))
-					return buf_free(&b), refuse(msg, size,
+					return buf_free(&b), say_into(msg, size, 1,
 						"line %d: an escape other than "
 						"\\\" or \\\\ in %s is not read",
 						line, key);
@@ -81,14 +65,14 @@ scalar(const char *v, size_t n, int line, const char *key, char **out,
 		for (p++; p < end && (*p == ' ' || *p == '\t'); p++)
 			;
 		if (p < end && *p != '#')
-			return buf_free(&b), refuse(msg, size, "line %d: text "
+			return buf_free(&b), say_into(msg, size, 1, "line %d: text "
 				"after the quoted value of %s", line, key);
 	} else {
 		const char *c;
 
 		if (strchr("[{>|*&!%@`-?,", *p) && (*p != '-' || p + 1 == end ||
 						      p[1] == ' '))
-			return refuse(msg, size, "line %d: %s is not a plain "
+			return say_into(msg, size, 1, "line %d: %s is not a plain "
 				      "scalar (a list, a mapping, a block or a "
 				      "reference is not read)", line, key);
 		/* a comment ends it; ": " would start a mapping */
@@ -97,7 +81,7 @@ scalar(const char *v, size_t n, int line, const char *key, char **out,
 				break;
 			if (*c == ':' && (c + 1 == end || c[1] == ' ' ||
 					  c[1] == '\t'))
-				return refuse(msg, size, "line %d: ': ' in the "
+				return say_into(msg, size, 1, "line %d: ': ' in the "
 					      "value of %s (quote it)", line,
 					      key);
 		}
@@ -107,7 +91,7 @@ scalar(const char *v, size_t n, int line, const char *key, char **out,
 			return -1;
 	}
 	if (!b.len)
-		return buf_free(&b), refuse(msg, size, "line %d: %s is empty",
+		return buf_free(&b), say_into(msg, size, 1, "line %d: %s is empty",
 					    line, key);
 	*out = buf_detach(&b, NULL);
 	return *out ? 0 : -1;
@@ -127,13 +111,13 @@ skill_front_matter(const char *text, size_t len, char **name, char **desc,
 	*name = *desc = NULL;
 	*body = 0;
 	if (len < 4 || (strncmp(text, "---\n", 4) && strncmp(text, "---\r\n", 5)))
-		return refuse(msg, size, "it does not start with a front "
+		return say_into(msg, size, 1, "it does not start with a front "
 			      "matter (a line '---')");
 	p = memchr(text, '\n', len) + 1;
 	for (;; p = nl + 1) {
 		line++;
 		if (p >= end)
-			return refuse(msg, size, "the front matter has no "
+			return say_into(msg, size, 1, "the front matter has no "
 				      "closing '---'");
 		nl = memchr(p, '\n', (size_t)(end - p));
 		if (!nl)
@@ -142,7 +126,7 @@ skill_front_matter(const char *text, size_t len, char **name, char **desc,
 		if (n && p[n - 1] == '\r')
 			n--;
 		if (memchr(p, '\0', n))
-			return refuse(msg, size, "line %d: a NUL byte", line);
+			return say_into(msg, size, 1, "line %d: a NUL byte", line);
 		if (n == 3 && !strncmp(p, "---", 3))
 			break;
 		for (k = 0; k < n && (p[k] == ' ' || p[k] == '\t'); k++)
@@ -150,7 +134,7 @@ skill_front_matter(const char *text, size_t len, char **name, char **desc,
 		if (k == n || p[k] == '#')
 			continue;
 		if (k)
-			return refuse(msg, size, "line %d: an indented line (a "
+			return say_into(msg, size, 1, "line %d: an indented line (a "
 				      "nested value); only scalars of name:, "
 				      "description: (and license:, "
 				      "compatibility:, allowed-tools:) are read",
@@ -163,7 +147,7 @@ skill_front_matter(const char *text, size_t len, char **name, char **desc,
 				break;
 		if (!colon || colon == p || k < (size_t)(colon - p) ||
 		    (colon + 1 < p + n && colon[1] != ' ' && colon[1] != '\t'))
-			return refuse(msg, size, "line %d: not 'key: value'",
+			return say_into(msg, size, 1, "line %d: not 'key: value'",
 				      line);
 		k = (size_t)(colon - p);
 		slot = NULL;
@@ -179,7 +163,7 @@ skill_front_matter(const char *text, size_t len, char **name, char **desc,
 				    !strncmp(p, ignored[i], k))
 					break;
 			if (i == sizeof ignored / sizeof *ignored)
-				return refuse(msg, size, "line %d: unknown key "
+				return say_into(msg, size, 1, "line %d: unknown key "
 					      "'%.*s' (this reader takes name, "
 					      "description, license, "
 					      "compatibility and allowed-tools)",
@@ -187,10 +171,10 @@ skill_front_matter(const char *text, size_t len, char **name, char **desc,
 			i = 2;
 		}
 		if (slot && seen[i]++)
-			return refuse(msg, size, "line %d: %.*s is given twice",
+			return say_into(msg, size, 1, "line %d: %.*s is given twice",
 				      line, (int)k, p);
 		if (!slot && colon + 1 == p + n)
-			return refuse(msg, size, "line %d: %.*s has no value "
+			return say_into(msg, size, 1, "line %d: %.*s has no value "
 				      "(a nested value is not read)", line,
 				      (int)k, p);
 		{
@@ -210,7 +194,7 @@ skill_front_matter(const char *text, size_t len, char **name, char **desc,
 	}
 	*body = nl == end ? len : (size_t)(nl + 1 - text);
 	if (!*name || !*desc)
-		return refuse(msg, size, "the front matter has no %s",
+		return say_into(msg, size, 1, "the front matter has no %s",
 			      !*name ? "name:" : "description:");
 	return 0;
 }

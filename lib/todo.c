@@ -1,7 +1,6 @@
 /* todo.c: the TodoWrite tool, with the seed article's rules and texts. */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,21 +16,6 @@ static const char status_icon[] = {
 	[TODO_IN_PROGRESS] = '>',
 	[TODO_COMPLETED] = 'x',
 };
-
-static int
-say(char *msg, size_t size, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int
-say(char *msg, size_t size, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, size, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 /* Python's falsy values: the seed's `item.get(k) or default`. */
 static int
@@ -328,13 +312,13 @@ validate_item(const cJSON *item, int index, const cJSON *done,
 
 	*norm = NULL;
 	if (!cJSON_IsObject(item))
-		return say(msg, size, 1, "Error: todo #%d must be an object.",
+		return say_into(msg, size, 1, "Error: todo #%d must be an object.",
 			   index);
 	for (m = item->child; m; m = m->next)
 		for (prev = item->child; prev != m; prev = prev->next)
 			if (!strcmp(prev->string, m->string)) {
 				dup = m->string;
-				return say(msg, size, 1,
+				return say_into(msg, size, 1,
 					   "Error: todo #%d has a duplicate "
 					   "field - %s", index, dup);
 			}
@@ -344,7 +328,7 @@ validate_item(const cJSON *item, int index, const cJSON *done,
 				i == 0 ? dflt : i == 1 ? "" : "pending", src,
 				&text[i]);
 		if (rc == 1 || rc == 2) {
-			rc = say(msg, size, 1, rc == 1 ?
+			rc = say_into(msg, size, 1, rc == 1 ?
 				 "Error: todo #%d %s must be a string." :
 				 "Error: todo #%d %s contains U+0000.", index,
 				 names[i]);
@@ -355,31 +339,31 @@ validate_item(const cJSON *item, int index, const cJSON *done,
 	}
 	rc = 1;
 	if (!text[0][0]) {
-		say(msg, size, 1, "Error: todo #%d id is empty.", index);
+		say_into(msg, size, 1, "Error: todo #%d id is empty.", index);
 		goto out;
 	}
 	for (m = done->child; m; m = m->next)
 		if (!strcmp(cJSON_GetObjectItemCaseSensitive(m, "id")
 				    ->valuestring, text[0])) {
-			say(msg, size, 1, "Error: duplicate todo id - %s",
+			say_into(msg, size, 1, "Error: duplicate todo id - %s",
 			    text[0]);
 			goto out;
 		}
 	if (!text[1][0]) {
-		say(msg, size, 1, "Error: todo #%d content is empty.", index);
+		say_into(msg, size, 1, "Error: todo #%d content is empty.", index);
 		goto out;
 	}
 	if (parse_status(text[2]) < 0) {
-		say(msg, size, 1, "Error: invalid todo status - %s", text[2]);
+		say_into(msg, size, 1, "Error: invalid todo status - %s", text[2]);
 		goto out;
 	}
 	if (strlen(text[0]) > TODO_MAX_ID) {
-		say(msg, size, 1, "Error: todo #%d id is too long - %zu bytes "
+		say_into(msg, size, 1, "Error: todo #%d id is too long - %zu bytes "
 		    "(at most %d).", index, strlen(text[0]), TODO_MAX_ID);
 		goto out;
 	}
 	if (strlen(text[1]) > TODO_MAX_CONTENT) {
-		say(msg, size, 1, "Error: todo #%d content is too long - %zu "
+		say_into(msg, size, 1, "Error: todo #%d content is too long - %zu "
 		    "bytes (at most %d).", index, strlen(text[1]),
 		    TODO_MAX_CONTENT);
 		goto out;
@@ -411,7 +395,7 @@ validate_item(const cJSON *item, int index, const cJSON *done,
 	rc = 0;
 	goto out;
 nomem:
-	rc = say(msg, size, -1, "Error: out of memory.");
+	rc = say_into(msg, size, -1, "Error: out of memory.");
 out:
 	cJSON_Delete(o);
 	for (i = 0; i < 3; i++)
@@ -430,13 +414,13 @@ todo_validate(const cJSON *args, const char *text, size_t len, cJSON **out,
 
 	*out = NULL;
 	if (!cJSON_IsObject(args))
-		return say(msg, size, 1,
+		return say_into(msg, size, 1,
 			   "Error: arguments must be a JSON object with a "
 			   "todos list.");
 	for (m = args->child; m; m = m->next)
 		if (m->string && !strcmp(m->string, "todos")) {
 			if (todos)
-				return say(msg, size, 1, "Error: todos is "
+				return say_into(msg, size, 1, "Error: todos is "
 					   "given more than once.");
 			todos = m;
 		}
@@ -448,14 +432,14 @@ todo_validate(const cJSON *args, const char *text, size_t len, cJSON **out,
 		todos = parsed;
 	}
 	if (!cJSON_IsArray(todos)) {
-		say(msg, size, 1, "Error: todos must be a list.");
+		say_into(msg, size, 1, "Error: todos must be a list.");
 		goto out;
 	}
 	if (source_map(&src, parsed ? parsed : args, text, len) < 0)
 		goto nomem;
 	n = cJSON_GetArraySize(todos);
 	if (n > TODO_MAX_ITEMS) {
-		say(msg, size, 1, "Error: too many todos - %d (at most %d).", n,
+		say_into(msg, size, 1, "Error: too many todos - %d (at most %d).", n,
 		    TODO_MAX_ITEMS);
 		goto out;
 	}
@@ -477,7 +461,7 @@ todo_validate(const cJSON *args, const char *text, size_t len, cJSON **out,
 	}
 	rc = 1;
 	if (active > 1) {
-		say(msg, size, 1,
+		say_into(msg, size, 1,
 		    "Error: only one todo can be in_progress at a time.");
 		goto out;
 	}
@@ -486,7 +470,7 @@ todo_validate(const cJSON *args, const char *text, size_t len, cJSON **out,
 	rc = 0;
 	goto out;
 nomem:
-	rc = say(msg, size, -1, "Error: out of memory.");
+	rc = say_into(msg, size, -1, "Error: out of memory.");
 out:
 	source_free(&src);
 	cJSON_Delete(parsed);
@@ -617,12 +601,12 @@ todo_write(const char *path, const char *args, size_t n, int dry_run,
 
 	*answer = NULL;
 	if (n > TODO_MAX_ARGS) {
-		say(msg, sizeof msg, 1, TODO_TOO_LARGE, TODO_MAX_ARGS);
+		say_into(msg, sizeof msg, 1, TODO_TOO_LARGE, TODO_MAX_ARGS);
 		goto answer;
 	}
 	v = json_parse(args, n, &off);
 	if (!v) {
-		say(msg, sizeof msg, 1, "Error: arguments are not valid JSON "
+		say_into(msg, sizeof msg, 1, "Error: arguments are not valid JSON "
 		    "(at byte %zu).", off + 1);
 		goto answer;
 	}
