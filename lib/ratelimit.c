@@ -178,15 +178,26 @@ fail:
 	return NULL;
 }
 
+/* Lets go of what a request held: its slot and the probe's lock. */
+static void
+let_go(struct ratelimit *rl)
+{
+	if (rl->probe >= 0) {
+		close(rl->probe);
+		rl->probe = -1;
+	}
+	if (rl->slot >= 0) {
+		close(rl->slot);
+		rl->slot = -1;
+	}
+}
+
 void
 ratelimit_free(struct ratelimit *rl)
 {
 	if (!rl)
 		return;
-	if (rl->slot >= 0)
-		close(rl->slot);
-	if (rl->probe >= 0)
-		close(rl->probe);
+	let_go(rl);
 	if (rl->fd >= 0)
 		close(rl->fd);
 	if (rl->dirfd > 0)
@@ -576,14 +587,7 @@ out:
 		save(rl, &s, NULL);
 		unlock_state(rl);
 	}
-	if (rl->probe >= 0) {
-		close(rl->probe);
-		rl->probe = -1;
-	}
-	if (rl->slot >= 0) {
-		close(rl->slot);
-		rl->slot = -1;
-	}
+	let_go(rl);
 	return -1;
 }
 
@@ -774,12 +778,5 @@ ratelimit_done(struct ratelimit *rl, const struct ratelimit_seen *seen,
 		save(rl, &s, NULL);
 		unlock_state(rl);
 	}
-	if (rl->probe >= 0) {
-		close(rl->probe);
-		rl->probe = -1;
-	}
-	if (rl->slot >= 0) {
-		close(rl->slot);
-		rl->slot = -1;
-	}
+	let_go(rl);
 }
