@@ -37,20 +37,12 @@ read_counter(const char *dir, const char *name, const char *key)
 {
 	char path[4096], buf[2048], *p;
 	size_t kn = strlen(key);
-	ssize_t n;
-	int fd;
 
 	if (!dir)
 		return -1;
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_text(path, buf, sizeof buf) < 0)
 		return -1;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	for (p = buf; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
 		if (!strncmp(p, key, kn) && p[kn] == ' ')
 			return strtoll(p + kn + 1, NULL, 10);
@@ -63,16 +55,9 @@ static char *
 own_cgroup(const char *ctl)
 {
 	char buf[4096], *line, *save = NULL, *inner = NULL, *c, *path;
-	ssize_t n;
-	int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (read_text("/proc/self/cgroup", buf, sizeof buf) < 0)
 		return NULL;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return NULL;
-	buf[n] = '\0';
 	for (line = strtok_r(buf, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		c = strchr(line, ':');
@@ -146,18 +131,10 @@ static int
 has_word(const char *dir, const char *name, const char *word)
 {
 	char path[4096], buf[512], *w, *save = NULL;
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_text(path, buf, sizeof buf) < 0)
 		return 0;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	for (w = strtok_r(buf, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
 		if (!strcmp(w, word))
 			return 1;
@@ -269,8 +246,6 @@ cg_count_tree(pid_t pid, long max)
 	char path[64], buf[4096], *p, *end;
 	pid_t *queue;
 	long n = 1, i;
-	ssize_t len;
-	int fd;
 
 	queue = malloc((size_t)(max + 2) * sizeof *queue);
 	if (!queue)
@@ -279,14 +254,8 @@ cg_count_tree(pid_t pid, long max)
 	for (i = 0; i < n && n <= max; i++) {
 		snprintf(path, sizeof path, "/proc/%d/task/%d/children",
 			 (int)queue[i], (int)queue[i]);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		if (read_text(path, buf, sizeof buf) < 0)
 			continue;
-		len = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		buf[len] = '\0';
 		for (p = buf; n <= max; p = end) {
 			long v = strtol(p, &end, 10);
 

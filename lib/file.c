@@ -55,6 +55,22 @@ out:
 	return rc;
 }
 
+ssize_t
+read_text(const char *path, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
 int
 file_read(const char *path, size_t max, char **data, size_t *len,
 	  struct ah_error *err)

@@ -172,16 +172,9 @@ static long long
 data_now(void)
 {
 	char buf[4096], *v;
-	ssize_t n;
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (read_text("/proc/self/status", buf, sizeof buf) < 0)
 		return 0;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	v = strstr(buf, "\nVmData:");
 	return v ? strtoll(v + 9, NULL, 10) * 1024 : 0;
 }

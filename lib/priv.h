@@ -612,4 +612,8 @@ int snap_git_out(struct snap *s, const char *const *args, struct buf *out,
  * reporting of the parsers that answer in a caller's buffer. */
 int say_into(char *msg, size_t size, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* The start of the file at path (a /proc or cgroup file), one read of
+ * at most size - 1 bytes, into buf with a NUL after: its length, or -1
+ * when it cannot be opened or read or is empty. */
+ssize_t read_text(const char *path, char *buf, size_t size);
 #endif

@@ -62,20 +62,13 @@ static int
 children(pid_t *pids, int max)
 {
 	char path[64], buf[4096];
-	ssize_t n;
-	int fd, k = 0;
+	int k = 0;
 	char *p, *end;
 
 	snprintf(path, sizeof path, "/proc/self/task/%d/children",
 		 (int)getpid());
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_text(path, buf, sizeof buf) < 0)
 		return 0;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	for (p = buf; k < max; p = end) {
 		long v = strtol(p, &end, 10);
 

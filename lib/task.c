@@ -672,8 +672,7 @@ static void
 sweep(pid_t spare)
 {
 	char path[64], buf[4096], *p, *end;
-	int fd, round, killed;
-	ssize_t n;
+	int round, killed;
 	long v;
 
 	snprintf(path, sizeof path, "/proc/self/task/%d/children",
@@ -681,14 +680,8 @@ sweep(pid_t spare)
 	for (round = 0; round < 100; round++) {
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		if (read_text(path, buf, sizeof buf) < 0)
 			return;
-		n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (n <= 0)
-			return;
-		buf[n] = '\0';
 		killed = 0;
 		for (p = buf; (v = strtol(p, &end, 10)), end != p; p = end) {
 			if ((pid_t)v == spare)
