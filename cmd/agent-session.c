@@ -24,6 +24,8 @@ static const char usage[] =
 	"       agent-session [-C DIR] [files] --end STATUS [--from LINE]\n"
 	"                     [--error TEXT]\n"
 	"       agent-session --project N [REL FILE]...\n"
+	"       agent-session --reaper DIR --lock FILE [--drafts DIR]\n"
+	"       agent-session --interrupt DIR | --stop DIR\n"
 	"       agent-session [-C DIR] --config [--profile NAME]\n"
 	"       agent-session [-C DIR] --config --show [--profile NAME]\n"
 	"                     [--from-file KEYS] [--option KEY=VALUE]...\n"
@@ -58,6 +60,16 @@ static const char usage[] =
 	"                       within N bytes as sent (escapes counted) and a\n"
 	"                       quarter of $AGENT_CONTEXT_WINDOW at most, cut\n"
 	"                       with a note\n"
+	"      --reaper DIR     start agent-run's crash reaper: a process that\n"
+	"                       waits for the lock of --lock FILE, then stops\n"
+	"                       the stages recorded in DIR (pid.NAME), kills\n"
+	"                       what is left after a second, removes DIR and\n"
+	"                       the --drafts DIR's .transcript-new.* files\n"
+	"      --interrupt DIR  SIGINT to the stages recorded in DIR that act\n"
+	"                       on it\n"
+	"      --stop DIR       the end of agent-run's run: kill the reaper,\n"
+	"                       stop the policy server and the MCP bridge\n"
+	"                       recorded in DIR, remove DIR\n"
 	"      --config         read the configuration file (agent-harness(5))\n"
 	"                       and print, as shell assignments, its variables\n"
 	"                       that the environment does not set, then\n"
@@ -83,7 +95,8 @@ static const char usage[] =
 	"Exit status: 0 done, 2 usage, 3 a file could not be read or\n"
 	"written, 5 a record is not one.\n";
 
-enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT, M_CONFIG };
+enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT, M_CONFIG,
+	    M_REAPER, M_INTERRUPT, M_STOP };
 
 struct opts {
 	enum mode mode;
@@ -95,6 +108,7 @@ struct opts {
 	long status, from;
 	long stdin_bytes;   /* the size of the stdin attached to the task, or -1 */
 	long project;       /* --project: the budget of project files */
+	const char *run_dir, *lock, *drafts; /* --reaper, --interrupt, --stop */
 };
 
 /* agent-run's exit status as the status of its session. */
@@ -610,7 +624,8 @@ main(int argc, char **argv)
 	enum { OPT_LIST = 256, OPT_BEGIN, OPT_PARENT, OPT_CALL, OPT_REOPEN,
 	       OPT_END, OPT_FROM, OPT_TRANSCRIPT, OPT_RECORD, OPT_TODO,
 	       OPT_STDIN_BYTES, OPT_ERROR, OPT_PROJECT, OPT_CONFIG, OPT_PROFILE,
-	       OPT_SHOW, OPT_FROMFILE, OPT_OPTION };
+	       OPT_SHOW, OPT_FROMFILE, OPT_OPTION,
+	       OPT_REAPER, OPT_LOCK, OPT_DRAFTS, OPT_INTERRUPT, OPT_STOP };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -631,6 +646,11 @@ main(int argc, char **argv)
 		{ "show", no_argument, NULL, OPT_SHOW },
 		{ "from-file", required_argument, NULL, OPT_FROMFILE },
 		{ "option", required_argument, NULL, OPT_OPTION },
+		{ "reaper", required_argument, NULL, OPT_REAPER },
+		{ "lock", required_argument, NULL, OPT_LOCK },
+		{ "drafts", required_argument, NULL, OPT_DRAFTS },
+		{ "interrupt", required_argument, NULL, OPT_INTERRUPT },
+		{ "stop", required_argument, NULL, OPT_STOP },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -640,6 +660,7 @@ main(int argc, char **argv)
 	const char *const keys[] = { getenv("AGENT_API_KEY"),
 		getenv("OPENAI_API_KEY"), getenv("ANTHROPIC_API_KEY") };
 	size_t k, nsecrets = 0;
+	struct ah_error err = { 0 };
 	int c, rc;
 
 	if (cli_no_core() < 0)
@@ -719,6 +740,24 @@ main(int argc, char **argv)
 				rc = cli_whole("--project", optarg, 0,
 					       1000000000, &o.project);
 			break;
+		case OPT_REAPER:
+			rc = set_mode(&o, M_REAPER);
+			o.run_dir = optarg;
+			break;
+		case OPT_INTERRUPT:
+			rc = set_mode(&o, M_INTERRUPT);
+			o.run_dir = optarg;
+			break;
+		case OPT_STOP:
+			rc = set_mode(&o, M_STOP);
+			o.run_dir = optarg;
+			break;
+		case OPT_LOCK:
+			o.lock = optarg;
+			break;
+		case OPT_DRAFTS:
+			o.drafts = optarg;
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -757,6 +796,10 @@ main(int argc, char **argv)
 	    o.mode != M_CONFIG)
 		return cli_usage_error("--profile, --show, --from-file and "
 				       "--option go with --config");
+	if ((o.lock || o.drafts) && o.mode != M_REAPER)
+		return cli_usage_error("--lock and --drafts go with --reaper");
+	if (o.mode == M_REAPER && !o.lock)
+		return cli_usage_error("--reaper: say the lock's --lock FILE");
 	if (o.mode == M_CONFIG && !o.profile)
 		o.profile = getenv("AGENT_PROFILE");
 	if (o.mode == M_REOPEN && strcmp(o.how, "continue") &&
@@ -785,6 +828,19 @@ main(int argc, char **argv)
 		break;
 	case M_CONFIG:
 		rc = do_config(&o);
+		break;
+	case M_REAPER:
+		rc = ES_OK;
+		if (reaper_start(o.run_dir, o.lock, o.drafts, &err) < 0) {
+			cli_report(&err);
+			rc = ES_IO;
+		}
+		break;
+	case M_INTERRUPT:
+		reaper_interrupt(o.run_dir);
+		break;
+	case M_STOP:
+		reaper_stop(o.run_dir);
 		break;
 	default:
 		rc = do_end(&o);
