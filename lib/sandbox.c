@@ -7,7 +7,8 @@
  *   - a private mount namespace in which every mount is read-only but
  *     the write roots (the workspace, the private temporary directory),
  *     which are nosuid, and in which the protected paths of the
- *     workspace (.agent, todo.json, .git/hooks, ...) are read-only bind
+ *     workspace (.agent, todo.json, .git/hooks, ...) and the state
+ *     directory (AGENT_STATE_DIR, where it is given) are read-only bind
  *     mounts, and their ancestors inside the workspace are mount points,
  *     so that nothing can rename them away;
  *   - Landlock: writing is allowed beneath the workspace (workspace-write),
@@ -177,6 +178,11 @@ sandbox_init(struct sandbox *sb, enum sandbox_mode mode,
 	for (i = 0; i < sizeof defaults / sizeof *defaults; i++)
 		if (sandbox_protect(sb, defaults[i], err) < 0)
 			return -1;
+	/* the session's own directory, wherever it is: never the
+	 * commands' to write (outside the workspace it is not even in
+	 * their view) */
+	if (state_dir_given() && sandbox_protect(sb, state_dir(), err) < 0)
+		return -1;
 	if (todo_path && sandbox_protect(sb, todo_path, err) < 0)
 		return -1;
 	return sandbox_scan(sb, err);
