@@ -7,8 +7,7 @@
  *   - a private mount namespace in which every mount is read-only but
  *     the write roots (the workspace, the private temporary directory),
  *     which are nosuid, and in which the protected paths of the
- *     workspace (.agent, todo.json, .git/hooks, ...) and the state
- *     directory (AGENT_STATE_DIR, where it is given) are read-only bind
+ *     workspace (.agent, todo.json, .git/hooks, ...) are read-only bind
  *     mounts, and their ancestors inside the workspace are mount points,
  *     so that nothing can rename them away;
  *   - Landlock: writing is allowed beneath the workspace (workspace-write),
@@ -50,6 +49,13 @@
 #include <unistd.h>
 
 #include "priv.h"
+
+/* The state directory (AGENT_STATE_DIR, where a session is kept outside
+ * the workspace) needs nothing here: state_dir_check refuses it inside
+ * the workspace (but for WORKSPACE/.agent, protected below), so it lies
+ * outside the write roots, read-only like every mount there, and is not
+ * in the commands' view (mountview.c) unless --allow-read lets it in,
+ * read-only. */
 
 int
 sandbox_mode_parse(const char *name)
@@ -178,11 +184,6 @@ sandbox_init(struct sandbox *sb, enum sandbox_mode mode,
 	for (i = 0; i < sizeof defaults / sizeof *defaults; i++)
 		if (sandbox_protect(sb, defaults[i], err) < 0)
 			return -1;
-	/* the session's own directory, wherever it is: never the
-	 * commands' to write (outside the workspace it is not even in
-	 * their view) */
-	if (state_dir_given() && sandbox_protect(sb, state_dir(), err) < 0)
-		return -1;
 	if (todo_path && sandbox_protect(sb, todo_path, err) < 0)
 		return -1;
 	return sandbox_scan(sb, err);
