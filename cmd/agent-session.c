@@ -669,7 +669,6 @@ main(int argc, char **argv)
 	const char *const keys[] = { getenv("AGENT_API_KEY"),
 		getenv("OPENAI_API_KEY"), getenv("ANTHROPIC_API_KEY") };
 	size_t k, nsecrets = 0;
-	struct ah_error err = { 0 };
 	int c, rc;
 
 	if (cli_no_core() < 0)
