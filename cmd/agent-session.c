@@ -1,9 +1,11 @@
 /* agent-session: the records of agent-run's sessions, and the events
  * that begin and end agent-run --json.  See agent-session(1). */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -39,7 +41,8 @@ static const char usage[] =
 	"                       first, one JSON object a line\n"
 	"      --begin ID       start the record of session ID (the task is\n"
 	"                       stdin) and print its session event\n"
-	"      --todo FILE      the session's todo list, with --begin\n"
+	"      --todo FILE      the session's todo list, with --begin (or\n"
+	"                       --answer)\n"
 	"      --stdin-bytes N  the task as typed came with N bytes of stdin,\n"
 	"                       attached to what the model got (--begin)\n"
 	"      --parent ID      the session that started this one (a task\n"
@@ -70,6 +73,13 @@ static const char usage[] =
 	"      --stop DIR       the end of agent-run's run: kill the reaper,\n"
 	"                       stop the policy server and the MCP bridge\n"
 	"                       recorded in DIR, remove DIR\n"
+	"      --answer         the end of agent-run's run: the answer the\n"
+	"                       transcript ends with to --print on stdout\n"
+	"                       (not when --streamed on this same terminal),\n"
+	"                       into --output FILE, and into --plan FILE (made\n"
+	"                       in --drafts DIR); then, on stderr, the calls\n"
+	"                       after --from LINE denied for want of a terminal\n"
+	"                       and the items of the --todo FILE list left\n"
 	"      --config         read the configuration file (agent-harness(5))\n"
 	"                       and print, as shell assignments, its variables\n"
 	"                       that the environment does not set, then\n"
@@ -96,12 +106,14 @@ static const char usage[] =
 	"$AGENT_API; its permission_mode (agent-run's mode) is $AGENT_MODE,\n"
 	"else ask, and --reopen sets it to $AGENT_MODE when that is set.\n"
 	"\n"
-	"Exit status: 0 done, 2 usage, 3 a file could not be read or\n"
-	"written, or the state directory cannot be used, 5 a record is not\n"
-	"one.\n";
+	"Exit status: 0 done, 1 --answer: no answer, or the plan not\n"
+	"written, 2 usage, 3 a file could not be read or written, or the state\n"
+	"directory cannot be used, 4 --answer: not written to --output FILE,\n"
+	"5 a record is not one.\n";
 
+/* (agent-run's own: from M_REAPER on, the files are given) */
 enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT, M_CONFIG,
-	    M_REAPER, M_INTERRUPT, M_STOP };
+	    M_REAPER, M_INTERRUPT, M_STOP, M_ANSWER };
 
 struct opts {
 	enum mode mode;
@@ -114,6 +126,8 @@ struct opts {
 	long stdin_bytes;   /* the size of the stdin attached to the task, or -1 */
 	long project;       /* --project: the budget of project files */
 	const char *run_dir, *lock, *drafts; /* --reaper, --interrupt, --stop */
+	const char *output, *plan;         /* --answer */
+	int print, streamed;
 };
 
 /* agent-run's exit status as the status of its session. */
@@ -616,6 +630,117 @@ do_config(const struct opts *o)
 	return rc;
 }
 
+/* stdout is the terminal stderr is: where agent-step --stream showed the
+ * answer as it came */
+static int
+same_terminal(void)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	ssize_t n, m;
+
+	if (!isatty(STDOUT_FILENO))
+		return 0;
+	n = readlink("/proc/self/fd/1", a, sizeof a);
+	m = readlink("/proc/self/fd/2", b, sizeof b);
+	return n == m && (n < 0 || !memcmp(a, b, (size_t)n));
+}
+
+/* text, and a newline when there is any, into fd, closed */
+static int
+put_file(int fd, const struct buf *text)
+{
+	int ok = fd >= 0 &&
+		(!text->len || (write_all(fd, text->data, text->len) == 0 &&
+				write_all(fd, "\n", 1) == 0));
+
+	if (fd >= 0 && close(fd) < 0)
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
+/* --answer: agent-run's last words, each as it said them (agent-run(1)) */
+static int
+do_answer(const struct opts *o)
+{
+	struct ah_error err = { 0 };
+	struct run_end r;
+	struct buf items = BUF_INIT(0), path = BUF_INIT(0);
+	size_t n;
+	int rc = ES_OK, have, fd;
+
+	have = run_end_scan(o->transcript, (unsigned long)o->from, &r,
+			    &err) == 0;
+	if (!have)
+		cli_report(&err);
+	else if (!r.lineno)
+		cli_warn("'%s': no messages, so no answer", o->transcript);
+	else if (!r.answer)
+		cli_warn("'%s': line %lu: the last message is not an answer "
+			 "(the assistant's, without tool calls)", o->transcript,
+			 r.lineno);
+	have = have && r.answer;
+	/* streamed on the terminal already, when stdout is that same
+	 * terminal: not printed again */
+	if (o->print && !(o->streamed && same_terminal())) {
+		if (!have)
+			rc = err.code ? cli_status(&err, ES_BADINPUT) :
+				ES_REJECTED;
+		else if (r.text.len) {
+			/* on a terminal, without its escape sequences, as
+			 * --stream shows it; into a pipe or a file, as it is */
+			int tty = isatty(STDOUT_FILENO);
+			char *safe = tty ? utf8_for_terminal(r.text.data,
+				r.text.len, TERM_KEEP_LINES, &n) : NULL;
+
+			if (tty && !safe) {
+				cli_warn("out of memory");
+				rc = ES_IO;
+			} else if (cli_put_line(safe ? safe : r.text.data,
+						safe ? n : r.text.len, 1))
+				rc = ES_IO;
+			free(safe);
+		}
+	}
+	/* (O_CREAT: 0666 less the umask, as the shell's >) */
+	if (o->output && (!have || put_file(open(o->output, O_WRONLY |
+			O_CREAT | O_TRUNC | O_CLOEXEC, 0666), &r.text) < 0)) {
+		fprintf(stderr, "agent-run: the answer could not be written "
+			"to '%s'\n", o->output);
+		rc = 4;
+	}
+	/* plan mode: the plan, the final answer, made beside and renamed
+	 * into place */
+	if (o->plan) {
+		fd = -1;
+		if (buf_printf(&path, "%s/.transcript-new.XXXXXX", o->drafts) < 0 ||
+		    !have || (fd = mkostemp(path.data, O_CLOEXEC)) < 0 ||
+		    put_file(fd, &r.text) < 0 ||
+		    rename(path.data, o->plan) < 0) {
+			if (fd >= 0)
+				unlink(path.data);
+			fprintf(stderr, "agent-run: the plan could not be "
+				"written to '%s'\n", o->plan);
+			if (rc != 4)
+				rc = ES_REJECTED;
+		}
+	}
+	/* calls denied for want of a terminal to ask on: the answer may
+	 * claim what they did not do */
+	if (r.denied)
+		fprintf(stderr, "agent-run: %zu %s denied (no terminal to ask): "
+			"rerun with -y, or allow them with a rule\n", r.denied,
+			r.denied == 1 ? "tool call was" : "tool calls were");
+	/* items of the session's list left unfinished are said last,
+	 * whatever --stop-checks let the model do about them */
+	if (o->todo && todo_left(o->todo, &items, &n, &err) == 0 && n)
+		fprintf(stderr, "agent-run: %zu todo %s left: %s\n", n,
+			n == 1 ? "item" : "items", items.data);
+	buf_free(&items);
+	buf_free(&path);
+	run_end_free(&r);
+	return rc;
+}
+
 static int
 set_mode(struct opts *o, enum mode m)
 {
@@ -633,7 +758,8 @@ main(int argc, char **argv)
 	       OPT_END, OPT_FROM, OPT_TRANSCRIPT, OPT_RECORD, OPT_TODO,
 	       OPT_STDIN_BYTES, OPT_ERROR, OPT_PROJECT, OPT_CONFIG, OPT_PROFILE,
 	       OPT_SHOW, OPT_FROMFILE, OPT_OPTION,
-	       OPT_REAPER, OPT_LOCK, OPT_DRAFTS, OPT_INTERRUPT, OPT_STOP };
+	       OPT_REAPER, OPT_LOCK, OPT_DRAFTS, OPT_INTERRUPT, OPT_STOP,
+	       OPT_ANSWER, OPT_PRINT, OPT_STREAMED, OPT_OUTPUT, OPT_PLAN };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -659,6 +785,11 @@ main(int argc, char **argv)
 		{ "drafts", required_argument, NULL, OPT_DRAFTS },
 		{ "interrupt", required_argument, NULL, OPT_INTERRUPT },
 		{ "stop", required_argument, NULL, OPT_STOP },
+		{ "answer", no_argument, NULL, OPT_ANSWER },
+		{ "print", no_argument, NULL, OPT_PRINT },
+		{ "streamed", no_argument, NULL, OPT_STREAMED },
+		{ "output", required_argument, NULL, OPT_OUTPUT },
+		{ "plan", required_argument, NULL, OPT_PLAN },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -766,6 +897,21 @@ main(int argc, char **argv)
 		case OPT_DRAFTS:
 			o.drafts = optarg;
 			break;
+		case OPT_ANSWER:
+			rc = set_mode(&o, M_ANSWER);
+			break;
+		case OPT_PRINT:
+			o.print = 1;
+			break;
+		case OPT_STREAMED:
+			o.streamed = 1;
+			break;
+		case OPT_OUTPUT:
+			o.output = optarg;
+			break;
+		case OPT_PLAN:
+			o.plan = optarg;
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -794,7 +940,8 @@ main(int argc, char **argv)
 	if (o.parent && !session_id_ok(o.parent))
 		return cli_usage_error("--parent: '%s' is not a session id",
 				       o.parent);
-	if ((o.parent || o.call || o.todo || o.stdin_bytes >= 0) &&
+	if ((o.parent || o.call || (o.todo && o.mode != M_ANSWER) ||
+	     o.stdin_bytes >= 0) &&
 	    o.mode != M_BEGIN)
 		return cli_usage_error("--parent, --call, --todo and "
 				       "--stdin-bytes go with --begin");
@@ -804,8 +951,18 @@ main(int argc, char **argv)
 	    o.mode != M_CONFIG)
 		return cli_usage_error("--profile, --show, --from-file and "
 				       "--option go with --config");
-	if ((o.lock || o.drafts) && o.mode != M_REAPER)
-		return cli_usage_error("--lock and --drafts go with --reaper");
+	if (o.lock && o.mode != M_REAPER)
+		return cli_usage_error("--lock goes with --reaper");
+	if (o.drafts && o.mode != M_REAPER && !o.plan)
+		return cli_usage_error("--drafts goes with --reaper, or "
+				       "--answer --plan");
+	if ((o.print || o.streamed || o.output || o.plan) &&
+	    o.mode != M_ANSWER)
+		return cli_usage_error("--print, --streamed, --output and "
+				       "--plan go with --answer");
+	if (o.plan && !o.drafts)
+		return cli_usage_error("--plan: say where to make it "
+				       "(--drafts DIR)");
 	if (o.mode == M_REAPER && !o.lock)
 		return cli_usage_error("--reaper: say the lock's --lock FILE");
 	if (o.mode == M_CONFIG && !o.profile)
@@ -826,8 +983,8 @@ main(int argc, char **argv)
 	}
 	/* the session's files are in the state directory, checked (made
 	 * by --begin) for this workspace first; none yet: nothing listed */
-	if (o.mode != M_CONFIG && (!o.transcript || !o.record ||
-				   o.mode == M_LIST)) {
+	if (o.mode != M_CONFIG && o.mode < M_REAPER &&
+	    (!o.transcript || !o.record || o.mode == M_LIST)) {
 		rc = state_dir_check(o.mode == M_LIST ? o.dir : ".",
 				     o.mode == M_BEGIN, &err);
 		if (rc < 0 || (!o.transcript && state_path(transcript,
@@ -870,6 +1027,9 @@ main(int argc, char **argv)
 		break;
 	case M_STOP:
 		reaper_stop(o.run_dir);
+		break;
+	case M_ANSWER:
+		rc = do_answer(&o);
 		break;
 	default:
 		rc = do_end(&o);

@@ -467,6 +467,29 @@ int reaper_start(const char *dir, const char *lock, const char *drafts,
  * stopped, dir removed. */
 void reaper_stop(const char *dir);
 
+/* --- runend.c: what agent-run says at the end of a run ------------------ */
+
+struct run_end {
+	int answer;           /* the last message is an answer */
+	struct buf text;      /* its text */
+	unsigned long lineno; /* the last message's line, 0 when none */
+	size_t denied;        /* the calls after line from denied for want
+				 of a terminal to ask on */
+};
+
+/* One read of transcript: its last message, and the denials of the
+ * assistant's messages after line from.  0 (r->answer says whether the
+ * last message is an answer: the assistant's, without tool calls), or -1
+ * (err set); run_end_free frees r either way. */
+int run_end_scan(const char *transcript, unsigned long from,
+		 struct run_end *r, struct ah_error *err);
+void run_end_free(struct run_end *r);
+/* The unfinished items of the todo list at path, "id - content" each,
+ * joined by "; " into items, and how many.  0, or -1 (err set: a list
+ * that cannot be read). */
+int todo_left(const char *path, struct buf *items, size_t *n,
+	      struct ah_error *err);
+
 /* --- reply.c: the model's answer ------------------------------------- */
 
 struct reply_call {
