@@ -26,6 +26,7 @@ static const char usage[] =
 	"       agent-session [-C DIR] [files] --end STATUS [--from LINE]\n"
 	"                     [--error TEXT]\n"
 	"       agent-session --project N [REL FILE]...\n"
+	"       agent-session --project N --walk DIR [--quiet]\n"
 	"       agent-session --reaper DIR --lock FILE [--drafts DIR]\n"
 	"       agent-session --interrupt DIR | --stop DIR\n"
 	"       agent-session [-C DIR] --config [--profile NAME]\n"
@@ -63,6 +64,11 @@ static const char usage[] =
 	"                       within N bytes as sent (escapes counted) and a\n"
 	"                       quarter of $AGENT_CONTEXT_WINDOW at most, cut\n"
 	"                       with a note\n"
+	"      --walk DIR       with --project: the files are AGENTS.md (else\n"
+	"                       CLAUDE.md) of each directory from the\n"
+	"                       repository's top down to DIR (absolute), and\n"
+	"                       the names are said on stderr, not printed\n"
+	"      --quiet          with --walk: say nothing\n"
 	"      --reaper DIR     start agent-run's crash reaper: a process that\n"
 	"                       waits for the lock of --lock FILE, then stops\n"
 	"                       the stages recorded in DIR (pid.NAME), kills\n"
@@ -127,6 +133,8 @@ struct opts {
 	long project;       /* --project: the budget of project files */
 	const char *run_dir, *lock, *drafts; /* --reaper, --interrupt, --stop */
 	const char *output, *plan;         /* --answer */
+	const char *walk;                  /* --project --walk */
+	int quiet;
 	int print, streamed;
 };
 
@@ -451,6 +459,7 @@ out:
 static int
 do_project(const struct opts *o, int n, char **args)
 {
+	/* (--walk: the names are said on stderr, as agent-run says them) */
 	const char *env = getenv("AGENT_CONTEXT_WINDOW");
 	const char **rel = calloc((size_t)n / 2 + 1, sizeof *rel);
 	const char **path = calloc((size_t)n / 2 + 1, sizeof *path);
@@ -483,9 +492,16 @@ do_project(const struct opts *o, int n, char **args)
 	for (k = 0; k < names.len; k++)
 		if ((unsigned char)names.data[k] < 0x20)
 			names.data[k] = '?';
-	if (names.len && fwrite(names.data, 1, names.len, stdout) != names.len)
-		cli_stdout_failed(errno);
-	putchar('\n');
+	if (o->walk) {
+		if (!o->quiet && n)
+			fprintf(stderr, "agent-run: project instructions: %s\n",
+				names.data ? names.data : "");
+	} else {
+		if (names.len && fwrite(names.data, 1, names.len, stdout) !=
+		    names.len)
+			cli_stdout_failed(errno);
+		putchar('\n');
+	}
 	if (text.len && n && fwrite(text.data, 1, text.len, stdout) != text.len)
 		cli_stdout_failed(errno);
 	rc = ES_OK;
@@ -494,6 +510,34 @@ out:
 	buf_free(&names);
 	free(rel);
 	free(path);
+	return rc;
+}
+
+/* --project --walk: the files found from the workspace up, each left out
+ * said as agent-run says it, then their text */
+static int
+do_walk(const struct opts *o)
+{
+	struct ah_error err = { 0 };
+	struct buf notes = BUF_INIT(0);
+	char **pairs;
+	char *line, *next;
+	int n, rc;
+
+	if (project_walk(o->walk, &pairs, &n, &notes, &err) < 0) {
+		cli_report(&err);
+		buf_free(&notes);
+		return err.code == AH_EFORMAT ? ES_USAGE : ES_IO;
+	}
+	for (line = notes.data; !o->quiet && line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		fprintf(stderr, "agent-run: %s\n", line);
+	}
+	rc = n ? do_project(o, n, pairs) : ES_OK;
+	project_walk_free(pairs, n);
+	buf_free(&notes);
 	return rc;
 }
 
@@ -759,7 +803,8 @@ main(int argc, char **argv)
 	       OPT_STDIN_BYTES, OPT_ERROR, OPT_PROJECT, OPT_CONFIG, OPT_PROFILE,
 	       OPT_SHOW, OPT_FROMFILE, OPT_OPTION,
 	       OPT_REAPER, OPT_LOCK, OPT_DRAFTS, OPT_INTERRUPT, OPT_STOP,
-	       OPT_ANSWER, OPT_PRINT, OPT_STREAMED, OPT_OUTPUT, OPT_PLAN };
+	       OPT_ANSWER, OPT_PRINT, OPT_STREAMED, OPT_OUTPUT, OPT_PLAN,
+	       OPT_WALK, OPT_QUIET };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -790,6 +835,8 @@ main(int argc, char **argv)
 		{ "streamed", no_argument, NULL, OPT_STREAMED },
 		{ "output", required_argument, NULL, OPT_OUTPUT },
 		{ "plan", required_argument, NULL, OPT_PLAN },
+		{ "walk", required_argument, NULL, OPT_WALK },
+		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -912,6 +959,12 @@ main(int argc, char **argv)
 		case OPT_PLAN:
 			o.plan = optarg;
 			break;
+		case OPT_WALK:
+			o.walk = optarg;
+			break;
+		case OPT_QUIET:
+			o.quiet = 1;
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -922,6 +975,13 @@ main(int argc, char **argv)
 		}
 		if (rc != ES_OK)
 			return rc;
+	}
+	if ((o.walk || o.quiet) && o.mode != M_PROJECT)
+		return cli_usage_error("--walk and --quiet go with --project");
+	if (o.walk) {
+		if (optind < argc)
+			return cli_usage_error("--walk: no REL FILE with it");
+		return cli_finish(do_walk(&o));
 	}
 	if (o.mode == M_PROJECT) {
 		if ((argc - optind) % 2)

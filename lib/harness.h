@@ -467,6 +467,19 @@ int reaper_start(const char *dir, const char *lock, const char *drafts,
  * stopped, dir removed. */
 void reaper_stop(const char *dir);
 
+/* --- projwalk.c: where the project's instructions are ------------------ */
+
+/* The instruction files of the absolute directory dir: for each
+ * directory from dir up to the repository's top (the nearest one up with
+ * a .git that is the user's or root's, else dir), its AGENTS.md, else its
+ * CLAUDE.md, as pairs REL (the path under the top), PATH in *pairs (*n
+ * strings), the most specific first.  A file or repository of another
+ * user, a link, a FIFO are left out with a line saying so in notes.  0,
+ * or -1 (err set); project_walk_free frees the pairs. */
+int project_walk(const char *dir, char ***pairs, int *n, struct buf *notes,
+		 struct ah_error *err);
+void project_walk_free(char **pairs, int n);
+
 /* --- runend.c: what agent-run says at the end of a run ------------------ */
 
 struct run_end {
