@@ -106,6 +106,10 @@ static const char usage[] =
 	"                       1 when not\n"
 	"      --transcript F   the transcript (.agent/transcript.jsonl)\n"
 	"      --record F       the record (.agent/session.json)\n"
+	"\n"
+	"With $AGENT_STATE_DIR set, the sessions are kept there, not in\n"
+	"DIR/.agent (see agent-run(1)): --list reads it, and the default\n"
+	"transcript and record are there.\n"
 	"  -h, --help           print this help and exit\n"
 	"      --version        print the version and exit\n"
 	"\n"
@@ -114,8 +118,9 @@ static const char usage[] =
 	"else ask, and --reopen sets it to $AGENT_MODE when that is set.\n"
 	"\n"
 	"Exit status: 0 done, 1 not ours (--todos-ours), 2 usage, 3 a file\n"
-	"could not be read or written, 5 a record is not one; --prepare,\n"
-	"--open and --close exit as agent-run (1, 2).\n";
+	"could not be read or written, or the state directory cannot be\n"
+	"used, 5 a record is not one; --prepare, --open and --close exit as\n"
+	"agent-run (1, 2).\n";
 
 enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT, M_CONFIG,
 	    M_PREPARE, M_OPEN, M_CLOSE, M_OURS };
@@ -245,7 +250,10 @@ do_list(const struct opts *o)
 	char agentdir[PATH_MAX];
 	int rc = ES_OK;
 
-	snprintf(agentdir, sizeof agentdir, "%s/.agent", o->dir);
+	if (state_dir_given())
+		snprintf(agentdir, sizeof agentdir, "%s", state_dir());
+	else
+		snprintf(agentdir, sizeof agentdir, "%s/.agent", o->dir);
 	if (session_list(agentdir, &out, &err) < 0) {
 		cli_report(&err);
 		rc = err.code == AH_EFORMAT ? ES_BADINPUT : ES_IO;
@@ -389,7 +397,7 @@ do_end(const struct opts *o)
 		goto out;
 	}
 	/* a child's calls count in its parent's totals, and apart */
-	if (session_children(".agent", cJSON_GetObjectItemCaseSensitive(
+	if (session_children(state_dir(), cJSON_GetObjectItemCaseSensitive(
 				     rec, "id")->valuestring, kids, &err) < 0) {
 		cli_report(&err);
 		goto out;
@@ -747,10 +755,10 @@ main(int argc, char **argv)
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { .dir = ".", .transcript = ".agent/transcript.jsonl",
-			  .record = ".agent/session.json", .stdin_bytes = -1,
-			  .lock_fd = -1, .sd = { .out = BUF_INIT(0),
-						 .notes = BUF_INIT(0) } };
+	struct opts o = { .dir = ".", .stdin_bytes = -1, .lock_fd = -1,
+			  .sd = { .out = BUF_INIT(0), .notes = BUF_INIT(0) } };
+	static char transcript[PATH_MAX], record[PATH_MAX];
+	struct ah_error err = { 0 };
 	const char *const keys[] = { getenv("AGENT_API_KEY"),
 		getenv("OPENAI_API_KEY"), getenv("ANTHROPIC_API_KEY") };
 	size_t k, nsecrets = 0;
@@ -930,6 +938,14 @@ main(int argc, char **argv)
 	if (o.parent && !session_id_ok(o.parent))
 		return cli_usage_error("--parent: '%s' is not a session id",
 				       o.parent);
+	if (o.mode == M_OURS && !o.transcript) {
+		if (state_path(transcript, sizeof transcript,
+			       "transcript.jsonl", &err) < 0) {
+			cli_report(&err);
+			return ES_IO;
+		}
+		o.transcript = transcript;
+	}
 	if (o.mode == M_OURS)
 		return cli_finish(sessdir_todos_ours(o.transcript, o.todo ? o.todo
 						     : todo_default_path(),
@@ -978,6 +994,27 @@ main(int argc, char **argv)
 	if (o.mode != M_LIST && strcmp(o.dir, ".") && chdir(o.dir) < 0) {
 		cli_warn("cannot change to '%s': %s", o.dir, strerror(errno));
 		return ES_IO;
+	}
+	/* the session's files are in the state directory, checked (made
+	 * by --begin) for this workspace first; none yet: nothing listed */
+	if (o.mode != M_CONFIG && (!o.transcript || !o.record ||
+				   o.mode == M_LIST)) {
+		rc = state_dir_check(o.mode == M_LIST ? o.dir : ".",
+				     o.mode == M_BEGIN, &err);
+		if (rc < 0 || (!o.transcript && state_path(transcript,
+				sizeof transcript, "transcript.jsonl",
+				&err) < 0) ||
+		    (!o.record && state_path(record, sizeof record,
+					     "session.json", &err) < 0)) {
+			cli_report(&err);
+			return ES_IO;
+		}
+		if (rc > 0 && o.mode == M_LIST)
+			return cli_finish(ES_OK);
+		if (!o.transcript)
+			o.transcript = transcript;
+		if (!o.record)
+			o.record = record;
 	}
 	switch (o.mode) {
 	case M_LIST:

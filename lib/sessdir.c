@@ -29,9 +29,7 @@
 const char *
 sessdir_state(void)
 {
-	const char *s = getenv("AGENT_STATE_DIR");
-
-	return s && *s ? s : ".agent";
+	return state_dir();
 }
 
 /* fmt's text, malloc'd; NULL when out of memory */
@@ -547,41 +545,34 @@ going_on_with_none(struct sessdir *sd)
 		(sd->cont || sd->resume);
 }
 
-/* The state directory that AGENT_STATE_DIR names is the user's own, as
- * .agent is: not a link, not another user's, written by nobody else. */
-static int
-check_state(struct sessdir *sd)
-{
-	struct stat st;
-
-	if (lstat(sd->state, &st) < 0)
-		return 0;
-	if (S_ISLNK(st.st_mode))
-		return unsafe(sd, sd->state, "is a symbolic link");
-	if (!S_ISDIR(st.st_mode))
-		return unsafe(sd, sd->state, "is not a directory");
-	if (st.st_uid != geteuid())
-		return unsafe(sd, sd->state, "is another user's");
-	if (st.st_mode & 022)
-		return unsafe(sd, sd->state, "can be written by others");
-	return 1;
-}
-
 int
 sessdir_prepare(struct sessdir *sd)
 {
-	int own = strcmp(sessdir_state(), ".agent") != 0, is, rc = -1;
+	int is, rc = -1;
 	char *f = NULL, *parents = NULL;
 	const char *env;
 
 	if (paths(sd) < 0)
 		return -1;
-	is = own ? check_state(sd) : check_dir(sd, sd->state);
+	/* AGENT_STATE_DIR: the user's own, for this workspace alone
+	 * (state_dir_check says what it refuses, and why), made 0700 */
+	if (state_dir_given()) {
+		struct ah_error e = { 0 };
+
+		is = state_dir_check(".", 0, &e);
+		if (is < 0)
+			return failed(sd, 1, "%s", e.msg);
+		if (is == 1 && going_on_with_none(sd))
+			return no_session(sd);
+		if (state_dir_check(".", 1, &e) < 0)
+			return failed(sd, 1, "%s", e.msg);
+	}
+	is = check_dir(sd, sd->state);
 	if (is < 0)
 		return -1;
 	if (!is && going_on_with_none(sd))
 		return no_session(sd);
-	if (!is && mkdir(sd->state, own ? 0700 : 0777) < 0 && errno != EEXIST)
+	if (!is && mkdir(sd->state, 0777) < 0 && errno != EEXIST)
 		return failed(sd, 1, "cannot create '%s', where the session is "
 			      "kept: %s", shown(sd, sd->state),
 			      strerror(errno));
