@@ -24,6 +24,8 @@ static const char usage[] =
 	"       agent-session [-C DIR] [files] --end STATUS [--from LINE]\n"
 	"                     [--error TEXT]\n"
 	"       agent-session --project N [REL FILE]...\n"
+	"       agent-session --reaper DIR --lock FILE [--drafts DIR]\n"
+	"       agent-session --interrupt DIR | --stop DIR\n"
 	"       agent-session [-C DIR] --config [--profile NAME]\n"
 	"       agent-session --prepare [--child ID] [--continue|--resume]\n"
 	"                     [--session ID]\n"
@@ -68,6 +70,16 @@ static const char usage[] =
 	"                       within N bytes as sent (escapes counted) and a\n"
 	"                       quarter of $AGENT_CONTEXT_WINDOW at most, cut\n"
 	"                       with a note\n"
+	"      --reaper DIR     start agent-run's crash reaper: a process that\n"
+	"                       waits for the lock of --lock FILE, then stops\n"
+	"                       the stages recorded in DIR (pid.NAME), kills\n"
+	"                       what is left after a second, removes DIR and\n"
+	"                       the --drafts DIR's .transcript-new.* files\n"
+	"      --interrupt DIR  SIGINT to the stages recorded in DIR that act\n"
+	"                       on it\n"
+	"      --stop DIR       the end of agent-run's run: kill the reaper,\n"
+	"                       stop the policy server and the MCP bridge\n"
+	"                       recorded in DIR, remove DIR\n"
 	"      --config         read the configuration file (agent-harness(5))\n"
 	"                       and print, as shell assignments, its variables\n"
 	"                       that the environment does not set, then\n"
@@ -123,7 +135,8 @@ static const char usage[] =
 	"agent-run (1, 2).\n";
 
 enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT, M_CONFIG,
-	    M_PREPARE, M_OPEN, M_CLOSE, M_OURS };
+	    M_PREPARE, M_OPEN, M_CLOSE, M_OURS,
+	    M_REAPER, M_INTERRUPT, M_STOP };
 
 struct opts {
 	enum mode mode;
@@ -141,6 +154,7 @@ struct opts {
 	long lock_fd;
 	int quiet;
 	const char *prev;
+	const char *run_dir, *lock, *drafts; /* --reaper, --interrupt, --stop */
 };
 
 /* agent-run's exit status as the status of its session. */
@@ -710,7 +724,8 @@ main(int argc, char **argv)
 	       OPT_CLOSE, OPT_LOCKFD, OPT_CHILD, OPT_CONTINUE, OPT_RESUME,
 	       OPT_SESSION, OPT_FORK, OPT_REWIND, OPT_REWINDWHAT, OPT_MODE,
 	       OPT_MODEGIVEN, OPT_SANDBOX, OPT_SANDBOXGIVEN, OPT_EPHEMERAL,
-	       OPT_PREV, OPT_ID, OPT_OURS };
+	       OPT_PREV, OPT_ID, OPT_OURS,
+	       OPT_REAPER, OPT_LOCK, OPT_DRAFTS, OPT_INTERRUPT, OPT_STOP };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -751,6 +766,11 @@ main(int argc, char **argv)
 		{ "prev", required_argument, NULL, OPT_PREV },
 		{ "id", required_argument, NULL, OPT_ID },
 		{ "todos-ours", no_argument, NULL, OPT_OURS },
+		{ "reaper", required_argument, NULL, OPT_REAPER },
+		{ "lock", required_argument, NULL, OPT_LOCK },
+		{ "drafts", required_argument, NULL, OPT_DRAFTS },
+		{ "interrupt", required_argument, NULL, OPT_INTERRUPT },
+		{ "stop", required_argument, NULL, OPT_STOP },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -910,6 +930,24 @@ main(int argc, char **argv)
 		case OPT_ID:
 			o.sd.close_id = optarg;
 			break;
+		case OPT_REAPER:
+			rc = set_mode(&o, M_REAPER);
+			o.run_dir = optarg;
+			break;
+		case OPT_INTERRUPT:
+			rc = set_mode(&o, M_INTERRUPT);
+			o.run_dir = optarg;
+			break;
+		case OPT_STOP:
+			rc = set_mode(&o, M_STOP);
+			o.run_dir = optarg;
+			break;
+		case OPT_LOCK:
+			o.lock = optarg;
+			break;
+		case OPT_DRAFTS:
+			o.drafts = optarg;
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -963,6 +1001,10 @@ main(int argc, char **argv)
 	    o.mode != M_CONFIG)
 		return cli_usage_error("--profile, --show, --from-file and "
 				       "--option go with --config");
+	if ((o.lock || o.drafts) && o.mode != M_REAPER)
+		return cli_usage_error("--lock and --drafts go with --reaper");
+	if (o.mode == M_REAPER && !o.lock)
+		return cli_usage_error("--reaper: say the lock's --lock FILE");
 	if (o.mode == M_CONFIG && !o.profile)
 		o.profile = getenv("AGENT_PROFILE");
 	if ((o.mode == M_OPEN || o.mode == M_CLOSE) && o.lock_fd < 0)
@@ -1028,6 +1070,19 @@ main(int argc, char **argv)
 		break;
 	case M_CONFIG:
 		rc = do_config(&o);
+		break;
+	case M_REAPER:
+		rc = ES_OK;
+		if (reaper_start(o.run_dir, o.lock, o.drafts, &err) < 0) {
+			cli_report(&err);
+			rc = ES_IO;
+		}
+		break;
+	case M_INTERRUPT:
+		reaper_interrupt(o.run_dir);
+		break;
+	case M_STOP:
+		reaper_stop(o.run_dir);
 		break;
 	default:
 		rc = do_end(&o);

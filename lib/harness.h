@@ -445,6 +445,28 @@ int project_text(const char *const *rel, const char *const *path, int n,
 		 size_t budget, struct buf *out, struct buf *names,
 		 struct ah_error *err);
 
+/* --- reaper.c: agent-run's stages, and its crash reaper ----------------- */
+
+/* The pid of the process whose /proc/PID/stat line dir/pid.NAME holds,
+ * when it still runs and started at the time the line says (not a later
+ * process that got its pid); else 0. */
+pid_t reaper_running(const char *dir, const char *name);
+/* SIGINT to the recorded stages that act on it (agent-run's signal
+ * trap). */
+void reaper_interrupt(const char *dir);
+/* Stops the recorded stages (SIGINT, then SIGKILL after a second),
+ * removes dir, and drafts/.transcript-new.* (drafts may be NULL). */
+void reaper_reap(const char *dir, const char *drafts);
+/* Starts the watcher, not a child of the caller's caller: it waits for
+ * the lock of the file lock, then reaper_reap(dir, drafts), then lets
+ * the lock go.  Its stat line goes into dir/pid.watcher.  0, or -1. */
+int reaper_start(const char *dir, const char *lock, const char *drafts,
+		 struct ah_error *err);
+/* The end of a run: the watcher killed (and gone), the policy server
+ * (pid.policy) and the MCP bridge (pid.mcp, waited for up to 3 s)
+ * stopped, dir removed. */
+void reaper_stop(const char *dir);
+
 /* --- reply.c: the model's answer ------------------------------------- */
 
 struct reply_call {
