@@ -79,6 +79,10 @@ static const char usage[] =
 	"                       (BIN: its directory) to eval; must come first\n"
 	"      --transcript F   the transcript (.agent/transcript.jsonl)\n"
 	"      --record F       the record (.agent/session.json)\n"
+	"\n"
+	"With $AGENT_STATE_DIR set, the sessions are kept there, not in\n"
+	"DIR/.agent (see agent-run(1)): --list reads it, and the default\n"
+	"transcript and record are there.\n"
 	"  -h, --help           print this help and exit\n"
 	"      --version        print the version and exit\n"
 	"\n"
@@ -87,7 +91,8 @@ static const char usage[] =
 	"else ask, and --reopen sets it to $AGENT_MODE when that is set.\n"
 	"\n"
 	"Exit status: 0 done, 2 usage, 3 a file could not be read or\n"
-	"written, 5 a record is not one.\n";
+	"written, or the state directory cannot be used, 5 a record is not\n"
+	"one.\n";
 
 enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT, M_CONFIG };
 
@@ -210,7 +215,10 @@ do_list(const struct opts *o)
 	char agentdir[PATH_MAX];
 	int rc = ES_OK;
 
-	snprintf(agentdir, sizeof agentdir, "%s/.agent", o->dir);
+	if (state_dir_given())
+		snprintf(agentdir, sizeof agentdir, "%s", state_dir());
+	else
+		snprintf(agentdir, sizeof agentdir, "%s/.agent", o->dir);
 	if (session_list(agentdir, &out, &err) < 0) {
 		cli_report(&err);
 		rc = err.code == AH_EFORMAT ? ES_BADINPUT : ES_IO;
@@ -354,7 +362,7 @@ do_end(const struct opts *o)
 		goto out;
 	}
 	/* a child's calls count in its parent's totals, and apart */
-	if (session_children(".agent", cJSON_GetObjectItemCaseSensitive(
+	if (session_children(state_dir(), cJSON_GetObjectItemCaseSensitive(
 				     rec, "id")->valuestring, kids, &err) < 0) {
 		cli_report(&err);
 		goto out;
@@ -661,8 +669,9 @@ main(int argc, char **argv)
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { .dir = ".", .transcript = ".agent/transcript.jsonl",
-			  .record = ".agent/session.json", .stdin_bytes = -1 };
+	struct opts o = { .dir = ".", .stdin_bytes = -1 };
+	static char transcript[PATH_MAX], record[PATH_MAX];
+	struct ah_error err = { 0 };
 	const char *const keys[] = { getenv("AGENT_API_KEY"),
 		getenv("OPENAI_API_KEY"), getenv("ANTHROPIC_API_KEY") };
 	size_t k, nsecrets = 0;
@@ -800,6 +809,27 @@ main(int argc, char **argv)
 	if (o.mode != M_LIST && strcmp(o.dir, ".") && chdir(o.dir) < 0) {
 		cli_warn("cannot change to '%s': %s", o.dir, strerror(errno));
 		return ES_IO;
+	}
+	/* the session's files are in the state directory, checked (made
+	 * by --begin) for this workspace first; none yet: nothing listed */
+	if (o.mode != M_CONFIG && (!o.transcript || !o.record ||
+				   o.mode == M_LIST)) {
+		rc = state_dir_check(o.mode == M_LIST ? o.dir : ".",
+				     o.mode == M_BEGIN, &err);
+		if (rc < 0 || (!o.transcript && state_path(transcript,
+				sizeof transcript, "transcript.jsonl",
+				&err) < 0) ||
+		    (!o.record && state_path(record, sizeof record,
+					     "session.json", &err) < 0)) {
+			cli_report(&err);
+			return ES_IO;
+		}
+		if (rc > 0 && o.mode == M_LIST)
+			return cli_finish(ES_OK);
+		if (!o.transcript)
+			o.transcript = transcript;
+		if (!o.record)
+			o.record = record;
 	}
 	switch (o.mode) {
 	case M_LIST:

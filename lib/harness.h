@@ -808,7 +808,8 @@ char *mode_policy(const char *text, size_t len, const char *source,
 int mode_tool_reads_only(const char *tool);
 /* Whether tool may run in the read-only sandbox: it leaves the workspace
  * as it is (mode_tool_reads_only), and for run_todo_write, the todo file
- * todo_path is in .agent. */
+ * todo_path is in the state directory (state_dir: .agent/, else under
+ * AGENT_STATE_DIR when it is set). */
 int mode_may_run(const char *tool, const char *todo_path);
 /* The result of a call of tool refused in the read-only sandbox, into
  * *res: TOOL_ERROR, or -1 when out of memory (*res NULL). */
@@ -1146,6 +1147,35 @@ int agent_open(const char *path, const char *what, int flags, mode_t mode,
  * link followed from .agent on, ".." refused), the missing directories
  * made when create; any other path opened as usual.  -1 on error. */
 int agent_open_dir(const char *path, int create, struct ah_error *err);
+
+/* The state directory, where a session is kept: AGENT_STATE_DIR (its
+ * trailing slashes dropped) when it is set and not empty, else ".agent"
+ * (of the workspace, the working directory).  It takes .agent's place
+ * for what the harness writes (transcripts, records, lock, sessions/,
+ * outputs/, the audit log, snap/, plan mode's plan.md and todo.json);
+ * .agent/policy.json and .agent/skills stay the project's.  A path
+ * beneath it, spelled as state_path spells it, is walked by agent_open
+ * as one under .agent is.  Points to static storage (or the
+ * environment): valid until the next call. */
+const char *state_dir(void);
+
+/* Nonzero when AGENT_STATE_DIR is set (and not empty). */
+int state_dir_given(void);
+
+/* "STATE_DIR/name" into buf; -1 with err when it does not fit. */
+int state_path(char *buf, size_t size, const char *name,
+	       struct ah_error *err);
+
+/* Checks AGENT_STATE_DIR for the workspace (the comment in agentdir.c
+ * says what is refused, and why) and, with create, makes it (0700) when
+ * it is missing (its parent must exist) and marks it as the workspace's.
+ * Returns 0 when it can be used (also when AGENT_STATE_DIR is unset or
+ * names WORKSPACE/.agent: the callers handle .agent as they always
+ * did), 1 when it is missing or still empty and create is 0 (nothing is
+ * kept there), -1 with err (AH_EFORMAT for a refusal, AH_EIO when a
+ * system call failed: "cannot create 'DIR', where the session is kept:
+ * WHY"). */
+int state_dir_check(const char *workspace, int create, struct ah_error *err);
 
 /* --- ask.c: what a person approving a call is shown ------------------ */
 
@@ -1621,7 +1651,7 @@ struct snap {
 	int dirfd;           /* .agent/snap */
 	int lockfd;          /* .agent/snap/lock, held */
 	int include_ignored; /* snapshots hold ignored files too */
-	char moved_aside[64]; /* a .agent/snap not ours, moved here */
+	char moved_aside[4200]; /* a STATE/snap not ours, moved here */
 	unsigned long seq;   /* the number of the last snapshot written */
 };
 

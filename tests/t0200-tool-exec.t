@@ -116,6 +116,34 @@ test_expect_success 'bash: setsid and nohup children are killed too' '
 	! pgrep -f "sleep 34[.][567]$$\$"
 '
 
+# Without a PID namespace (not root: sv_start falls back to fork) the
+# supervisor is only a subreaper, and a command can kill it: what is left
+# of the call is then ended by its process group, at once, however deep
+# the tree (the walk of our children ends one level a round, 100 rounds).
+test_expect_success 'bash: without a PID namespace, a call that killed its supervisor still has its whole group killed, however deep' '
+	if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
+		echo "skipped: needs root to become nobody" >&2; exit 0
+	fi &&
+	cat >chain.sh <<-\EOF &&
+	# N shells, each waiting on the next; the last writes its pid
+	if [ "$1" -gt 0 ]; then sh ./chain.sh $(($1 - 1)); else echo $$ >deep.pid; exec sleep 300; fi
+	EOF
+	cat >cmd <<-\EOF &&
+	sh ./chain.sh 150 >/dev/null 2>&1 &
+	while ! [ -s deep.pid ]; do sleep 0.1; done
+	echo built; kill -9 $PPID
+	EOF
+	cp "$AH_BIN/tool-exec" . &&
+	chmod 755 "$SCRATCH" . && chown 65534:65534 . &&
+	bash_call cmd >in &&
+	test_when_finished "kill \$(cat deep.pid) 2>/dev/null; :" &&
+	setpriv --reuid 65534 --regid 65534 --clear-groups \
+		env AGENT_SANDBOX=off ./tool-exec <in >out 2>err &&
+	test "$(content out)" = "built
+[killed by signal 9]" &&
+	wait_until 10 gone "$(cat deep.pid)"
+'
+
 test_expect_success 'bash: 50 MB of output is cut, head and tail kept' '
 	cat >cmd <<-\EOF &&
 	echo HEAD; head -c 52428800 /dev/zero | tr "\0" x; echo; echo TAIL

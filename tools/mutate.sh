@@ -195,7 +195,10 @@ fi
 # the copy: the files git knows of (and new ones it does not ignore), as
 # they are in the work tree now
 tree=$tmp/tree
-mkdir "$tree"
+# tests that run the programs as nobody (setpriv) must reach them: mktemp
+# made $tmp 0700; others may pass through it (not list it) to the tree
+chmod 711 "$tmp" || exit 1
+mkdir "$tree" && chmod 755 "$tree" || exit 1
 (cd "$src" && git ls-files -co --exclude-standard -z) |
 	(cd "$src" && xargs -0 tar cf - --) | (cd "$tree" && tar xf -) || exit 1
 mkdir "$tmp/orig"
