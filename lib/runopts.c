@@ -1447,7 +1447,8 @@ runopts(const char *bin, int argc, char **argv, struct runopts_out *out)
 		goto out;
 	if (*o->state_dir && export(o, "AGENT_STATE_DIR", o->state_dir) < 0)
 		goto out;
-	if (chdir(o->dir) < 0 || !getcwd(dir, sizeof dir)) {
+	/* (-C '' stays, as the shell's cd '' did) */
+	if (chdir(*o->dir ? o->dir : ".") < 0 || !getcwd(dir, sizeof dir)) {
 		fail(o, "cannot change to directory '%s%s'",
 		     *o->dir == '-' ? "./" : "", o->dir);
 		goto out;

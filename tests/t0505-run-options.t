@@ -5,10 +5,12 @@
 # a mistake is said in agent-run's words, exit 2.
 . "$(dirname "$0")/lib.sh"
 
+# shellcheck disable=SC2034 # used in the test bodies
 # where agent-run is, as the driver passes it
 BIN=$(dirname "$(command -v agent-session)")
 # A value with what a shell would act on: quotes, a newline, $(...),
 # backquotes, backslashes, a variable, a ; and an exit.
+# shellcheck disable=SC2034 # used in the test bodies
 hostile='it'\''s "q" \ \\ $(touch ran) `touch ran2` ${HOME} ;exit 7
 line 2 '\'''
 
@@ -59,7 +61,9 @@ test_expect_success 'the parse is getopt_long'\''s: -qy, -Cdir, --opt=value, opt
 	test "$dir" = "$(cd w && pwd -P)" && test "$max_steps" = 3 &&
 	test "$model" = M && test "$cont" = 0 &&
 	test "$task" = "do this -c --x " &&
-	test $# = 2 && test "$1" = --timeout && test "$2" = 9
+	test $# = 2 && test "$1" = --timeout && test "$2" = 9 &&
+	agent-session --run-options "$BIN" -- -m m -C "" t </dev/null >opts &&
+	(eval "$(cat opts)" && test "$dir" = "$(pwd -P)")
 '
 
 test_expect_success 'a missing value, an unknown option, a value where none goes: exit 2, in agent-run'\''s words' '
