@@ -445,6 +445,28 @@ int project_text(const char *const *rel, const char *const *path, int n,
 		 size_t budget, struct buf *out, struct buf *names,
 		 struct ah_error *err);
 
+/* --- reaper.c: agent-run's stages, and its crash reaper ----------------- */
+
+/* The pid of the process whose /proc/PID/stat line dir/pid.NAME holds,
+ * when it still runs and started at the time the line says (not a later
+ * process that got its pid); else 0. */
+pid_t reaper_running(const char *dir, const char *name);
+/* SIGINT to the recorded stages that act on it (agent-run's signal
+ * trap). */
+void reaper_interrupt(const char *dir);
+/* Stops the recorded stages (SIGINT, then SIGKILL after a second),
+ * removes dir, and drafts/.transcript-new.* (drafts may be NULL). */
+void reaper_reap(const char *dir, const char *drafts);
+/* Starts the watcher, not a child of the caller's caller: it waits for
+ * the lock of the file lock, then reaper_reap(dir, drafts), then lets
+ * the lock go.  Its stat line goes into dir/pid.watcher.  0, or -1. */
+int reaper_start(const char *dir, const char *lock, const char *drafts,
+		 struct ah_error *err);
+/* The end of a run: the watcher killed (and gone), the policy server
+ * (pid.policy) and the MCP bridge (pid.mcp, waited for up to 3 s)
+ * stopped, dir removed. */
+void reaper_stop(const char *dir);
+
 /* --- reply.c: the model's answer ------------------------------------- */
 
 struct reply_call {
@@ -1090,6 +1112,65 @@ int session_list(const char *agentdir, struct buf *out, struct ah_error *err);
  * included (its record has them).  0, or -1. */
 int session_children(const char *agentdir, const char *id, double sums[5],
 		     struct ah_error *err);
+
+/* --- sessdir.c: agent-run's session bookkeeping ---------------------- */
+
+/* The state directory: $AGENT_STATE_DIR when set, else ".agent" (the
+ * workspace's).  Where the session lives: transcript, record, lock,
+ * sessions/, outputs/, the audit log. */
+const char *sessdir_state(void);
+
+/* agent-session --prepare, --open and --close for agent-run
+ * (agent-session(1)).  The caller fills the first fields; each function
+ * appends shell assignments for agent-run to eval to out (even when it
+ * fails: what was decided before), and what agent-run says on the way to
+ * notes (entries of a kind byte, 'q' said unless -q, 'e' always, then
+ * the text and a NUL).  -1 when it fails: err.msg is agent-run's message
+ * (without "agent-run: "), status its exit status, usage set for a usage
+ * error.  sessdir_free frees what they made (not the struct). */
+struct sessdir {
+	const char *workdir;     /* the workspace, as messages name it */
+	const char *child;       /* a task call's id: a child session */
+	const char *session;     /* --session: an id, or its prefix */
+	int cont, resume, fork, ephemeral;
+	const char *rewind;      /* --rewind's checkpoint */
+	const char *rewind_what; /* both, code or conversation */
+	const char *task;        /* the task (for --fork and --rewind) */
+	const char *amode;       /* the mode given, or a default ("" none) */
+	int amode_given;         /* by --mode or -y: over the session's own */
+	const char *sandbox;     /* the sandbox's mode */
+	int sandbox_given;       /* by --sandbox */
+	const char *close_todo;  /* --close: the session's todo file */
+	const char *close_id;    /* --close: the session's id */
+	long pid;                /* agent-run's, for a new session's id */
+	int lock_fd;             /* agent-run's lock, held */
+	const char *const *secrets;
+	struct buf out, notes;
+	struct ah_error err;
+	int status, usage;
+	/* made here */
+	char *state, *A, *T, *S, *L, *todo, *todo_fixed, *parent, *call, *id;
+	char *resolved, *bfile, *bsrc, *bmsg;
+	long bkeep, bstep;
+	char shown[4200];         /* a path as a message shows it */
+};
+/* Before agent-run's lock: the state directory checked (nothing in it a
+ * link, or what it should not be) and made, the paths of the session's
+ * files (a child's named after its parent and the task call). */
+int sessdir_prepare(struct sessdir *sd);
+/* Under the lock: the session (new, continue, resume or branch), the
+ * one before it put aside or the one named taken up, the todo file, the
+ * id and the permission mode; --rewind's files put back (agent-snap
+ * restore) and its transcript made. */
+int sessdir_open(struct sessdir *sd);
+/* At the end: an --ephemeral session removed, or a new one that failed
+ * before the model answered put aside; prev is the last session again. */
+int sessdir_close(struct sessdir *sd, int status, const char *prev);
+void sessdir_free(struct sessdir *sd);
+/* The todo file holds a list a run_todo_write call of the transcript
+ * stored (its rendering is one of the transcript's tool results). */
+int sessdir_todos_ours(const char *transcript, const char *todo,
+		       const char *const *secrets);
 
 /* --- file.c: whole files, atomically ----------------------------------- */
 

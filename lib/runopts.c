@@ -1457,7 +1457,9 @@ runopts(const char *bin, int argc, char **argv, struct runopts_out *out)
 	o->user_path = env_or("PATH", "");
 	if (!(o->path = clean_path(o, o->user_path, dir)))
 		goto out;
-	if (!o->dir_given && !*o->child && !exists(".agent") &&
+	/* (a state directory holds the sessions wherever we are) */
+	if (!o->dir_given && !*o->child && !*o->state_dir &&
+	    !exists(".agent") &&
 	    (o->cont || o->resume || o->list) && session_above(o, dir) < 0)
 		goto out;
 	if (home_check(o, dir) < 0 || programs_check(o, dir) < 0)
@@ -1471,8 +1473,8 @@ runopts(const char *bin, int argc, char **argv, struct runopts_out *out)
 	}
 	if (!o->print_policy && !o->list && files_check(o, model_args) < 0)
 		goto out;
-	if (o->list && !o->print_policy && is_dir(".agent") &&
-	    is_link(".agent")) {
+	if (o->list && !o->print_policy && !*o->state_dir &&
+	    is_dir(".agent") && is_link(".agent")) {
 		fail(o, "'%s/.agent' is a symbolic link: refusing to read it",
 		     dir);
 		goto out;
