@@ -4,6 +4,9 @@
 # agent-run).
 . "$(dirname "$0")/lib.sh"
 
+AGENT_MODEL=scripted
+export AGENT_MODEL
+
 # the assignments are eval'd by the driver: a value with quotes, a
 # newline, $(...) is data, never code
 test_expect_success '--prepare: the assignments hold any byte but NUL, quoted for the shell' '
@@ -110,6 +113,35 @@ test_expect_success '--todos-ours: the list a call of the transcript stored, not
 	: >empty.jsonl &&
 	test_expect_code 1 agent-session --transcript empty.jsonl --todo todo.json --todos-ours &&
 	test_expect_code 1 agent-session --transcript none.jsonl --todo todo.json --todos-ours
+'
+
+# AGENT_STATE_DIR (agent-run --state-dir): the session outside the
+# workspace, which stays as it is (a read-only checkout, say)
+test_expect_success 'AGENT_STATE_DIR: transcript, record and lock are kept there, no .agent in the workspace; -c goes on' '
+	printf "%s\n" "{\"content\": \"first\"}" "{\"content\": \"second\"}" >script &&
+	start_model script && mkdir w &&
+	AGENT_STATE_DIR=$PWD/state agent-run -C w "task one" >a1 2>p1 &&
+	test "$(cat a1)" = first &&
+	test ! -e w/.agent &&
+	test -s state/transcript.jsonl && test -s state/session.json &&
+	test -f state/lock && test "$(stat -c %a state)" = 700 &&
+	AGENT_STATE_DIR=$PWD/state agent-run -C w -c "task two" >a2 2>p2 &&
+	test "$(cat a2)" = second &&
+	test ! -e w/.agent &&
+	id=$(jq -r .id state/session.json) &&
+	test_grep "session $id (continue)" p2 &&
+	jq -s -e "map(.content) | index(\"task one\") < index(\"first\") and index(\"first\") < index(\"task two\")" state/transcript.jsonl &&
+	test_expect_code 2 agent-run -C w -c "more" 2>err &&
+	test_grep "no session to continue" err && test ! -e w/.agent
+'
+
+test_expect_success 'AGENT_STATE_DIR: a link, or a directory others can write, is refused before anything is written' '
+	mkdir w elsewhere open && ln -s elsewhere link && chmod 777 open &&
+	test_expect_code 1 env AGENT_STATE_DIR=$PWD/link agent-run -C w "task" 2>err &&
+	test_grep "^agent-run: cannot use .*link. as the state directory: it is a symbolic link" err &&
+	test_expect_code 1 env AGENT_STATE_DIR=$PWD/open agent-run -C w "task" 2>err &&
+	test_grep "^agent-run: cannot use .*open. as the state directory: it is writable by its group or others" err &&
+	test ! -e w/.agent && test -z "$(ls -A elsewhere)" && test -z "$(ls -A open)"
 '
 
 test_done
