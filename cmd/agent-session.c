@@ -30,8 +30,19 @@ static const char usage[] =
 	"       agent-session --reaper DIR --lock FILE [--drafts DIR]\n"
 	"       agent-session --interrupt DIR | --stop DIR\n"
 	"       agent-session [-C DIR] --config [--profile NAME]\n"
+	"       agent-session --prepare [--child ID] [--continue|--resume]\n"
+	"                     [--session ID]\n"
+	"       agent-session --open --lock-fd FD [-q] [--child ID]\n"
+	"                     [--continue|--resume] [--session ID] [--fork]\n"
+	"                     [--rewind ID --rewind-what WHAT] [--mode MODE]\n"
+	"                     [--mode-given] [--sandbox MODE] [--sandbox-given]\n"
+	"                     < TASK\n"
+	"       agent-session --close STATUS --lock-fd FD [-q] [--ephemeral]\n"
+	"                     [--prev ID] [--id ID] [--todo FILE]\n"
+	"       agent-session [--transcript F] [--todo FILE] --todos-ours\n"
 	"       agent-session [-C DIR] --config --show [--profile NAME]\n"
 	"                     [--from-file KEYS] [--option KEY=VALUE]...\n"
+	"       agent-session --run-options BIN -- ARGS...\n"
 	"\n"
 	"Keeps the record of an agent-run session (id, times, task, status,\n"
 	"model calls, tokens) and prints the first and the last of the\n"
@@ -68,7 +79,6 @@ static const char usage[] =
 	"                       CLAUDE.md) of each directory from the\n"
 	"                       repository's top down to DIR (absolute), and\n"
 	"                       the names are said on stderr, not printed\n"
-	"      --quiet          with --walk: say nothing\n"
 	"      --reaper DIR     start agent-run's crash reaper: a process that\n"
 	"                       waits for the lock of --lock FILE, then stops\n"
 	"                       the stages recorded in DIR (pid.NAME), kills\n"
@@ -99,6 +109,34 @@ static const char usage[] =
 	"      --from-file KEYS with --show: those variables came from the\n"
 	"                       file (config_keys), not the environment\n"
 	"      --option KEY=VALUE  with --show: an option gave KEY\n"
+	"      --run-options BIN -- ARGS...  agent-run's arguments ARGS, with\n"
+	"                       the configuration file, checked as\n"
+	"                       agent-run(1) says, its workspace and stdin\n"
+	"                       too, printed as shell code for agent-run\n"
+	"                       (BIN: its directory) to eval; must come first\n"
+	"      --prepare        agent-run's first look at the state directory\n"
+	"                       (.agent, or $AGENT_STATE_DIR): checked, made;\n"
+	"                       the paths of the session's files printed as\n"
+	"                       shell assignments\n"
+	"      --open           under agent-run's lock (--lock-fd): the session\n"
+	"                       to work on, the one before put aside, the todo\n"
+	"                       file, the id and the mode, as assignments\n"
+	"      --close STATUS   agent-run ended with STATUS: an --ephemeral new\n"
+	"                       session removed, a new one that failed before\n"
+	"                       the model answered put aside, --prev back\n"
+	"      --lock-fd FD     agent-run's lock of the workspace, held\n"
+	"      --child ID, --continue, --resume, --session ID, --fork,\n"
+	"      --rewind ID, --rewind-what both|code|conversation, --mode MODE,\n"
+	"      --mode-given, --sandbox MODE, --sandbox-given, --ephemeral\n"
+	"                       agent-run's options (--mode and --sandbox: the\n"
+	"                       values in force; -given: an option gave them)\n"
+	"      --prev ID, --id ID  --close: the session before, this one's\n"
+	"  -q, --quiet          --open, --close, --walk: say only errors\n"
+	"      --todos-ours     exit 0 when the todo file (--todo, else\n"
+	"                       $AGENT_TODO_FILE, else todo.json) holds a list\n"
+	"                       that a run_todo_write call of the transcript\n"
+	"                       stored (its rendering is a tool result of it),\n"
+	"                       1 when not\n"
 	"      --transcript F   the transcript (.agent/transcript.jsonl)\n"
 	"      --record F       the record (.agent/session.json)\n"
 	"\n"
@@ -112,13 +150,15 @@ static const char usage[] =
 	"$AGENT_API; its permission_mode (agent-run's mode) is $AGENT_MODE,\n"
 	"else ask, and --reopen sets it to $AGENT_MODE when that is set.\n"
 	"\n"
-	"Exit status: 0 done, 1 --answer: no answer, or the plan not\n"
-	"written, 2 usage, 3 a file could not be read or written, or the state\n"
-	"directory cannot be used, 4 --answer: not written to --output FILE,\n"
-	"5 a record is not one.\n";
+	"Exit status: 0 done, 1 not ours (--todos-ours), or --answer: no\n"
+	"answer, or the plan not written, 2 usage, 3 a file could not be read\n"
+	"or written, or the state directory cannot be used, 4 --answer: not\n"
+	"written to --output FILE, 5 a record is not one; --prepare, --open\n"
+	"and --close exit as agent-run (1, 2).\n";
 
 /* (agent-run's own: from M_REAPER on, the files are given) */
 enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT, M_CONFIG,
+	    M_PREPARE, M_OPEN, M_CLOSE, M_OURS,
 	    M_REAPER, M_INTERRUPT, M_STOP, M_ANSWER };
 
 struct opts {
@@ -130,11 +170,16 @@ struct opts {
 	int noption, show;
 	long status, from;
 	long stdin_bytes;   /* the size of the stdin attached to the task, or -1 */
+	char *task;         /* --open: stdin */
+	size_t tasklen;
 	long project;       /* --project: the budget of project files */
+	struct sessdir sd;  /* --prepare, --open, --close */
+	long lock_fd;
+	int quiet;
+	const char *prev;
 	const char *run_dir, *lock, *drafts; /* --reaper, --interrupt, --stop */
 	const char *output, *plan;         /* --answer */
 	const char *walk;                  /* --project --walk */
-	int quiet;
 	int print, streamed;
 };
 
@@ -785,12 +830,79 @@ do_answer(const struct opts *o)
 	return rc;
 }
 
+/* --run-options BIN -- ARGS...: for agent-run, which evals what it
+ * prints; the messages are agent-run's, and so are the exit statuses. */
+static int
+run_options(int argc, char **argv)
+{
+	struct runopts_out out;
+	int rc;
+
+	if (argc < 2 || strcmp(argv[1], "--"))
+		return cli_usage_error("--run-options: BIN -- ARGS...");
+	rc = runopts(argv[0], argc - 2, argv + 2, &out);
+	if (out.say.len)
+		fwrite(out.say.data, 1, out.say.len, stderr);
+	if (rc == 0 && out.sh.len &&
+	    fwrite(out.sh.data, 1, out.sh.len, stdout) != out.sh.len)
+		cli_stdout_failed(errno);
+	runopts_free(&out);
+	return rc ? rc : cli_finish(ES_OK);
+}
+
+/* --prepare, --open, --close: agent-run's words, its exit status, and
+ * the assignments it evals */
+static int
+do_sessdir(struct opts *o)
+{
+	struct sessdir *sd = &o->sd;
+	char cwd[PATH_MAX];
+	const char *p;
+	int rc;
+
+	if (!getcwd(cwd, sizeof cwd)) {
+		cli_warn("cannot tell the working directory: %s",
+			 strerror(errno));
+		return ES_IO;
+	}
+	sd->workdir = cwd;
+	sd->secrets = secrets;
+	sd->pid = (long)getppid();
+	sd->lock_fd = (int)o->lock_fd;
+	if (o->mode == M_OPEN &&
+	    fd_read(STDIN_FILENO, "stdin", JSONL_MAX_LINE, &o->task, &o->tasklen,
+		    &sd->err) < 0) {
+		cli_report(&sd->err);
+		return ES_IO;
+	}
+	sd->task = o->task;
+	rc = o->mode == M_PREPARE ? sessdir_prepare(sd) :
+		o->mode == M_OPEN ? sessdir_open(sd) :
+		sessdir_close(sd, (int)o->status, o->prev);
+	for (p = sd->notes.data; p && p < sd->notes.data + sd->notes.len;
+	     p += strlen(p) + 1)
+		if (*p == 'e' || !o->quiet)
+			fprintf(stderr, "agent-run: %s\n", p + 1);
+	if (sd->out.len && fwrite(sd->out.data, 1, sd->out.len, stdout) !=
+	    sd->out.len)
+		cli_stdout_failed(errno);
+	if (rc < 0) {
+		fprintf(stderr, "agent-run: %s\n", sd->err.msg);
+		if (sd->usage)
+			fputs("Try 'agent-run --help' for more information.\n",
+			      stderr);
+	}
+	sessdir_free(sd);
+	return rc < 0 ? sd->status : ES_OK;
+}
+
 static int
 set_mode(struct opts *o, enum mode m)
 {
 	if (o->mode != M_NONE && o->mode != m)
-		return cli_usage_error("--list, --begin, --reopen, --end and "
-				       "--project go one at a time");
+		return cli_usage_error("--list, --begin, --reopen, --end, "
+				       "--project, --prepare, --open and --close "
+				       "go one at a time");
 	o->mode = m;
 	return ES_OK;
 }
@@ -801,10 +913,14 @@ main(int argc, char **argv)
 	enum { OPT_LIST = 256, OPT_BEGIN, OPT_PARENT, OPT_CALL, OPT_REOPEN,
 	       OPT_END, OPT_FROM, OPT_TRANSCRIPT, OPT_RECORD, OPT_TODO,
 	       OPT_STDIN_BYTES, OPT_ERROR, OPT_PROJECT, OPT_CONFIG, OPT_PROFILE,
-	       OPT_SHOW, OPT_FROMFILE, OPT_OPTION,
+	       OPT_SHOW, OPT_FROMFILE, OPT_OPTION, OPT_PREPARE, OPT_OPEN,
+	       OPT_CLOSE, OPT_LOCKFD, OPT_CHILD, OPT_CONTINUE, OPT_RESUME,
+	       OPT_SESSION, OPT_FORK, OPT_REWIND, OPT_REWINDWHAT, OPT_MODE,
+	       OPT_MODEGIVEN, OPT_SANDBOX, OPT_SANDBOXGIVEN, OPT_EPHEMERAL,
+	       OPT_PREV, OPT_ID, OPT_OURS,
 	       OPT_REAPER, OPT_LOCK, OPT_DRAFTS, OPT_INTERRUPT, OPT_STOP,
 	       OPT_ANSWER, OPT_PRINT, OPT_STREAMED, OPT_OUTPUT, OPT_PLAN,
-	       OPT_WALK, OPT_QUIET };
+	       OPT_WALK };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -825,6 +941,26 @@ main(int argc, char **argv)
 		{ "show", no_argument, NULL, OPT_SHOW },
 		{ "from-file", required_argument, NULL, OPT_FROMFILE },
 		{ "option", required_argument, NULL, OPT_OPTION },
+		{ "prepare", no_argument, NULL, OPT_PREPARE },
+		{ "open", no_argument, NULL, OPT_OPEN },
+		{ "close", required_argument, NULL, OPT_CLOSE },
+		{ "lock-fd", required_argument, NULL, OPT_LOCKFD },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "child", required_argument, NULL, OPT_CHILD },
+		{ "continue", no_argument, NULL, OPT_CONTINUE },
+		{ "resume", no_argument, NULL, OPT_RESUME },
+		{ "session", required_argument, NULL, OPT_SESSION },
+		{ "fork", no_argument, NULL, OPT_FORK },
+		{ "rewind", required_argument, NULL, OPT_REWIND },
+		{ "rewind-what", required_argument, NULL, OPT_REWINDWHAT },
+		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "mode-given", no_argument, NULL, OPT_MODEGIVEN },
+		{ "sandbox", required_argument, NULL, OPT_SANDBOX },
+		{ "sandbox-given", no_argument, NULL, OPT_SANDBOXGIVEN },
+		{ "ephemeral", no_argument, NULL, OPT_EPHEMERAL },
+		{ "prev", required_argument, NULL, OPT_PREV },
+		{ "id", required_argument, NULL, OPT_ID },
+		{ "todos-ours", no_argument, NULL, OPT_OURS },
 		{ "reaper", required_argument, NULL, OPT_REAPER },
 		{ "lock", required_argument, NULL, OPT_LOCK },
 		{ "drafts", required_argument, NULL, OPT_DRAFTS },
@@ -836,12 +972,12 @@ main(int argc, char **argv)
 		{ "output", required_argument, NULL, OPT_OUTPUT },
 		{ "plan", required_argument, NULL, OPT_PLAN },
 		{ "walk", required_argument, NULL, OPT_WALK },
-		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { .dir = ".", .stdin_bytes = -1 };
+	struct opts o = { .dir = ".", .stdin_bytes = -1, .lock_fd = -1,
+			  .sd = { .out = BUF_INIT(0), .notes = BUF_INIT(0) } };
 	static char transcript[PATH_MAX], record[PATH_MAX];
 	struct ah_error err = { 0 };
 	const char *const keys[] = { getenv("AGENT_API_KEY"),
@@ -854,7 +990,9 @@ main(int argc, char **argv)
 	for (k = 0; k < sizeof keys / sizeof *keys; k++)
 		if (keys[k] && *keys[k])
 			secrets[nsecrets++] = keys[k];
-	while ((c = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
+	if (argc > 1 && !strcmp(argv[1], "--run-options"))
+		return run_options(argc - 2, argv + 2);
+	while ((c = getopt_long(argc, argv, ":C:hq", longopts, NULL)) != -1) {
 		rc = ES_OK;
 		switch (c) {
 		case 'C':
@@ -926,6 +1064,75 @@ main(int argc, char **argv)
 				rc = cli_whole("--project", optarg, 0,
 					       1000000000, &o.project);
 			break;
+		case OPT_PREPARE:
+			rc = set_mode(&o, M_PREPARE);
+			break;
+		case OPT_OURS:
+			rc = set_mode(&o, M_OURS);
+			break;
+		case OPT_OPEN:
+			rc = set_mode(&o, M_OPEN);
+			break;
+		case OPT_CLOSE:
+			rc = set_mode(&o, M_CLOSE);
+			if (rc == ES_OK)
+				rc = cli_whole("--close", optarg, 0, 255,
+					       &o.status);
+			break;
+		case OPT_LOCKFD:
+			rc = cli_whole("--lock-fd", optarg, 3, INT_MAX,
+				       &o.lock_fd);
+			break;
+		case 'q':
+			o.quiet = 1;
+			break;
+		case OPT_CHILD:
+			o.sd.child = optarg;
+			break;
+		case OPT_CONTINUE:
+			o.sd.cont = 1;
+			break;
+		case OPT_RESUME:
+			o.sd.resume = 1;
+			break;
+		case OPT_SESSION:
+			o.sd.session = optarg;
+			break;
+		case OPT_FORK:
+			o.sd.fork = 1;
+			break;
+		case OPT_REWIND:
+			o.sd.rewind = optarg;
+			break;
+		case OPT_REWINDWHAT:
+			if (strcmp(optarg, "both") && strcmp(optarg, "code") &&
+			    strcmp(optarg, "conversation"))
+				return cli_usage_error("--rewind-what: '%s' is "
+						       "not both, code or "
+						       "conversation", optarg);
+			o.sd.rewind_what = optarg;
+			break;
+		case OPT_MODE:
+			o.sd.amode = optarg;
+			break;
+		case OPT_MODEGIVEN:
+			o.sd.amode_given = 1;
+			break;
+		case OPT_SANDBOX:
+			o.sd.sandbox = optarg;
+			break;
+		case OPT_SANDBOXGIVEN:
+			o.sd.sandbox_given = 1;
+			break;
+		case OPT_EPHEMERAL:
+			o.sd.ephemeral = 1;
+			break;
+		case OPT_PREV:
+			o.prev = optarg;
+			break;
+		case OPT_ID:
+			o.sd.close_id = optarg;
+			break;
 		case OPT_REAPER:
 			rc = set_mode(&o, M_REAPER);
 			o.run_dir = optarg;
@@ -962,9 +1169,6 @@ main(int argc, char **argv)
 		case OPT_WALK:
 			o.walk = optarg;
 			break;
-		case OPT_QUIET:
-			o.quiet = 1;
-			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -976,8 +1180,8 @@ main(int argc, char **argv)
 		if (rc != ES_OK)
 			return rc;
 	}
-	if ((o.walk || o.quiet) && o.mode != M_PROJECT)
-		return cli_usage_error("--walk and --quiet go with --project");
+	if (o.walk && o.mode != M_PROJECT)
+		return cli_usage_error("--walk goes with --project");
 	if (o.walk) {
 		if (optind < argc)
 			return cli_usage_error("--walk: no REL FILE with it");
@@ -1000,6 +1204,21 @@ main(int argc, char **argv)
 	if (o.parent && !session_id_ok(o.parent))
 		return cli_usage_error("--parent: '%s' is not a session id",
 				       o.parent);
+	if (o.mode == M_OURS && !o.transcript) {
+		if (state_path(transcript, sizeof transcript,
+			       "transcript.jsonl", &err) < 0) {
+			cli_report(&err);
+			return ES_IO;
+		}
+		o.transcript = transcript;
+	}
+	if (o.mode == M_OURS)
+		return cli_finish(sessdir_todos_ours(o.transcript, o.todo ? o.todo
+						     : todo_default_path(),
+						     secrets) ? ES_OK
+				  : ES_REJECTED);
+	if (o.mode == M_CLOSE)
+		o.sd.close_todo = o.todo, o.todo = NULL;
 	if ((o.parent || o.call || (o.todo && o.mode != M_ANSWER) ||
 	     o.stdin_bytes >= 0) &&
 	    o.mode != M_BEGIN)
@@ -1027,6 +1246,22 @@ main(int argc, char **argv)
 		return cli_usage_error("--reaper: say the lock's --lock FILE");
 	if (o.mode == M_CONFIG && !o.profile)
 		o.profile = getenv("AGENT_PROFILE");
+	if ((o.mode == M_OPEN || o.mode == M_CLOSE) && o.lock_fd < 0)
+		return cli_usage_error("--open and --close need --lock-fd");
+	if (o.mode != M_OPEN && o.mode != M_CLOSE && o.lock_fd >= 0)
+		return cli_usage_error("--lock-fd goes with --open and --close");
+	if (o.mode == M_OPEN && o.sd.rewind && !o.sd.rewind_what)
+		o.sd.rewind_what = "both";
+	if (o.mode == M_PREPARE || o.mode == M_OPEN || o.mode == M_CLOSE) {
+		if (strcmp(o.dir, ".") && chdir(o.dir) < 0) {
+			cli_warn("cannot change to '%s': %s", o.dir,
+				 strerror(errno));
+			return ES_IO;
+		}
+		rc = do_sessdir(&o);
+		free(o.task);
+		return cli_finish(rc);
+	}
 	if (o.mode == M_REOPEN && strcmp(o.how, "continue") &&
 	    strcmp(o.how, "resume"))
 		return cli_usage_error("--reopen: '%s' is neither continue nor "

@@ -1149,6 +1149,65 @@ int session_list(const char *agentdir, struct buf *out, struct ah_error *err);
 int session_children(const char *agentdir, const char *id, double sums[5],
 		     struct ah_error *err);
 
+/* --- sessdir.c: agent-run's session bookkeeping ---------------------- */
+
+/* The state directory: $AGENT_STATE_DIR when set, else ".agent" (the
+ * workspace's).  Where the session lives: transcript, record, lock,
+ * sessions/, outputs/, the audit log. */
+const char *sessdir_state(void);
+
+/* agent-session --prepare, --open and --close for agent-run
+ * (agent-session(1)).  The caller fills the first fields; each function
+ * appends shell assignments for agent-run to eval to out (even when it
+ * fails: what was decided before), and what agent-run says on the way to
+ * notes (entries of a kind byte, 'q' said unless -q, 'e' always, then
+ * the text and a NUL).  -1 when it fails: err.msg is agent-run's message
+ * (without "agent-run: "), status its exit status, usage set for a usage
+ * error.  sessdir_free frees what they made (not the struct). */
+struct sessdir {
+	const char *workdir;     /* the workspace, as messages name it */
+	const char *child;       /* a task call's id: a child session */
+	const char *session;     /* --session: an id, or its prefix */
+	int cont, resume, fork, ephemeral;
+	const char *rewind;      /* --rewind's checkpoint */
+	const char *rewind_what; /* both, code or conversation */
+	const char *task;        /* the task (for --fork and --rewind) */
+	const char *amode;       /* the mode given, or a default ("" none) */
+	int amode_given;         /* by --mode or -y: over the session's own */
+	const char *sandbox;     /* the sandbox's mode */
+	int sandbox_given;       /* by --sandbox */
+	const char *close_todo;  /* --close: the session's todo file */
+	const char *close_id;    /* --close: the session's id */
+	long pid;                /* agent-run's, for a new session's id */
+	int lock_fd;             /* agent-run's lock, held */
+	const char *const *secrets;
+	struct buf out, notes;
+	struct ah_error err;
+	int status, usage;
+	/* made here */
+	char *state, *A, *T, *S, *L, *todo, *todo_fixed, *parent, *call, *id;
+	char *resolved, *bfile, *bsrc, *bmsg;
+	long bkeep, bstep;
+	char shown[4200];         /* a path as a message shows it */
+};
+/* Before agent-run's lock: the state directory checked (nothing in it a
+ * link, or what it should not be) and made, the paths of the session's
+ * files (a child's named after its parent and the task call). */
+int sessdir_prepare(struct sessdir *sd);
+/* Under the lock: the session (new, continue, resume or branch), the
+ * one before it put aside or the one named taken up, the todo file, the
+ * id and the permission mode; --rewind's files put back (agent-snap
+ * restore) and its transcript made. */
+int sessdir_open(struct sessdir *sd);
+/* At the end: an --ephemeral session removed, or a new one that failed
+ * before the model answered put aside; prev is the last session again. */
+int sessdir_close(struct sessdir *sd, int status, const char *prev);
+void sessdir_free(struct sessdir *sd);
+/* The todo file holds a list a run_todo_write call of the transcript
+ * stored (its rendering is one of the transcript's tool results). */
+int sessdir_todos_ours(const char *transcript, const char *todo,
+		       const char *const *secrets);
+
 /* --- file.c: whole files, atomically ----------------------------------- */
 
 /* Writes all of p[0..len) to fd, again after a short write or EINTR.
@@ -1780,6 +1839,27 @@ int snap_fast_take(struct snap *s, struct snap_fast *f,
  * then no longer needs. */
 int snap_gc(struct snap *s, const struct snap_budget *b,
 	    struct snap_gc_result *res, struct ah_error *err);
+
+/* --- runopts.c: agent-run's options (agent-session --run-options) ----- */
+
+/* What runopts made of agent-run's arguments: sh, shell code for the
+ * driver to eval (its variables, with values quoted; or the command that
+ * answers --help, --version or --print-config); say, what to print on
+ * stderr first ("agent-run: ..." lines); status, 0 or the exit status
+ * (2 usage, 1 a check of the workspace failed), sh empty then.  Freed
+ * with runopts_free. */
+struct runopts_out {
+	struct buf sh, say;
+	int status;
+};
+
+/* agent-run's argv (without $0) as agent-run(1) takes it, with the
+ * configuration file, the workspace's checks (the process goes to the
+ * workspace) and the stdin attached to the task; bin: the directory of
+ * agent-run.  Runs bin/agent-step --dry-run and bin/hook-perm to check
+ * their options.  Returns out->status. */
+int runopts(const char *bin, int argc, char **argv, struct runopts_out *out);
+void runopts_free(struct runopts_out *out);
 
 /* --- config.c: the user's configuration file -------------------------- */
 
