@@ -39,6 +39,7 @@ static const char usage[] =
 	"       agent-session [--transcript F] [--todo FILE] --todos-ours\n"
 	"       agent-session [-C DIR] --config --show [--profile NAME]\n"
 	"                     [--from-file KEYS] [--option KEY=VALUE]...\n"
+	"       agent-session --run-options BIN -- ARGS...\n"
 	"\n"
 	"Keeps the record of an agent-run session (id, times, task, status,\n"
 	"model calls, tokens) and prints the first and the last of the\n"
@@ -93,6 +94,11 @@ static const char usage[] =
 	"      --from-file KEYS with --show: those variables came from the\n"
 	"                       file (config_keys), not the environment\n"
 	"      --option KEY=VALUE  with --show: an option gave KEY\n"
+	"      --run-options BIN -- ARGS...  agent-run's arguments ARGS, with\n"
+	"                       the configuration file, checked as\n"
+	"                       agent-run(1) says, its workspace and stdin\n"
+	"                       too, printed as shell code for agent-run\n"
+	"                       (BIN: its directory) to eval; must come first\n"
 	"      --prepare        agent-run's first look at the state directory\n"
 	"                       (.agent, or $AGENT_STATE_DIR): checked, made;\n"
 	"                       the paths of the session's files printed as\n"
@@ -657,6 +663,26 @@ do_config(const struct opts *o)
 	return rc;
 }
 
+/* --run-options BIN -- ARGS...: for agent-run, which evals what it
+ * prints; the messages are agent-run's, and so are the exit statuses. */
+static int
+run_options(int argc, char **argv)
+{
+	struct runopts_out out;
+	int rc;
+
+	if (argc < 2 || strcmp(argv[1], "--"))
+		return cli_usage_error("--run-options: BIN -- ARGS...");
+	rc = runopts(argv[0], argc - 2, argv + 2, &out);
+	if (out.say.len)
+		fwrite(out.say.data, 1, out.say.len, stderr);
+	if (rc == 0 && out.sh.len &&
+	    fwrite(out.sh.data, 1, out.sh.len, stdout) != out.sh.len)
+		cli_stdout_failed(errno);
+	runopts_free(&out);
+	return rc ? rc : cli_finish(ES_OK);
+}
+
 /* --prepare, --open, --close: agent-run's words, its exit status, and
  * the assignments it evals */
 static int
@@ -789,6 +815,8 @@ main(int argc, char **argv)
 	for (k = 0; k < sizeof keys / sizeof *keys; k++)
 		if (keys[k] && *keys[k])
 			secrets[nsecrets++] = keys[k];
+	if (argc > 1 && !strcmp(argv[1], "--run-options"))
+		return run_options(argc - 2, argv + 2);
 	while ((c = getopt_long(argc, argv, ":C:hq", longopts, NULL)) != -1) {
 		rc = ES_OK;
 		switch (c) {

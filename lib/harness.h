@@ -1804,6 +1804,27 @@ int snap_fast_take(struct snap *s, struct snap_fast *f,
 int snap_gc(struct snap *s, const struct snap_budget *b,
 	    struct snap_gc_result *res, struct ah_error *err);
 
+/* --- runopts.c: agent-run's options (agent-session --run-options) ----- */
+
+/* What runopts made of agent-run's arguments: sh, shell code for the
+ * driver to eval (its variables, with values quoted; or the command that
+ * answers --help, --version or --print-config); say, what to print on
+ * stderr first ("agent-run: ..." lines); status, 0 or the exit status
+ * (2 usage, 1 a check of the workspace failed), sh empty then.  Freed
+ * with runopts_free. */
+struct runopts_out {
+	struct buf sh, say;
+	int status;
+};
+
+/* agent-run's argv (without $0) as agent-run(1) takes it, with the
+ * configuration file, the workspace's checks (the process goes to the
+ * workspace) and the stdin attached to the task; bin: the directory of
+ * agent-run.  Runs bin/agent-step --dry-run and bin/hook-perm to check
+ * their options.  Returns out->status. */
+int runopts(const char *bin, int argc, char **argv, struct runopts_out *out);
+void runopts_free(struct runopts_out *out);
+
 /* --- config.c: the user's configuration file -------------------------- */
 
 /* ${XDG_CONFIG_HOME:-~/.config}/agent-harness/config: KEY=value lines of
