@@ -572,9 +572,12 @@ sessdir_prepare(struct sessdir *sd)
 		return -1;
 	if (!is && going_on_with_none(sd))
 		return no_session(sd);
+	/* (a state directory of its own was made above: this is .agent,
+	 * and a tree that cannot hold it can keep its session elsewhere) */
 	if (!is && mkdir(sd->state, 0777) < 0 && errno != EEXIST)
 		return failed(sd, 1, "cannot create '%s', where the session is "
-			      "kept: %s", shown(sd, sd->state),
+			      "kept: %s; give --state-dir DIR to keep it "
+			      "elsewhere", shown(sd, sd->state),
 			      strerror(errno));
 	/* the sessions before this one, and children's, are kept here */
 	if (check_dir(sd, sd->A) < 0)

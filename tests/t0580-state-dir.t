@@ -96,15 +96,7 @@ test_expect_success 'WORKSPACE/.agent named as the state directory is the defaul
 	test -f ws/.agent/audit.jsonl && ! test -e ws/.agent/workspace
 '
 
-# read_only DIR CMD...: CMD in a user and mount namespace of its own,
-# where DIR is a read-only mount (as a read-only checkout is, even for
-# root, whom a chmod does not stop)
-read_only() {
-	ro_=$1 && shift &&
-	unshare -rm sh -c 'mount --bind "$1" "$1" &&
-		mount -o remount,bind,ro "$1" && shift && exec "$@"' sh "$ro_" "$@"
-}
-if unshare -rm true 2>/dev/null; then
+if can_read_only; then
 test_expect_success 'a state directory that cannot be made is said in the words of the session' '
 	mkdir ws ro && user hi >msg &&
 	test_must_fail read_only ro env AGENT_STATE_DIR="$PWD/ro/st" hook-audit -C ws <msg 2>err &&
