@@ -39,7 +39,7 @@ test_expect_success '--prepare: a link planted for the lock, the audit log or .g
 # descriptor they are given is the lock of this session, held
 test_expect_success '--open and --close: a descriptor that is not the session lock is refused' '
 	mkdir w && (cd w && agent-session --prepare >/dev/null) &&
-	: >other &&
+	: >w/.agent/lock && : >other &&
 	(cd w && test_expect_code 1 agent-session --open --lock-fd 3 \
 		</dev/null >out 2>err 3>../other) &&
 	test_grep "not the lock of this session, held" w/err &&

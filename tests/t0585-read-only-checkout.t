@@ -72,6 +72,22 @@ test_expect_success 'plan mode on a read-only checkout with --state-dir: reads, 
 	tree w >after && test_cmp before after
 '
 
+test_expect_success 'a subagent of a plan on a read-only checkout keeps its session in the state directory too' '
+	{
+		echo "{\"match\": \"parent\", \"tool_calls\": [{\"name\": \"task\", \"arguments\": {\"description\": \"d\", \"prompt\": \"the child\"}}]}" &&
+		echo "{\"match\": \"the child\", $(call read_file "{\"path\":\"a.txt\"}" | cut -c 2-)" &&
+		echo "{\"match\": \"the child\", \"content\": \"child read it\"}" &&
+		echo "{\"match\": \"parent\", \"content\": \"plan\"}"
+	} >script &&
+	start_model script && workspace && tree w >before &&
+	AGENT_MAX_DEPTH=2 read_only w agent-run --mode plan --state-dir "$PWD/st" -C w "parent" >answer 2>progress &&
+	test "$(cat answer)" = plan && test "$(cat st/plan.md)" = plan &&
+	child=$(ls st/sessions/*.*.jsonl) &&
+	jq -s -e "map(select(.role == \"tool\"))[0].content | test(\"needle here\")" "$child" &&
+	jq -e ".permission_mode == \"plan\"" "${child%l}" &&
+	tree w >after && test_cmp before after
+'
+
 test_expect_success 'no command of the model writes the state directory (nor sees it), in any mode' '
 	workspace && sd=$PWD/st &&
 	{
