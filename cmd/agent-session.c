@@ -27,6 +27,9 @@ static const char usage[] =
 	"                     [--error TEXT]\n"
 	"       agent-session --project N [REL FILE]...\n"
 	"       agent-session --project N --walk DIR [--quiet]\n"
+	"       agent-session --first --prompt FILE [--workdir DIR] [--add FILE]\n"
+	"                     [--project-text FILE] [--skills] [--skill NAME]\n"
+	"                     [--quiet] < TASK\n"
 	"       agent-session --reaper DIR --lock FILE [--drafts DIR]\n"
 	"       agent-session --interrupt DIR | --stop DIR\n"
 	"       agent-session [-C DIR] --config [--profile NAME]\n"
@@ -79,6 +82,12 @@ static const char usage[] =
 	"                       CLAUDE.md) of each directory from the\n"
 	"                       repository's top down to DIR (absolute), and\n"
 	"                       the names are said on stderr, not printed\n"
+	"      --first          print the first messages of a new session of\n"
+	"                       agent-run, JSON Lines: the system prompt of\n"
+	"                       --prompt FILE (each @WORKDIR@ the --workdir DIR)\n"
+	"                       and --add FILE's text after it, the text of\n"
+	"                       --project-text FILE, with --skills the skills'\n"
+	"                       index, the skill --skill NAME, then the task\n"
 	"      --reaper DIR     start agent-run's crash reaper: a process that\n"
 	"                       waits for the lock of --lock FILE, then stops\n"
 	"                       the stages recorded in DIR (pid.NAME), kills\n"
@@ -151,15 +160,16 @@ static const char usage[] =
 	"else ask, and --reopen sets it to $AGENT_MODE when that is set.\n"
 	"\n"
 	"Exit status: 0 done, 1 not ours (--todos-ours), or --answer: no\n"
-	"answer, or the plan not written, 2 usage, 3 a file could not be read\n"
-	"or written, or the state directory cannot be used, 4 --answer: not\n"
-	"written to --output FILE, 5 a record is not one; --prepare, --open\n"
-	"and --close exit as agent-run (1, 2).\n";
+	"answer, or the plan not written, or --first: no such skill, 2\n"
+	"usage, 3 a file could not be read or written, or the state\n"
+	"directory cannot be used, 4 --answer: not written to --output FILE,\n"
+	"5 a record is not one; --prepare, --open and --close exit as\n"
+	"agent-run (1, 2).\n";
 
 /* (agent-run's own: from M_REAPER on, the files are given) */
 enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT, M_CONFIG,
 	    M_PREPARE, M_OPEN, M_CLOSE, M_OURS,
-	    M_REAPER, M_INTERRUPT, M_STOP, M_ANSWER };
+	    M_REAPER, M_INTERRUPT, M_STOP, M_ANSWER, M_FIRST };
 
 struct opts {
 	enum mode mode;
@@ -180,6 +190,7 @@ struct opts {
 	const char *run_dir, *lock, *drafts; /* --reaper, --interrupt, --stop */
 	const char *output, *plan;         /* --answer */
 	const char *walk;                  /* --project --walk */
+	struct first_opts first;           /* --first */
 	int print, streamed;
 };
 
@@ -558,6 +569,46 @@ out:
 	return rc;
 }
 
+/* --first: the lines on stdout, the skills left out said as agent-run
+ * says them; 1 when there is no skill --skill NAME */
+static int
+do_first(struct opts *o)
+{
+	struct ah_error err = { 0 };
+	struct buf out = BUF_INIT(0), notes = BUF_INIT(0);
+	char *task = NULL, *line, *next;
+	size_t len = 0;
+	int rc;
+
+	if (fd_read(STDIN_FILENO, "stdin", JSONL_MAX_LINE, &task, &len,
+		    &err) < 0) {
+		cli_report(&err);
+		return cli_status(&err, ES_BADINPUT);
+	}
+	o->first.task = task;
+	o->first.tasklen = len;
+	rc = first_messages(&o->first, &out, &notes, &err);
+	for (line = notes.data; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		fprintf(stderr, "agent-run: skill %s\n", line);
+	}
+	if (rc == 1)
+		fprintf(stderr, "agent-run: no skill named '%s' (tool-exec "
+			"--skills lists them)\n", o->first.skill);
+	else if (rc < 0)
+		cli_report(&err);
+	else if (out.len && fwrite(out.data, 1, out.len, stdout) != out.len)
+		cli_stdout_failed(errno);
+	else if (o->first.skill && !o->quiet)
+		fprintf(stderr, "agent-run: skill %s\n", o->first.skill);
+	buf_free(&out);
+	buf_free(&notes);
+	free(task);
+	return rc == 1 ? ES_REJECTED : rc < 0 ? ES_IO : ES_OK;
+}
+
 /* --project --walk: the files found from the workspace up, each left out
  * said as agent-run says it, then their text */
 static int
@@ -920,7 +971,8 @@ main(int argc, char **argv)
 	       OPT_PREV, OPT_ID, OPT_OURS,
 	       OPT_REAPER, OPT_LOCK, OPT_DRAFTS, OPT_INTERRUPT, OPT_STOP,
 	       OPT_ANSWER, OPT_PRINT, OPT_STREAMED, OPT_OUTPUT, OPT_PLAN,
-	       OPT_WALK };
+	       OPT_WALK, OPT_FIRST, OPT_PROMPT, OPT_WORKDIR, OPT_ADD,
+	       OPT_PROJECTTEXT, OPT_SKILLS, OPT_SKILL };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -972,6 +1024,13 @@ main(int argc, char **argv)
 		{ "output", required_argument, NULL, OPT_OUTPUT },
 		{ "plan", required_argument, NULL, OPT_PLAN },
 		{ "walk", required_argument, NULL, OPT_WALK },
+		{ "first", no_argument, NULL, OPT_FIRST },
+		{ "prompt", required_argument, NULL, OPT_PROMPT },
+		{ "workdir", required_argument, NULL, OPT_WORKDIR },
+		{ "add", required_argument, NULL, OPT_ADD },
+		{ "project-text", required_argument, NULL, OPT_PROJECTTEXT },
+		{ "skills", no_argument, NULL, OPT_SKILLS },
+		{ "skill", required_argument, NULL, OPT_SKILL },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -1169,6 +1228,27 @@ main(int argc, char **argv)
 		case OPT_WALK:
 			o.walk = optarg;
 			break;
+		case OPT_FIRST:
+			rc = set_mode(&o, M_FIRST);
+			break;
+		case OPT_PROMPT:
+			o.first.prompt = optarg;
+			break;
+		case OPT_WORKDIR:
+			o.first.workdir = optarg;
+			break;
+		case OPT_ADD:
+			o.first.add = optarg;
+			break;
+		case OPT_PROJECTTEXT:
+			o.first.project = optarg;
+			break;
+		case OPT_SKILLS:
+			o.first.skills = 1;
+			break;
+		case OPT_SKILL:
+			o.first.skill = optarg;
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -1180,6 +1260,15 @@ main(int argc, char **argv)
 		if (rc != ES_OK)
 			return rc;
 	}
+	if ((o.first.prompt || o.first.workdir || o.first.add ||
+	     o.first.project || o.first.skills || o.first.skill) &&
+	    o.mode != M_FIRST)
+		return cli_usage_error("--prompt, --workdir, --add, "
+				       "--project-text, --skills and --skill go "
+				       "with --first");
+	if (o.mode == M_FIRST && !o.first.prompt)
+		return cli_usage_error("--first: say the system prompt's "
+				       "--prompt FILE");
 	if (o.walk && o.mode != M_PROJECT)
 		return cli_usage_error("--walk goes with --project");
 	if (o.walk) {
@@ -1325,6 +1414,9 @@ main(int argc, char **argv)
 		break;
 	case M_ANSWER:
 		rc = do_answer(&o);
+		break;
+	case M_FIRST:
+		rc = do_first(&o);
 		break;
 	default:
 		rc = do_end(&o);
