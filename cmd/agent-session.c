@@ -1,9 +1,11 @@
 /* agent-session: the records of agent-run's sessions, and the events
  * that begin and end agent-run --json.  See agent-session(1). */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,6 +26,7 @@ static const char usage[] =
 	"       agent-session [-C DIR] [files] --end STATUS [--from LINE]\n"
 	"                     [--error TEXT]\n"
 	"       agent-session --project N [REL FILE]...\n"
+	"       agent-session --project N --walk DIR [--quiet]\n"
 	"       agent-session --reaper DIR --lock FILE [--drafts DIR]\n"
 	"       agent-session --interrupt DIR | --stop DIR\n"
 	"       agent-session [-C DIR] --config [--profile NAME]\n"
@@ -50,7 +53,8 @@ static const char usage[] =
 	"                       first, one JSON object a line\n"
 	"      --begin ID       start the record of session ID (the task is\n"
 	"                       stdin) and print its session event\n"
-	"      --todo FILE      the session's todo list, with --begin\n"
+	"      --todo FILE      the session's todo list, with --begin (or\n"
+	"                       --answer)\n"
 	"      --stdin-bytes N  the task as typed came with N bytes of stdin,\n"
 	"                       attached to what the model got (--begin)\n"
 	"      --parent ID      the session that started this one (a task\n"
@@ -71,6 +75,10 @@ static const char usage[] =
 	"                       within N bytes as sent (escapes counted) and a\n"
 	"                       quarter of $AGENT_CONTEXT_WINDOW at most, cut\n"
 	"                       with a note\n"
+	"      --walk DIR       with --project: the files are AGENTS.md (else\n"
+	"                       CLAUDE.md) of each directory from the\n"
+	"                       repository's top down to DIR (absolute), and\n"
+	"                       the names are said on stderr, not printed\n"
 	"      --reaper DIR     start agent-run's crash reaper: a process that\n"
 	"                       waits for the lock of --lock FILE, then stops\n"
 	"                       the stages recorded in DIR (pid.NAME), kills\n"
@@ -81,6 +89,13 @@ static const char usage[] =
 	"      --stop DIR       the end of agent-run's run: kill the reaper,\n"
 	"                       stop the policy server and the MCP bridge\n"
 	"                       recorded in DIR, remove DIR\n"
+	"      --answer         the end of agent-run's run: the answer the\n"
+	"                       transcript ends with to --print on stdout\n"
+	"                       (not when --streamed on this same terminal),\n"
+	"                       into --output FILE, and into --plan FILE (made\n"
+	"                       in --drafts DIR); then, on stderr, the calls\n"
+	"                       after --from LINE denied for want of a terminal\n"
+	"                       and the items of the --todo FILE list left\n"
 	"      --config         read the configuration file (agent-harness(5))\n"
 	"                       and print, as shell assignments, its variables\n"
 	"                       that the environment does not set, then\n"
@@ -116,7 +131,7 @@ static const char usage[] =
 	"                       agent-run's options (--mode and --sandbox: the\n"
 	"                       values in force; -given: an option gave them)\n"
 	"      --prev ID, --id ID  --close: the session before, this one's\n"
-	"  -q, --quiet          --open, --close: say only errors\n"
+	"  -q, --quiet          --open, --close, --walk: say only errors\n"
 	"      --todos-ours     exit 0 when the todo file (--todo, else\n"
 	"                       $AGENT_TODO_FILE, else todo.json) holds a list\n"
 	"                       that a run_todo_write call of the transcript\n"
@@ -135,14 +150,16 @@ static const char usage[] =
 	"$AGENT_API; its permission_mode (agent-run's mode) is $AGENT_MODE,\n"
 	"else ask, and --reopen sets it to $AGENT_MODE when that is set.\n"
 	"\n"
-	"Exit status: 0 done, 1 not ours (--todos-ours), 2 usage, 3 a file\n"
-	"could not be read or written, or the state directory cannot be\n"
-	"used, 5 a record is not one; --prepare, --open and --close exit as\n"
-	"agent-run (1, 2).\n";
+	"Exit status: 0 done, 1 not ours (--todos-ours), or --answer: no\n"
+	"answer, or the plan not written, 2 usage, 3 a file could not be read\n"
+	"or written, or the state directory cannot be used, 4 --answer: not\n"
+	"written to --output FILE, 5 a record is not one; --prepare, --open\n"
+	"and --close exit as agent-run (1, 2).\n";
 
+/* (agent-run's own: from M_REAPER on, the files are given) */
 enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT, M_CONFIG,
 	    M_PREPARE, M_OPEN, M_CLOSE, M_OURS,
-	    M_REAPER, M_INTERRUPT, M_STOP };
+	    M_REAPER, M_INTERRUPT, M_STOP, M_ANSWER };
 
 struct opts {
 	enum mode mode;
@@ -161,6 +178,9 @@ struct opts {
 	int quiet;
 	const char *prev;
 	const char *run_dir, *lock, *drafts; /* --reaper, --interrupt, --stop */
+	const char *output, *plan;         /* --answer */
+	const char *walk;                  /* --project --walk */
+	int print, streamed;
 };
 
 /* agent-run's exit status as the status of its session. */
@@ -484,6 +504,7 @@ out:
 static int
 do_project(const struct opts *o, int n, char **args)
 {
+	/* (--walk: the names are said on stderr, as agent-run says them) */
 	const char *env = getenv("AGENT_CONTEXT_WINDOW");
 	const char **rel = calloc((size_t)n / 2 + 1, sizeof *rel);
 	const char **path = calloc((size_t)n / 2 + 1, sizeof *path);
@@ -516,9 +537,16 @@ do_project(const struct opts *o, int n, char **args)
 	for (k = 0; k < names.len; k++)
 		if ((unsigned char)names.data[k] < 0x20)
 			names.data[k] = '?';
-	if (names.len && fwrite(names.data, 1, names.len, stdout) != names.len)
-		cli_stdout_failed(errno);
-	putchar('\n');
+	if (o->walk) {
+		if (!o->quiet && n)
+			fprintf(stderr, "agent-run: project instructions: %s\n",
+				names.data ? names.data : "");
+	} else {
+		if (names.len && fwrite(names.data, 1, names.len, stdout) !=
+		    names.len)
+			cli_stdout_failed(errno);
+		putchar('\n');
+	}
 	if (text.len && n && fwrite(text.data, 1, text.len, stdout) != text.len)
 		cli_stdout_failed(errno);
 	rc = ES_OK;
@@ -527,6 +555,34 @@ out:
 	buf_free(&names);
 	free(rel);
 	free(path);
+	return rc;
+}
+
+/* --project --walk: the files found from the workspace up, each left out
+ * said as agent-run says it, then their text */
+static int
+do_walk(const struct opts *o)
+{
+	struct ah_error err = { 0 };
+	struct buf notes = BUF_INIT(0);
+	char **pairs;
+	char *line, *next;
+	int n, rc;
+
+	if (project_walk(o->walk, &pairs, &n, &notes, &err) < 0) {
+		cli_report(&err);
+		buf_free(&notes);
+		return err.code == AH_EFORMAT ? ES_USAGE : ES_IO;
+	}
+	for (line = notes.data; !o->quiet && line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		fprintf(stderr, "agent-run: %s\n", line);
+	}
+	rc = n ? do_project(o, n, pairs) : ES_OK;
+	project_walk_free(pairs, n);
+	buf_free(&notes);
 	return rc;
 }
 
@@ -663,6 +719,117 @@ do_config(const struct opts *o)
 	return rc;
 }
 
+/* stdout is the terminal stderr is: where agent-step --stream showed the
+ * answer as it came */
+static int
+same_terminal(void)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	ssize_t n, m;
+
+	if (!isatty(STDOUT_FILENO))
+		return 0;
+	n = readlink("/proc/self/fd/1", a, sizeof a);
+	m = readlink("/proc/self/fd/2", b, sizeof b);
+	return n == m && (n < 0 || !memcmp(a, b, (size_t)n));
+}
+
+/* text, and a newline when there is any, into fd, closed */
+static int
+put_file(int fd, const struct buf *text)
+{
+	int ok = fd >= 0 &&
+		(!text->len || (write_all(fd, text->data, text->len) == 0 &&
+				write_all(fd, "\n", 1) == 0));
+
+	if (fd >= 0 && close(fd) < 0)
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
+/* --answer: agent-run's last words, each as it said them (agent-run(1)) */
+static int
+do_answer(const struct opts *o)
+{
+	struct ah_error err = { 0 };
+	struct run_end r;
+	struct buf items = BUF_INIT(0), path = BUF_INIT(0);
+	size_t n;
+	int rc = ES_OK, have, fd;
+
+	have = run_end_scan(o->transcript, (unsigned long)o->from, &r,
+			    &err) == 0;
+	if (!have)
+		cli_report(&err);
+	else if (!r.lineno)
+		cli_warn("'%s': no messages, so no answer", o->transcript);
+	else if (!r.answer)
+		cli_warn("'%s': line %lu: the last message is not an answer "
+			 "(the assistant's, without tool calls)", o->transcript,
+			 r.lineno);
+	have = have && r.answer;
+	/* streamed on the terminal already, when stdout is that same
+	 * terminal: not printed again */
+	if (o->print && !(o->streamed && same_terminal())) {
+		if (!have)
+			rc = err.code ? cli_status(&err, ES_BADINPUT) :
+				ES_REJECTED;
+		else if (r.text.len) {
+			/* on a terminal, without its escape sequences, as
+			 * --stream shows it; into a pipe or a file, as it is */
+			int tty = isatty(STDOUT_FILENO);
+			char *safe = tty ? utf8_for_terminal(r.text.data,
+				r.text.len, TERM_KEEP_LINES, &n) : NULL;
+
+			if (tty && !safe) {
+				cli_warn("out of memory");
+				rc = ES_IO;
+			} else if (cli_put_line(safe ? safe : r.text.data,
+						safe ? n : r.text.len, 1))
+				rc = ES_IO;
+			free(safe);
+		}
+	}
+	/* (O_CREAT: 0666 less the umask, as the shell's >) */
+	if (o->output && (!have || put_file(open(o->output, O_WRONLY |
+			O_CREAT | O_TRUNC | O_CLOEXEC, 0666), &r.text) < 0)) {
+		fprintf(stderr, "agent-run: the answer could not be written "
+			"to '%s'\n", o->output);
+		rc = 4;
+	}
+	/* plan mode: the plan, the final answer, made beside and renamed
+	 * into place */
+	if (o->plan) {
+		fd = -1;
+		if (buf_printf(&path, "%s/.transcript-new.XXXXXX", o->drafts) < 0 ||
+		    !have || (fd = mkostemp(path.data, O_CLOEXEC)) < 0 ||
+		    put_file(fd, &r.text) < 0 ||
+		    rename(path.data, o->plan) < 0) {
+			if (fd >= 0)
+				unlink(path.data);
+			fprintf(stderr, "agent-run: the plan could not be "
+				"written to '%s'\n", o->plan);
+			if (rc != 4)
+				rc = ES_REJECTED;
+		}
+	}
+	/* calls denied for want of a terminal to ask on: the answer may
+	 * claim what they did not do */
+	if (r.denied)
+		fprintf(stderr, "agent-run: %zu %s denied (no terminal to ask): "
+			"rerun with -y, or allow them with a rule\n", r.denied,
+			r.denied == 1 ? "tool call was" : "tool calls were");
+	/* items of the session's list left unfinished are said last,
+	 * whatever --stop-checks let the model do about them */
+	if (o->todo && todo_left(o->todo, &items, &n, &err) == 0 && n)
+		fprintf(stderr, "agent-run: %zu todo %s left: %s\n", n,
+			n == 1 ? "item" : "items", items.data);
+	buf_free(&items);
+	buf_free(&path);
+	run_end_free(&r);
+	return rc;
+}
+
 /* --run-options BIN -- ARGS...: for agent-run, which evals what it
  * prints; the messages are agent-run's, and so are the exit statuses. */
 static int
@@ -751,7 +918,9 @@ main(int argc, char **argv)
 	       OPT_SESSION, OPT_FORK, OPT_REWIND, OPT_REWINDWHAT, OPT_MODE,
 	       OPT_MODEGIVEN, OPT_SANDBOX, OPT_SANDBOXGIVEN, OPT_EPHEMERAL,
 	       OPT_PREV, OPT_ID, OPT_OURS,
-	       OPT_REAPER, OPT_LOCK, OPT_DRAFTS, OPT_INTERRUPT, OPT_STOP };
+	       OPT_REAPER, OPT_LOCK, OPT_DRAFTS, OPT_INTERRUPT, OPT_STOP,
+	       OPT_ANSWER, OPT_PRINT, OPT_STREAMED, OPT_OUTPUT, OPT_PLAN,
+	       OPT_WALK };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -797,6 +966,12 @@ main(int argc, char **argv)
 		{ "drafts", required_argument, NULL, OPT_DRAFTS },
 		{ "interrupt", required_argument, NULL, OPT_INTERRUPT },
 		{ "stop", required_argument, NULL, OPT_STOP },
+		{ "answer", no_argument, NULL, OPT_ANSWER },
+		{ "print", no_argument, NULL, OPT_PRINT },
+		{ "streamed", no_argument, NULL, OPT_STREAMED },
+		{ "output", required_argument, NULL, OPT_OUTPUT },
+		{ "plan", required_argument, NULL, OPT_PLAN },
+		{ "walk", required_argument, NULL, OPT_WALK },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -976,6 +1151,24 @@ main(int argc, char **argv)
 		case OPT_DRAFTS:
 			o.drafts = optarg;
 			break;
+		case OPT_ANSWER:
+			rc = set_mode(&o, M_ANSWER);
+			break;
+		case OPT_PRINT:
+			o.print = 1;
+			break;
+		case OPT_STREAMED:
+			o.streamed = 1;
+			break;
+		case OPT_OUTPUT:
+			o.output = optarg;
+			break;
+		case OPT_PLAN:
+			o.plan = optarg;
+			break;
+		case OPT_WALK:
+			o.walk = optarg;
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -986,6 +1179,13 @@ main(int argc, char **argv)
 		}
 		if (rc != ES_OK)
 			return rc;
+	}
+	if (o.walk && o.mode != M_PROJECT)
+		return cli_usage_error("--walk goes with --project");
+	if (o.walk) {
+		if (optind < argc)
+			return cli_usage_error("--walk: no REL FILE with it");
+		return cli_finish(do_walk(&o));
 	}
 	if (o.mode == M_PROJECT) {
 		if ((argc - optind) % 2)
@@ -1019,7 +1219,8 @@ main(int argc, char **argv)
 				  : ES_REJECTED);
 	if (o.mode == M_CLOSE)
 		o.sd.close_todo = o.todo, o.todo = NULL;
-	if ((o.parent || o.call || o.todo || o.stdin_bytes >= 0) &&
+	if ((o.parent || o.call || (o.todo && o.mode != M_ANSWER) ||
+	     o.stdin_bytes >= 0) &&
 	    o.mode != M_BEGIN)
 		return cli_usage_error("--parent, --call, --todo and "
 				       "--stdin-bytes go with --begin");
@@ -1029,8 +1230,18 @@ main(int argc, char **argv)
 	    o.mode != M_CONFIG)
 		return cli_usage_error("--profile, --show, --from-file and "
 				       "--option go with --config");
-	if ((o.lock || o.drafts) && o.mode != M_REAPER)
-		return cli_usage_error("--lock and --drafts go with --reaper");
+	if (o.lock && o.mode != M_REAPER)
+		return cli_usage_error("--lock goes with --reaper");
+	if (o.drafts && o.mode != M_REAPER && !o.plan)
+		return cli_usage_error("--drafts goes with --reaper, or "
+				       "--answer --plan");
+	if ((o.print || o.streamed || o.output || o.plan) &&
+	    o.mode != M_ANSWER)
+		return cli_usage_error("--print, --streamed, --output and "
+				       "--plan go with --answer");
+	if (o.plan && !o.drafts)
+		return cli_usage_error("--plan: say where to make it "
+				       "(--drafts DIR)");
 	if (o.mode == M_REAPER && !o.lock)
 		return cli_usage_error("--reaper: say the lock's --lock FILE");
 	if (o.mode == M_CONFIG && !o.profile)
@@ -1067,8 +1278,8 @@ main(int argc, char **argv)
 	}
 	/* the session's files are in the state directory, checked (made
 	 * by --begin) for this workspace first; none yet: nothing listed */
-	if (o.mode != M_CONFIG && (!o.transcript || !o.record ||
-				   o.mode == M_LIST)) {
+	if (o.mode != M_CONFIG && o.mode < M_REAPER &&
+	    (!o.transcript || !o.record || o.mode == M_LIST)) {
 		rc = state_dir_check(o.mode == M_LIST ? o.dir : ".",
 				     o.mode == M_BEGIN, &err);
 		if (rc < 0 || (!o.transcript && state_path(transcript,
@@ -1111,6 +1322,9 @@ main(int argc, char **argv)
 		break;
 	case M_STOP:
 		reaper_stop(o.run_dir);
+		break;
+	case M_ANSWER:
+		rc = do_answer(&o);
 		break;
 	default:
 		rc = do_end(&o);

@@ -467,6 +467,42 @@ int reaper_start(const char *dir, const char *lock, const char *drafts,
  * stopped, dir removed. */
 void reaper_stop(const char *dir);
 
+/* --- projwalk.c: where the project's instructions are ------------------ */
+
+/* The instruction files of the absolute directory dir: for each
+ * directory from dir up to the repository's top (the nearest one up with
+ * a .git that is the user's or root's, else dir), its AGENTS.md, else its
+ * CLAUDE.md, as pairs REL (the path under the top), PATH in *pairs (*n
+ * strings), the most specific first.  A file or repository of another
+ * user, a link, a FIFO are left out with a line saying so in notes.  0,
+ * or -1 (err set); project_walk_free frees the pairs. */
+int project_walk(const char *dir, char ***pairs, int *n, struct buf *notes,
+		 struct ah_error *err);
+void project_walk_free(char **pairs, int n);
+
+/* --- runend.c: what agent-run says at the end of a run ------------------ */
+
+struct run_end {
+	int answer;           /* the last message is an answer */
+	struct buf text;      /* its text */
+	unsigned long lineno; /* the last message's line, 0 when none */
+	size_t denied;        /* the calls after line from denied for want
+				 of a terminal to ask on */
+};
+
+/* One read of transcript: its last message, and the denials of the
+ * assistant's messages after line from.  0 (r->answer says whether the
+ * last message is an answer: the assistant's, without tool calls), or -1
+ * (err set); run_end_free frees r either way. */
+int run_end_scan(const char *transcript, unsigned long from,
+		 struct run_end *r, struct ah_error *err);
+void run_end_free(struct run_end *r);
+/* The unfinished items of the todo list at path, "id - content" each,
+ * joined by "; " into items, and how many.  0, or -1 (err set: a list
+ * that cannot be read). */
+int todo_left(const char *path, struct buf *items, size_t *n,
+	      struct ah_error *err);
+
 /* --- reply.c: the model's answer ------------------------------------- */
 
 struct reply_call {

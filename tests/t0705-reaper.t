@@ -89,7 +89,7 @@ test_expect_success 'agent-session: --lock goes with --reaper, which needs it' '
 	test_expect_code 2 agent-session --reaper run 2>err &&
 	test_contains err "--lock" &&
 	test_expect_code 2 agent-session --stop run --lock x 2>err &&
-	test_contains err "--lock and --drafts go with --reaper"
+	test_contains err "--lock goes with --reaper"
 '
 
 test_done
