@@ -526,6 +526,41 @@ read_mark(int dfd, const char *shown, char *have, size_t size,
 }
 
 int
+state_dir_workspace(const char *dir, char *ws, size_t size,
+		    struct ah_error *err)
+{
+	char given[PATH_MAX], parent[PATH_MAX];
+	const char *base;
+	char *slash;
+	int pfd, dfd, rc;
+
+	if (*dir != '/' || snprintf(given, sizeof given, "%s", dir) >=
+	    (int)sizeof given)
+		return 0;
+	slash = strrchr(given, '/');
+	while (slash && slash > given && !slash[1]) {
+		*slash = '\0'; /* trailing slashes */
+		slash = strrchr(given, '/');
+	}
+	base = slash + 1;
+	*slash = '\0';
+	if (!*base || !strcmp(base, ".") || !strcmp(base, "..") ||
+	    !realpath(*given ? given : "/", parent))
+		return 0;
+	pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return 0;
+	dfd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		     O_CLOEXEC);
+	close(pfd);
+	if (dfd < 0)
+		return 0;
+	rc = read_mark(dfd, dir, ws, size, err);
+	close(dfd);
+	return rc;
+}
+
+int
 state_dir_check(const char *workspace, int create, struct ah_error *err)
 {
 	const char *e = getenv("AGENT_STATE_DIR"), *base;

@@ -1316,6 +1316,14 @@ int state_path(char *buf, size_t size, const char *name,
  * WHY"). */
 int state_dir_check(const char *workspace, int create, struct ah_error *err);
 
+/* The workspace that the state directory dir (absolute) serves, as its
+ * mark names it, into ws: 1; 0 when dir is not there, is not a
+ * directory (or is a link), or has no mark; -1 with err when the mark is
+ * not a regular file or cannot be read.  Nothing else is checked
+ * (state_dir_check does that). */
+int state_dir_workspace(const char *dir, char *ws, size_t size,
+			struct ah_error *err);
+
 /* --- ask.c: what a person approving a call is shown ------------------ */
 
 struct ask_shown {

@@ -992,6 +992,34 @@ session_above(struct ro *o, char *dir)
 	}
 }
 
+/* With a state directory, -c, --resume and --sessions started below the
+ * workspace it serves (without -C) go on with its sessions there, as
+ * session_above finds .agent: the workspace its mark names, when that is
+ * above dir.  (The state directory itself is checked later, as for any
+ * run.)  dir: the workspace, changed when so. */
+static int
+state_above(struct ro *o, char *dir)
+{
+	char ws[PATH_MAX + 2];
+	struct ah_error err = { 0 };
+	size_t n;
+
+	if (state_dir_workspace(o->state_dir, ws, sizeof ws, &err) <= 0)
+		return 0; /* nothing to go on with: said later */
+	n = strlen(ws);
+	if (*ws != '/' || n >= PATH_MAX || !strncmp(ws, dir, n + 1) ||
+	    strncmp(ws, dir, n) || (dir[n] != '/' && strcmp(ws, "/")))
+		return 0;
+	if (chdir(ws) < 0)
+		return fail(o, "cannot change to directory '%s': %s", ws,
+			    strerror(errno));
+	if (!o->list)
+		buf_printf(&o->out->say, "agent-run: the session of '%s'\n",
+			   ws);
+	memcpy(dir, ws, n + 1); /* (n < PATH_MAX) */
+	return 0;
+}
+
 /* The home directory (or a directory above it, or /) as the workspace
  * would make ~/.bashrc, ~/.ssh/authorized_keys and the trust store the
  * model's to write: refused, unless --allow-home; even then those stay
@@ -1461,6 +1489,9 @@ runopts(const char *bin, int argc, char **argv, struct runopts_out *out)
 	if (!o->dir_given && !*o->child && !*o->state_dir &&
 	    !exists(".agent") &&
 	    (o->cont || o->resume || o->list) && session_above(o, dir) < 0)
+		goto out;
+	if (!o->dir_given && !*o->child && *o->state_dir &&
+	    (o->cont || o->resume || o->list) && state_above(o, dir) < 0)
 		goto out;
 	if (home_check(o, dir) < 0 || programs_check(o, dir) < 0)
 		goto out;

@@ -52,7 +52,8 @@ test_expect_success 'plan mode on a read-only checkout with --state-dir: reads, 
 		call run_todo_write "{\"todos\":[{\"id\":\"1\",\"content\":\"change m.c\",\"status\":\"pending\"}]}" &&
 		said "1. change m.c" &&
 		call bash "{\"command\":\"ls\"}" &&
-		said "2. then the tests"
+		said "2. then the tests" &&
+		said "3. from below"
 	} >script &&
 	start_model script && workspace && tree w >before &&
 	read_only w agent-run --mode plan --state-dir "$PWD/st" -C w "plan the change" >answer 2>progress &&
@@ -69,6 +70,12 @@ test_expect_success 'plan mode on a read-only checkout with --state-dir: reads, 
 	test "$(cat st/plan.md)" = "2. then the tests" &&
 	jq -s -e "[.[] | select(.role == \"user\") | .content] | index(\"plan the change\") != null and index(\"and the tests?\") != null" st/transcript.jsonl &&
 	results st >res2 && test_grep "^a.txt src" res2 &&
+	tree w >after && test_cmp before after &&
+	(cd w/src && AGENT_STATE_DIR=$PWD/../../st read_only .. agent-run -c "from below" >../../answer 2>../../progress) &&
+	test_grep "^agent-run: the session of .$PWD/w.$" progress &&
+	jq -s -e "[.[] | select(.role == \"user\") | .content] | index(\"from below\") != null" st/transcript.jsonl &&
+	(cd w/src && agent-run --sessions --state-dir ../../st) >list &&
+	test_line_count = 1 list &&
 	tree w >after && test_cmp before after
 '
 
