@@ -1,9 +1,11 @@
 /* agent-session: the records of agent-run's sessions, and the events
  * that begin and end agent-run --json.  See agent-session(1). */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,9 +26,23 @@ static const char usage[] =
 	"       agent-session [-C DIR] [files] --end STATUS [--from LINE]\n"
 	"                     [--error TEXT]\n"
 	"       agent-session --project N [REL FILE]...\n"
+	"       agent-session --project N --walk DIR [--quiet]\n"
+	"       agent-session --reaper DIR --lock FILE [--drafts DIR]\n"
+	"       agent-session --interrupt DIR | --stop DIR\n"
 	"       agent-session [-C DIR] --config [--profile NAME]\n"
+	"       agent-session --prepare [--child ID] [--continue|--resume]\n"
+	"                     [--session ID]\n"
+	"       agent-session --open --lock-fd FD [-q] [--child ID]\n"
+	"                     [--continue|--resume] [--session ID] [--fork]\n"
+	"                     [--rewind ID --rewind-what WHAT] [--mode MODE]\n"
+	"                     [--mode-given] [--sandbox MODE] [--sandbox-given]\n"
+	"                     < TASK\n"
+	"       agent-session --close STATUS --lock-fd FD [-q] [--ephemeral]\n"
+	"                     [--prev ID] [--id ID] [--todo FILE]\n"
+	"       agent-session [--transcript F] [--todo FILE] --todos-ours\n"
 	"       agent-session [-C DIR] --config --show [--profile NAME]\n"
 	"                     [--from-file KEYS] [--option KEY=VALUE]...\n"
+	"       agent-session --run-options BIN -- ARGS...\n"
 	"\n"
 	"Keeps the record of an agent-run session (id, times, task, status,\n"
 	"model calls, tokens) and prints the first and the last of the\n"
@@ -37,7 +53,8 @@ static const char usage[] =
 	"                       first, one JSON object a line\n"
 	"      --begin ID       start the record of session ID (the task is\n"
 	"                       stdin) and print its session event\n"
-	"      --todo FILE      the session's todo list, with --begin\n"
+	"      --todo FILE      the session's todo list, with --begin (or\n"
+	"                       --answer)\n"
 	"      --stdin-bytes N  the task as typed came with N bytes of stdin,\n"
 	"                       attached to what the model got (--begin)\n"
 	"      --parent ID      the session that started this one (a task\n"
@@ -58,6 +75,27 @@ static const char usage[] =
 	"                       within N bytes as sent (escapes counted) and a\n"
 	"                       quarter of $AGENT_CONTEXT_WINDOW at most, cut\n"
 	"                       with a note\n"
+	"      --walk DIR       with --project: the files are AGENTS.md (else\n"
+	"                       CLAUDE.md) of each directory from the\n"
+	"                       repository's top down to DIR (absolute), and\n"
+	"                       the names are said on stderr, not printed\n"
+	"      --reaper DIR     start agent-run's crash reaper: a process that\n"
+	"                       waits for the lock of --lock FILE, then stops\n"
+	"                       the stages recorded in DIR (pid.NAME), kills\n"
+	"                       what is left after a second, removes DIR and\n"
+	"                       the --drafts DIR's .transcript-new.* files\n"
+	"      --interrupt DIR  SIGINT to the stages recorded in DIR that act\n"
+	"                       on it\n"
+	"      --stop DIR       the end of agent-run's run: kill the reaper,\n"
+	"                       stop the policy server and the MCP bridge\n"
+	"                       recorded in DIR, remove DIR\n"
+	"      --answer         the end of agent-run's run: the answer the\n"
+	"                       transcript ends with to --print on stdout\n"
+	"                       (not when --streamed on this same terminal),\n"
+	"                       into --output FILE, and into --plan FILE (made\n"
+	"                       in --drafts DIR); then, on stderr, the calls\n"
+	"                       after --from LINE denied for want of a terminal\n"
+	"                       and the items of the --todo FILE list left\n"
 	"      --config         read the configuration file (agent-harness(5))\n"
 	"                       and print, as shell assignments, its variables\n"
 	"                       that the environment does not set, then\n"
@@ -71,8 +109,40 @@ static const char usage[] =
 	"      --from-file KEYS with --show: those variables came from the\n"
 	"                       file (config_keys), not the environment\n"
 	"      --option KEY=VALUE  with --show: an option gave KEY\n"
+	"      --run-options BIN -- ARGS...  agent-run's arguments ARGS, with\n"
+	"                       the configuration file, checked as\n"
+	"                       agent-run(1) says, its workspace and stdin\n"
+	"                       too, printed as shell code for agent-run\n"
+	"                       (BIN: its directory) to eval; must come first\n"
+	"      --prepare        agent-run's first look at the state directory\n"
+	"                       (.agent, or $AGENT_STATE_DIR): checked, made;\n"
+	"                       the paths of the session's files printed as\n"
+	"                       shell assignments\n"
+	"      --open           under agent-run's lock (--lock-fd): the session\n"
+	"                       to work on, the one before put aside, the todo\n"
+	"                       file, the id and the mode, as assignments\n"
+	"      --close STATUS   agent-run ended with STATUS: an --ephemeral new\n"
+	"                       session removed, a new one that failed before\n"
+	"                       the model answered put aside, --prev back\n"
+	"      --lock-fd FD     agent-run's lock of the workspace, held\n"
+	"      --child ID, --continue, --resume, --session ID, --fork,\n"
+	"      --rewind ID, --rewind-what both|code|conversation, --mode MODE,\n"
+	"      --mode-given, --sandbox MODE, --sandbox-given, --ephemeral\n"
+	"                       agent-run's options (--mode and --sandbox: the\n"
+	"                       values in force; -given: an option gave them)\n"
+	"      --prev ID, --id ID  --close: the session before, this one's\n"
+	"  -q, --quiet          --open, --close, --walk: say only errors\n"
+	"      --todos-ours     exit 0 when the todo file (--todo, else\n"
+	"                       $AGENT_TODO_FILE, else todo.json) holds a list\n"
+	"                       that a run_todo_write call of the transcript\n"
+	"                       stored (its rendering is a tool result of it),\n"
+	"                       1 when not\n"
 	"      --transcript F   the transcript (.agent/transcript.jsonl)\n"
 	"      --record F       the record (.agent/session.json)\n"
+	"\n"
+	"With $AGENT_STATE_DIR set, the sessions are kept there, not in\n"
+	"DIR/.agent (see agent-run(1)): --list reads it, and the default\n"
+	"transcript and record are there.\n"
 	"  -h, --help           print this help and exit\n"
 	"      --version        print the version and exit\n"
 	"\n"
@@ -80,10 +150,16 @@ static const char usage[] =
 	"$AGENT_API; its permission_mode (agent-run's mode) is $AGENT_MODE,\n"
 	"else ask, and --reopen sets it to $AGENT_MODE when that is set.\n"
 	"\n"
-	"Exit status: 0 done, 2 usage, 3 a file could not be read or\n"
-	"written, 5 a record is not one.\n";
+	"Exit status: 0 done, 1 not ours (--todos-ours), or --answer: no\n"
+	"answer, or the plan not written, 2 usage, 3 a file could not be read\n"
+	"or written, or the state directory cannot be used, 4 --answer: not\n"
+	"written to --output FILE, 5 a record is not one; --prepare, --open\n"
+	"and --close exit as agent-run (1, 2).\n";
 
-enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT, M_CONFIG };
+/* (agent-run's own: from M_REAPER on, the files are given) */
+enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT, M_CONFIG,
+	    M_PREPARE, M_OPEN, M_CLOSE, M_OURS,
+	    M_REAPER, M_INTERRUPT, M_STOP, M_ANSWER };
 
 struct opts {
 	enum mode mode;
@@ -94,7 +170,17 @@ struct opts {
 	int noption, show;
 	long status, from;
 	long stdin_bytes;   /* the size of the stdin attached to the task, or -1 */
+	char *task;         /* --open: stdin */
+	size_t tasklen;
 	long project;       /* --project: the budget of project files */
+	struct sessdir sd;  /* --prepare, --open, --close */
+	long lock_fd;
+	int quiet;
+	const char *prev;
+	const char *run_dir, *lock, *drafts; /* --reaper, --interrupt, --stop */
+	const char *output, *plan;         /* --answer */
+	const char *walk;                  /* --project --walk */
+	int print, streamed;
 };
 
 /* agent-run's exit status as the status of its session. */
@@ -204,7 +290,10 @@ do_list(const struct opts *o)
 	char agentdir[PATH_MAX];
 	int rc = ES_OK;
 
-	snprintf(agentdir, sizeof agentdir, "%s/.agent", o->dir);
+	if (state_dir_given())
+		snprintf(agentdir, sizeof agentdir, "%s", state_dir());
+	else
+		snprintf(agentdir, sizeof agentdir, "%s/.agent", o->dir);
 	if (session_list(agentdir, &out, &err) < 0) {
 		cli_report(&err);
 		rc = err.code == AH_EFORMAT ? ES_BADINPUT : ES_IO;
@@ -348,7 +437,7 @@ do_end(const struct opts *o)
 		goto out;
 	}
 	/* a child's calls count in its parent's totals, and apart */
-	if (session_children(".agent", cJSON_GetObjectItemCaseSensitive(
+	if (session_children(state_dir(), cJSON_GetObjectItemCaseSensitive(
 				     rec, "id")->valuestring, kids, &err) < 0) {
 		cli_report(&err);
 		goto out;
@@ -415,6 +504,7 @@ out:
 static int
 do_project(const struct opts *o, int n, char **args)
 {
+	/* (--walk: the names are said on stderr, as agent-run says them) */
 	const char *env = getenv("AGENT_CONTEXT_WINDOW");
 	const char **rel = calloc((size_t)n / 2 + 1, sizeof *rel);
 	const char **path = calloc((size_t)n / 2 + 1, sizeof *path);
@@ -447,9 +537,16 @@ do_project(const struct opts *o, int n, char **args)
 	for (k = 0; k < names.len; k++)
 		if ((unsigned char)names.data[k] < 0x20)
 			names.data[k] = '?';
-	if (names.len && fwrite(names.data, 1, names.len, stdout) != names.len)
-		cli_stdout_failed(errno);
-	putchar('\n');
+	if (o->walk) {
+		if (!o->quiet && n)
+			fprintf(stderr, "agent-run: project instructions: %s\n",
+				names.data ? names.data : "");
+	} else {
+		if (names.len && fwrite(names.data, 1, names.len, stdout) !=
+		    names.len)
+			cli_stdout_failed(errno);
+		putchar('\n');
+	}
 	if (text.len && n && fwrite(text.data, 1, text.len, stdout) != text.len)
 		cli_stdout_failed(errno);
 	rc = ES_OK;
@@ -458,6 +555,34 @@ out:
 	buf_free(&names);
 	free(rel);
 	free(path);
+	return rc;
+}
+
+/* --project --walk: the files found from the workspace up, each left out
+ * said as agent-run says it, then their text */
+static int
+do_walk(const struct opts *o)
+{
+	struct ah_error err = { 0 };
+	struct buf notes = BUF_INIT(0);
+	char **pairs;
+	char *line, *next;
+	int n, rc;
+
+	if (project_walk(o->walk, &pairs, &n, &notes, &err) < 0) {
+		cli_report(&err);
+		buf_free(&notes);
+		return err.code == AH_EFORMAT ? ES_USAGE : ES_IO;
+	}
+	for (line = notes.data; !o->quiet && line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		fprintf(stderr, "agent-run: %s\n", line);
+	}
+	rc = n ? do_project(o, n, pairs) : ES_OK;
+	project_walk_free(pairs, n);
+	buf_free(&notes);
 	return rc;
 }
 
@@ -594,12 +719,190 @@ do_config(const struct opts *o)
 	return rc;
 }
 
+/* stdout is the terminal stderr is: where agent-step --stream showed the
+ * answer as it came */
+static int
+same_terminal(void)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	ssize_t n, m;
+
+	if (!isatty(STDOUT_FILENO))
+		return 0;
+	n = readlink("/proc/self/fd/1", a, sizeof a);
+	m = readlink("/proc/self/fd/2", b, sizeof b);
+	return n == m && (n < 0 || !memcmp(a, b, (size_t)n));
+}
+
+/* text, and a newline when there is any, into fd, closed */
+static int
+put_file(int fd, const struct buf *text)
+{
+	int ok = fd >= 0 &&
+		(!text->len || (write_all(fd, text->data, text->len) == 0 &&
+				write_all(fd, "\n", 1) == 0));
+
+	if (fd >= 0 && close(fd) < 0)
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
+/* --answer: agent-run's last words, each as it said them (agent-run(1)) */
+static int
+do_answer(const struct opts *o)
+{
+	struct ah_error err = { 0 };
+	struct run_end r;
+	struct buf items = BUF_INIT(0), path = BUF_INIT(0);
+	size_t n;
+	int rc = ES_OK, have, fd;
+
+	have = run_end_scan(o->transcript, (unsigned long)o->from, &r,
+			    &err) == 0;
+	if (!have)
+		cli_report(&err);
+	else if (!r.lineno)
+		cli_warn("'%s': no messages, so no answer", o->transcript);
+	else if (!r.answer)
+		cli_warn("'%s': line %lu: the last message is not an answer "
+			 "(the assistant's, without tool calls)", o->transcript,
+			 r.lineno);
+	have = have && r.answer;
+	/* streamed on the terminal already, when stdout is that same
+	 * terminal: not printed again */
+	if (o->print && !(o->streamed && same_terminal())) {
+		if (!have)
+			rc = err.code ? cli_status(&err, ES_BADINPUT) :
+				ES_REJECTED;
+		else if (r.text.len) {
+			/* on a terminal, without its escape sequences, as
+			 * --stream shows it; into a pipe or a file, as it is */
+			int tty = isatty(STDOUT_FILENO);
+			char *safe = tty ? utf8_for_terminal(r.text.data,
+				r.text.len, TERM_KEEP_LINES, &n) : NULL;
+
+			if (tty && !safe) {
+				cli_warn("out of memory");
+				rc = ES_IO;
+			} else if (cli_put_line(safe ? safe : r.text.data,
+						safe ? n : r.text.len, 1))
+				rc = ES_IO;
+			free(safe);
+		}
+	}
+	/* (O_CREAT: 0666 less the umask, as the shell's >) */
+	if (o->output && (!have || put_file(open(o->output, O_WRONLY |
+			O_CREAT | O_TRUNC | O_CLOEXEC, 0666), &r.text) < 0)) {
+		fprintf(stderr, "agent-run: the answer could not be written "
+			"to '%s'\n", o->output);
+		rc = 4;
+	}
+	/* plan mode: the plan, the final answer, made beside and renamed
+	 * into place */
+	if (o->plan) {
+		fd = -1;
+		if (buf_printf(&path, "%s/.transcript-new.XXXXXX", o->drafts) < 0 ||
+		    !have || (fd = mkostemp(path.data, O_CLOEXEC)) < 0 ||
+		    put_file(fd, &r.text) < 0 ||
+		    rename(path.data, o->plan) < 0) {
+			if (fd >= 0)
+				unlink(path.data);
+			fprintf(stderr, "agent-run: the plan could not be "
+				"written to '%s'\n", o->plan);
+			if (rc != 4)
+				rc = ES_REJECTED;
+		}
+	}
+	/* calls denied for want of a terminal to ask on: the answer may
+	 * claim what they did not do */
+	if (r.denied)
+		fprintf(stderr, "agent-run: %zu %s denied (no terminal to ask): "
+			"rerun with -y, or allow them with a rule\n", r.denied,
+			r.denied == 1 ? "tool call was" : "tool calls were");
+	/* items of the session's list left unfinished are said last,
+	 * whatever --stop-checks let the model do about them */
+	if (o->todo && todo_left(o->todo, &items, &n, &err) == 0 && n)
+		fprintf(stderr, "agent-run: %zu todo %s left: %s\n", n,
+			n == 1 ? "item" : "items", items.data);
+	buf_free(&items);
+	buf_free(&path);
+	run_end_free(&r);
+	return rc;
+}
+
+/* --run-options BIN -- ARGS...: for agent-run, which evals what it
+ * prints; the messages are agent-run's, and so are the exit statuses. */
+static int
+run_options(int argc, char **argv)
+{
+	struct runopts_out out;
+	int rc;
+
+	if (argc < 2 || strcmp(argv[1], "--"))
+		return cli_usage_error("--run-options: BIN -- ARGS...");
+	rc = runopts(argv[0], argc - 2, argv + 2, &out);
+	if (out.say.len)
+		fwrite(out.say.data, 1, out.say.len, stderr);
+	if (rc == 0 && out.sh.len &&
+	    fwrite(out.sh.data, 1, out.sh.len, stdout) != out.sh.len)
+		cli_stdout_failed(errno);
+	runopts_free(&out);
+	return rc ? rc : cli_finish(ES_OK);
+}
+
+/* --prepare, --open, --close: agent-run's words, its exit status, and
+ * the assignments it evals */
+static int
+do_sessdir(struct opts *o)
+{
+	struct sessdir *sd = &o->sd;
+	char cwd[PATH_MAX];
+	const char *p;
+	int rc;
+
+	if (!getcwd(cwd, sizeof cwd)) {
+		cli_warn("cannot tell the working directory: %s",
+			 strerror(errno));
+		return ES_IO;
+	}
+	sd->workdir = cwd;
+	sd->secrets = secrets;
+	sd->pid = (long)getppid();
+	sd->lock_fd = (int)o->lock_fd;
+	if (o->mode == M_OPEN &&
+	    fd_read(STDIN_FILENO, "stdin", JSONL_MAX_LINE, &o->task, &o->tasklen,
+		    &sd->err) < 0) {
+		cli_report(&sd->err);
+		return ES_IO;
+	}
+	sd->task = o->task;
+	rc = o->mode == M_PREPARE ? sessdir_prepare(sd) :
+		o->mode == M_OPEN ? sessdir_open(sd) :
+		sessdir_close(sd, (int)o->status, o->prev);
+	for (p = sd->notes.data; p && p < sd->notes.data + sd->notes.len;
+	     p += strlen(p) + 1)
+		if (*p == 'e' || !o->quiet)
+			fprintf(stderr, "agent-run: %s\n", p + 1);
+	if (sd->out.len && fwrite(sd->out.data, 1, sd->out.len, stdout) !=
+	    sd->out.len)
+		cli_stdout_failed(errno);
+	if (rc < 0) {
+		fprintf(stderr, "agent-run: %s\n", sd->err.msg);
+		if (sd->usage)
+			fputs("Try 'agent-run --help' for more information.\n",
+			      stderr);
+	}
+	sessdir_free(sd);
+	return rc < 0 ? sd->status : ES_OK;
+}
+
 static int
 set_mode(struct opts *o, enum mode m)
 {
 	if (o->mode != M_NONE && o->mode != m)
-		return cli_usage_error("--list, --begin, --reopen, --end and "
-				       "--project go one at a time");
+		return cli_usage_error("--list, --begin, --reopen, --end, "
+				       "--project, --prepare, --open and --close "
+				       "go one at a time");
 	o->mode = m;
 	return ES_OK;
 }
@@ -610,7 +913,14 @@ main(int argc, char **argv)
 	enum { OPT_LIST = 256, OPT_BEGIN, OPT_PARENT, OPT_CALL, OPT_REOPEN,
 	       OPT_END, OPT_FROM, OPT_TRANSCRIPT, OPT_RECORD, OPT_TODO,
 	       OPT_STDIN_BYTES, OPT_ERROR, OPT_PROJECT, OPT_CONFIG, OPT_PROFILE,
-	       OPT_SHOW, OPT_FROMFILE, OPT_OPTION };
+	       OPT_SHOW, OPT_FROMFILE, OPT_OPTION, OPT_PREPARE, OPT_OPEN,
+	       OPT_CLOSE, OPT_LOCKFD, OPT_CHILD, OPT_CONTINUE, OPT_RESUME,
+	       OPT_SESSION, OPT_FORK, OPT_REWIND, OPT_REWINDWHAT, OPT_MODE,
+	       OPT_MODEGIVEN, OPT_SANDBOX, OPT_SANDBOXGIVEN, OPT_EPHEMERAL,
+	       OPT_PREV, OPT_ID, OPT_OURS,
+	       OPT_REAPER, OPT_LOCK, OPT_DRAFTS, OPT_INTERRUPT, OPT_STOP,
+	       OPT_ANSWER, OPT_PRINT, OPT_STREAMED, OPT_OUTPUT, OPT_PLAN,
+	       OPT_WALK };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -631,12 +941,45 @@ main(int argc, char **argv)
 		{ "show", no_argument, NULL, OPT_SHOW },
 		{ "from-file", required_argument, NULL, OPT_FROMFILE },
 		{ "option", required_argument, NULL, OPT_OPTION },
+		{ "prepare", no_argument, NULL, OPT_PREPARE },
+		{ "open", no_argument, NULL, OPT_OPEN },
+		{ "close", required_argument, NULL, OPT_CLOSE },
+		{ "lock-fd", required_argument, NULL, OPT_LOCKFD },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "child", required_argument, NULL, OPT_CHILD },
+		{ "continue", no_argument, NULL, OPT_CONTINUE },
+		{ "resume", no_argument, NULL, OPT_RESUME },
+		{ "session", required_argument, NULL, OPT_SESSION },
+		{ "fork", no_argument, NULL, OPT_FORK },
+		{ "rewind", required_argument, NULL, OPT_REWIND },
+		{ "rewind-what", required_argument, NULL, OPT_REWINDWHAT },
+		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "mode-given", no_argument, NULL, OPT_MODEGIVEN },
+		{ "sandbox", required_argument, NULL, OPT_SANDBOX },
+		{ "sandbox-given", no_argument, NULL, OPT_SANDBOXGIVEN },
+		{ "ephemeral", no_argument, NULL, OPT_EPHEMERAL },
+		{ "prev", required_argument, NULL, OPT_PREV },
+		{ "id", required_argument, NULL, OPT_ID },
+		{ "todos-ours", no_argument, NULL, OPT_OURS },
+		{ "reaper", required_argument, NULL, OPT_REAPER },
+		{ "lock", required_argument, NULL, OPT_LOCK },
+		{ "drafts", required_argument, NULL, OPT_DRAFTS },
+		{ "interrupt", required_argument, NULL, OPT_INTERRUPT },
+		{ "stop", required_argument, NULL, OPT_STOP },
+		{ "answer", no_argument, NULL, OPT_ANSWER },
+		{ "print", no_argument, NULL, OPT_PRINT },
+		{ "streamed", no_argument, NULL, OPT_STREAMED },
+		{ "output", required_argument, NULL, OPT_OUTPUT },
+		{ "plan", required_argument, NULL, OPT_PLAN },
+		{ "walk", required_argument, NULL, OPT_WALK },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { .dir = ".", .transcript = ".agent/transcript.jsonl",
-			  .record = ".agent/session.json", .stdin_bytes = -1 };
+	struct opts o = { .dir = ".", .stdin_bytes = -1, .lock_fd = -1,
+			  .sd = { .out = BUF_INIT(0), .notes = BUF_INIT(0) } };
+	static char transcript[PATH_MAX], record[PATH_MAX];
+	struct ah_error err = { 0 };
 	const char *const keys[] = { getenv("AGENT_API_KEY"),
 		getenv("OPENAI_API_KEY"), getenv("ANTHROPIC_API_KEY") };
 	size_t k, nsecrets = 0;
@@ -647,7 +990,9 @@ main(int argc, char **argv)
 	for (k = 0; k < sizeof keys / sizeof *keys; k++)
 		if (keys[k] && *keys[k])
 			secrets[nsecrets++] = keys[k];
-	while ((c = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
+	if (argc > 1 && !strcmp(argv[1], "--run-options"))
+		return run_options(argc - 2, argv + 2);
+	while ((c = getopt_long(argc, argv, ":C:hq", longopts, NULL)) != -1) {
 		rc = ES_OK;
 		switch (c) {
 		case 'C':
@@ -719,6 +1064,111 @@ main(int argc, char **argv)
 				rc = cli_whole("--project", optarg, 0,
 					       1000000000, &o.project);
 			break;
+		case OPT_PREPARE:
+			rc = set_mode(&o, M_PREPARE);
+			break;
+		case OPT_OURS:
+			rc = set_mode(&o, M_OURS);
+			break;
+		case OPT_OPEN:
+			rc = set_mode(&o, M_OPEN);
+			break;
+		case OPT_CLOSE:
+			rc = set_mode(&o, M_CLOSE);
+			if (rc == ES_OK)
+				rc = cli_whole("--close", optarg, 0, 255,
+					       &o.status);
+			break;
+		case OPT_LOCKFD:
+			rc = cli_whole("--lock-fd", optarg, 3, INT_MAX,
+				       &o.lock_fd);
+			break;
+		case 'q':
+			o.quiet = 1;
+			break;
+		case OPT_CHILD:
+			o.sd.child = optarg;
+			break;
+		case OPT_CONTINUE:
+			o.sd.cont = 1;
+			break;
+		case OPT_RESUME:
+			o.sd.resume = 1;
+			break;
+		case OPT_SESSION:
+			o.sd.session = optarg;
+			break;
+		case OPT_FORK:
+			o.sd.fork = 1;
+			break;
+		case OPT_REWIND:
+			o.sd.rewind = optarg;
+			break;
+		case OPT_REWINDWHAT:
+			if (strcmp(optarg, "both") && strcmp(optarg, "code") &&
+			    strcmp(optarg, "conversation"))
+				return cli_usage_error("--rewind-what: '%s' is "
+						       "not both, code or "
+						       "conversation", optarg);
+			o.sd.rewind_what = optarg;
+			break;
+		case OPT_MODE:
+			o.sd.amode = optarg;
+			break;
+		case OPT_MODEGIVEN:
+			o.sd.amode_given = 1;
+			break;
+		case OPT_SANDBOX:
+			o.sd.sandbox = optarg;
+			break;
+		case OPT_SANDBOXGIVEN:
+			o.sd.sandbox_given = 1;
+			break;
+		case OPT_EPHEMERAL:
+			o.sd.ephemeral = 1;
+			break;
+		case OPT_PREV:
+			o.prev = optarg;
+			break;
+		case OPT_ID:
+			o.sd.close_id = optarg;
+			break;
+		case OPT_REAPER:
+			rc = set_mode(&o, M_REAPER);
+			o.run_dir = optarg;
+			break;
+		case OPT_INTERRUPT:
+			rc = set_mode(&o, M_INTERRUPT);
+			o.run_dir = optarg;
+			break;
+		case OPT_STOP:
+			rc = set_mode(&o, M_STOP);
+			o.run_dir = optarg;
+			break;
+		case OPT_LOCK:
+			o.lock = optarg;
+			break;
+		case OPT_DRAFTS:
+			o.drafts = optarg;
+			break;
+		case OPT_ANSWER:
+			rc = set_mode(&o, M_ANSWER);
+			break;
+		case OPT_PRINT:
+			o.print = 1;
+			break;
+		case OPT_STREAMED:
+			o.streamed = 1;
+			break;
+		case OPT_OUTPUT:
+			o.output = optarg;
+			break;
+		case OPT_PLAN:
+			o.plan = optarg;
+			break;
+		case OPT_WALK:
+			o.walk = optarg;
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -729,6 +1179,13 @@ main(int argc, char **argv)
 		}
 		if (rc != ES_OK)
 			return rc;
+	}
+	if (o.walk && o.mode != M_PROJECT)
+		return cli_usage_error("--walk goes with --project");
+	if (o.walk) {
+		if (optind < argc)
+			return cli_usage_error("--walk: no REL FILE with it");
+		return cli_finish(do_walk(&o));
 	}
 	if (o.mode == M_PROJECT) {
 		if ((argc - optind) % 2)
@@ -747,7 +1204,23 @@ main(int argc, char **argv)
 	if (o.parent && !session_id_ok(o.parent))
 		return cli_usage_error("--parent: '%s' is not a session id",
 				       o.parent);
-	if ((o.parent || o.call || o.todo || o.stdin_bytes >= 0) &&
+	if (o.mode == M_OURS && !o.transcript) {
+		if (state_path(transcript, sizeof transcript,
+			       "transcript.jsonl", &err) < 0) {
+			cli_report(&err);
+			return ES_IO;
+		}
+		o.transcript = transcript;
+	}
+	if (o.mode == M_OURS)
+		return cli_finish(sessdir_todos_ours(o.transcript, o.todo ? o.todo
+						     : todo_default_path(),
+						     secrets) ? ES_OK
+				  : ES_REJECTED);
+	if (o.mode == M_CLOSE)
+		o.sd.close_todo = o.todo, o.todo = NULL;
+	if ((o.parent || o.call || (o.todo && o.mode != M_ANSWER) ||
+	     o.stdin_bytes >= 0) &&
 	    o.mode != M_BEGIN)
 		return cli_usage_error("--parent, --call, --todo and "
 				       "--stdin-bytes go with --begin");
@@ -757,8 +1230,38 @@ main(int argc, char **argv)
 	    o.mode != M_CONFIG)
 		return cli_usage_error("--profile, --show, --from-file and "
 				       "--option go with --config");
+	if (o.lock && o.mode != M_REAPER)
+		return cli_usage_error("--lock goes with --reaper");
+	if (o.drafts && o.mode != M_REAPER && !o.plan)
+		return cli_usage_error("--drafts goes with --reaper, or "
+				       "--answer --plan");
+	if ((o.print || o.streamed || o.output || o.plan) &&
+	    o.mode != M_ANSWER)
+		return cli_usage_error("--print, --streamed, --output and "
+				       "--plan go with --answer");
+	if (o.plan && !o.drafts)
+		return cli_usage_error("--plan: say where to make it "
+				       "(--drafts DIR)");
+	if (o.mode == M_REAPER && !o.lock)
+		return cli_usage_error("--reaper: say the lock's --lock FILE");
 	if (o.mode == M_CONFIG && !o.profile)
 		o.profile = getenv("AGENT_PROFILE");
+	if ((o.mode == M_OPEN || o.mode == M_CLOSE) && o.lock_fd < 0)
+		return cli_usage_error("--open and --close need --lock-fd");
+	if (o.mode != M_OPEN && o.mode != M_CLOSE && o.lock_fd >= 0)
+		return cli_usage_error("--lock-fd goes with --open and --close");
+	if (o.mode == M_OPEN && o.sd.rewind && !o.sd.rewind_what)
+		o.sd.rewind_what = "both";
+	if (o.mode == M_PREPARE || o.mode == M_OPEN || o.mode == M_CLOSE) {
+		if (strcmp(o.dir, ".") && chdir(o.dir) < 0) {
+			cli_warn("cannot change to '%s': %s", o.dir,
+				 strerror(errno));
+			return ES_IO;
+		}
+		rc = do_sessdir(&o);
+		free(o.task);
+		return cli_finish(rc);
+	}
 	if (o.mode == M_REOPEN && strcmp(o.how, "continue") &&
 	    strcmp(o.how, "resume"))
 		return cli_usage_error("--reopen: '%s' is neither continue nor "
@@ -773,6 +1276,27 @@ main(int argc, char **argv)
 		cli_warn("cannot change to '%s': %s", o.dir, strerror(errno));
 		return ES_IO;
 	}
+	/* the session's files are in the state directory, checked (made
+	 * by --begin) for this workspace first; none yet: nothing listed */
+	if (o.mode != M_CONFIG && o.mode < M_REAPER &&
+	    (!o.transcript || !o.record || o.mode == M_LIST)) {
+		rc = state_dir_check(o.mode == M_LIST ? o.dir : ".",
+				     o.mode == M_BEGIN, &err);
+		if (rc < 0 || (!o.transcript && state_path(transcript,
+				sizeof transcript, "transcript.jsonl",
+				&err) < 0) ||
+		    (!o.record && state_path(record, sizeof record,
+					     "session.json", &err) < 0)) {
+			cli_report(&err);
+			return ES_IO;
+		}
+		if (rc > 0 && o.mode == M_LIST)
+			return cli_finish(ES_OK);
+		if (!o.transcript)
+			o.transcript = transcript;
+		if (!o.record)
+			o.record = record;
+	}
 	switch (o.mode) {
 	case M_LIST:
 		rc = do_list(&o);
@@ -785,6 +1309,22 @@ main(int argc, char **argv)
 		break;
 	case M_CONFIG:
 		rc = do_config(&o);
+		break;
+	case M_REAPER:
+		rc = ES_OK;
+		if (reaper_start(o.run_dir, o.lock, o.drafts, &err) < 0) {
+			cli_report(&err);
+			rc = ES_IO;
+		}
+		break;
+	case M_INTERRUPT:
+		reaper_interrupt(o.run_dir);
+		break;
+	case M_STOP:
+		reaper_stop(o.run_dir);
+		break;
+	case M_ANSWER:
+		rc = do_answer(&o);
 		break;
 	default:
 		rc = do_end(&o);

@@ -25,7 +25,8 @@ static const char usage[] =
 	"\n"
 	"Keeps snapshots of the workspace (every file but .agent/, as\n"
 	"git sees them: .gitignore followed) in a shadow git repository\n"
-	"in .agent/snap; the user's .git is never touched.\n"
+	"in .agent/snap ($AGENT_STATE_DIR/snap when it is set); the user's\n"
+	".git is never touched.\n"
 	"\n"
 	"  take              take a snapshot; print its id\n"
 	"  list              the snapshots, newest first, one JSON object a\n"
@@ -35,7 +36,8 @@ static const char usage[] =
 	"                    was at ID, after a snapshot of it as it is;\n"
 	"                    print {\"id\",\"before\",\"after\"}\n"
 	"  gc                drop the snapshots past the budget that no\n"
-	"                    transcript of .agent refers to\n"
+	"                    transcript of .agent (or $AGENT_STATE_DIR)\n"
+	"                    refers to\n"
 	"  checkpoint        a stage of agent-run's ring: messages in and\n"
 	"                    out; before an assistant message whose allowed\n"
 	"                    calls can write passes, take a snapshot and\n"
@@ -52,7 +54,7 @@ static const char usage[] =
 	"                       since the last one are read, when they are\n"
 	"                       known for sure)\n"
 	"      --lock-fd FD     restore: the caller holds agent-run's lock\n"
-	"                       (.agent/lock) on FD\n"
+	"                       (.agent/lock, $AGENT_STATE_DIR/lock) on FD\n"
 	"      --max-age DAYS   gc: keep what is younger (30)\n"
 	"      --max-size MB    gc: keep the store under this size (1024)\n"
 	"  -h, --help           print this help and exit\n"
@@ -88,15 +90,27 @@ fail(const struct ah_error *err)
 	return status_of(err);
 }
 
-/* Says that a .agent/snap agent-snap did not make was moved aside. */
+/* Says that a STATE/snap agent-snap did not make was moved aside. */
 static void
 moved_aside(const struct snap *s)
 {
 	if (s->moved_aside[0])
-		cli_warn("'.agent/snap' was not made by agent-snap for this user "
+		cli_warn("'%s/snap' was not made by agent-snap for this user "
 			 "in this place (it came with the repository, or was "
 			 "copied): moved aside, unused, to '%s'; the snapshots "
-			 "start afresh", s->moved_aside);
+			 "start afresh", state_dir(), s->moved_aside);
+}
+
+/* Is there no STATE/snap yet (no snapshots: an empty list, nothing to
+ * collect)? */
+static int
+no_snapshots(void)
+{
+	char path[PATH_MAX];
+
+	if (state_path(path, sizeof path, "snap", NULL) < 0)
+		return 0; /* snap_open says why */
+	return access(path, F_OK) < 0 && errno == ENOENT;
 }
 
 static int
@@ -139,7 +153,7 @@ do_list(const struct opts *o)
 	int rc;
 
 	/* no snapshots yet is an empty list, not an error */
-	if (access(".agent/snap", F_OK) < 0 && errno == ENOENT)
+	if (no_snapshots())
 		return ES_OK;
 	rc = open_snap(&s, o, 0);
 	if (rc != ES_OK)
@@ -179,11 +193,14 @@ static int
 session_lock(const struct opts *o)
 {
 	struct ah_error err = { 0 };
+	char lock[PATH_MAX];
 	struct stat a, b;
 	int fd;
 
+	if (state_path(lock, sizeof lock, "lock", &err) < 0)
+		return fail(&err);
 	if (o->lock_fd >= 0) {
-		if (fstat((int)o->lock_fd, &a) < 0 || stat(".agent/lock", &b) < 0 ||
+		if (fstat((int)o->lock_fd, &a) < 0 || stat(lock, &b) < 0 ||
 		    a.st_dev != b.st_dev || a.st_ino != b.st_ino ||
 		    flock((int)o->lock_fd, LOCK_EX | LOCK_NB) < 0) {
 			cli_warn("--lock-fd %ld: not agent-run's lock of this "
@@ -192,16 +209,16 @@ session_lock(const struct opts *o)
 		}
 		return ES_OK;
 	}
-	fd = agent_open(".agent/lock", "the session lock ", O_RDONLY, 0, &err);
+	fd = agent_open(lock, "the session lock ", O_RDONLY, 0, &err);
 	if (fd < 0) {
-		if (err.code == AH_EIO && access(".agent/lock", F_OK) < 0 &&
+		if (err.code == AH_EIO && access(lock, F_OK) < 0 &&
 		    errno == ENOENT)
 			return ES_OK; /* no session ever ran here */
 		return fail(&err);
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		cli_warn("a session of agent-run is working here (.agent/lock): "
-			 "wait for it to end, or stop it, before a restore");
+		cli_warn("a session of agent-run is working here (%s): wait "
+			 "for it to end, or stop it, before a restore", lock);
 		close(fd);
 		return ES_REJECTED;
 	}
@@ -266,7 +283,7 @@ do_gc(const struct opts *o)
 	char line[256];
 	int rc;
 
-	if (access(".agent/snap", F_OK) < 0 && errno == ENOENT)
+	if (no_snapshots())
 		return ES_OK;
 	rc = open_snap(&s, o, 0);
 	if (rc != ES_OK)

@@ -27,7 +27,8 @@ static const char usage[] =
 	"\n"
 	"  -C, --directory DIR  the working directory ($AGENT_WORKDIR, else .)\n"
 	"      --log FILE       the log ($AGENT_AUDIT_LOG, else\n"
-	"                       DIR/.agent/audit.jsonl)\n"
+	"                       $AGENT_STATE_DIR/audit.jsonl when it is set,\n"
+	"                       else DIR/.agent/audit.jsonl)\n"
 	"      --session ID     the session id of the records ($AGENT_SESSION,\n"
 	"                       else made from the time and the process id)\n"
 	"      --sync           fdatasync the log after each record\n"
@@ -338,10 +339,17 @@ main(int argc, char **argv)
 			secrets[nsecrets++] = keys[k];
 	if (!dir || !*dir)
 		dir = ".";
-	/* agent_open makes a missing .agent of the default log */
+	/* agent_open makes a missing .agent of the default log; a state
+	 * directory of its own is checked (and made) first */
 	if (log && *log)
 		snprintf(path, sizeof path, "%s", log);
-	else
+	else if (state_dir_given()) {
+		if (state_dir_check(dir, 1, &err) < 0 ||
+		    state_path(path, sizeof path, "audit.jsonl", &err) < 0) {
+			cli_report(&err);
+			return ES_IO;
+		}
+	} else
 		snprintf(path, sizeof path, "%s/.agent/audit.jsonl", dir);
 	if (!session || !*session) {
 		char when[32];

@@ -445,6 +445,64 @@ int project_text(const char *const *rel, const char *const *path, int n,
 		 size_t budget, struct buf *out, struct buf *names,
 		 struct ah_error *err);
 
+/* --- reaper.c: agent-run's stages, and its crash reaper ----------------- */
+
+/* The pid of the process whose /proc/PID/stat line dir/pid.NAME holds,
+ * when it still runs and started at the time the line says (not a later
+ * process that got its pid); else 0. */
+pid_t reaper_running(const char *dir, const char *name);
+/* SIGINT to the recorded stages that act on it (agent-run's signal
+ * trap). */
+void reaper_interrupt(const char *dir);
+/* Stops the recorded stages (SIGINT, then SIGKILL after a second),
+ * removes dir, and drafts/.transcript-new.* (drafts may be NULL). */
+void reaper_reap(const char *dir, const char *drafts);
+/* Starts the watcher, not a child of the caller's caller: it waits for
+ * the lock of the file lock, then reaper_reap(dir, drafts), then lets
+ * the lock go.  Its stat line goes into dir/pid.watcher.  0, or -1. */
+int reaper_start(const char *dir, const char *lock, const char *drafts,
+		 struct ah_error *err);
+/* The end of a run: the watcher killed (and gone), the policy server
+ * (pid.policy) and the MCP bridge (pid.mcp, waited for up to 3 s)
+ * stopped, dir removed. */
+void reaper_stop(const char *dir);
+
+/* --- projwalk.c: where the project's instructions are ------------------ */
+
+/* The instruction files of the absolute directory dir: for each
+ * directory from dir up to the repository's top (the nearest one up with
+ * a .git that is the user's or root's, else dir), its AGENTS.md, else its
+ * CLAUDE.md, as pairs REL (the path under the top), PATH in *pairs (*n
+ * strings), the most specific first.  A file or repository of another
+ * user, a link, a FIFO are left out with a line saying so in notes.  0,
+ * or -1 (err set); project_walk_free frees the pairs. */
+int project_walk(const char *dir, char ***pairs, int *n, struct buf *notes,
+		 struct ah_error *err);
+void project_walk_free(char **pairs, int n);
+
+/* --- runend.c: what agent-run says at the end of a run ------------------ */
+
+struct run_end {
+	int answer;           /* the last message is an answer */
+	struct buf text;      /* its text */
+	unsigned long lineno; /* the last message's line, 0 when none */
+	size_t denied;        /* the calls after line from denied for want
+				 of a terminal to ask on */
+};
+
+/* One read of transcript: its last message, and the denials of the
+ * assistant's messages after line from.  0 (r->answer says whether the
+ * last message is an answer: the assistant's, without tool calls), or -1
+ * (err set); run_end_free frees r either way. */
+int run_end_scan(const char *transcript, unsigned long from,
+		 struct run_end *r, struct ah_error *err);
+void run_end_free(struct run_end *r);
+/* The unfinished items of the todo list at path, "id - content" each,
+ * joined by "; " into items, and how many.  0, or -1 (err set: a list
+ * that cannot be read). */
+int todo_left(const char *path, struct buf *items, size_t *n,
+	      struct ah_error *err);
+
 /* --- reply.c: the model's answer ------------------------------------- */
 
 struct reply_call {
@@ -808,7 +866,8 @@ char *mode_policy(const char *text, size_t len, const char *source,
 int mode_tool_reads_only(const char *tool);
 /* Whether tool may run in the read-only sandbox: it leaves the workspace
  * as it is (mode_tool_reads_only), and for run_todo_write, the todo file
- * todo_path is in .agent. */
+ * todo_path is in the state directory (state_dir: .agent/, else under
+ * AGENT_STATE_DIR when it is set). */
 int mode_may_run(const char *tool, const char *todo_path);
 /* The result of a call of tool refused in the read-only sandbox, into
  * *res: TOOL_ERROR, or -1 when out of memory (*res NULL). */
@@ -1090,6 +1149,65 @@ int session_list(const char *agentdir, struct buf *out, struct ah_error *err);
 int session_children(const char *agentdir, const char *id, double sums[5],
 		     struct ah_error *err);
 
+/* --- sessdir.c: agent-run's session bookkeeping ---------------------- */
+
+/* The state directory: $AGENT_STATE_DIR when set, else ".agent" (the
+ * workspace's).  Where the session lives: transcript, record, lock,
+ * sessions/, outputs/, the audit log. */
+const char *sessdir_state(void);
+
+/* agent-session --prepare, --open and --close for agent-run
+ * (agent-session(1)).  The caller fills the first fields; each function
+ * appends shell assignments for agent-run to eval to out (even when it
+ * fails: what was decided before), and what agent-run says on the way to
+ * notes (entries of a kind byte, 'q' said unless -q, 'e' always, then
+ * the text and a NUL).  -1 when it fails: err.msg is agent-run's message
+ * (without "agent-run: "), status its exit status, usage set for a usage
+ * error.  sessdir_free frees what they made (not the struct). */
+struct sessdir {
+	const char *workdir;     /* the workspace, as messages name it */
+	const char *child;       /* a task call's id: a child session */
+	const char *session;     /* --session: an id, or its prefix */
+	int cont, resume, fork, ephemeral;
+	const char *rewind;      /* --rewind's checkpoint */
+	const char *rewind_what; /* both, code or conversation */
+	const char *task;        /* the task (for --fork and --rewind) */
+	const char *amode;       /* the mode given, or a default ("" none) */
+	int amode_given;         /* by --mode or -y: over the session's own */
+	const char *sandbox;     /* the sandbox's mode */
+	int sandbox_given;       /* by --sandbox */
+	const char *close_todo;  /* --close: the session's todo file */
+	const char *close_id;    /* --close: the session's id */
+	long pid;                /* agent-run's, for a new session's id */
+	int lock_fd;             /* agent-run's lock, held */
+	const char *const *secrets;
+	struct buf out, notes;
+	struct ah_error err;
+	int status, usage;
+	/* made here */
+	char *state, *A, *T, *S, *L, *todo, *todo_fixed, *parent, *call, *id;
+	char *resolved, *bfile, *bsrc, *bmsg;
+	long bkeep, bstep;
+	char shown[4200];         /* a path as a message shows it */
+};
+/* Before agent-run's lock: the state directory checked (nothing in it a
+ * link, or what it should not be) and made, the paths of the session's
+ * files (a child's named after its parent and the task call). */
+int sessdir_prepare(struct sessdir *sd);
+/* Under the lock: the session (new, continue, resume or branch), the
+ * one before it put aside or the one named taken up, the todo file, the
+ * id and the permission mode; --rewind's files put back (agent-snap
+ * restore) and its transcript made. */
+int sessdir_open(struct sessdir *sd);
+/* At the end: an --ephemeral session removed, or a new one that failed
+ * before the model answered put aside; prev is the last session again. */
+int sessdir_close(struct sessdir *sd, int status, const char *prev);
+void sessdir_free(struct sessdir *sd);
+/* The todo file holds a list a run_todo_write call of the transcript
+ * stored (its rendering is one of the transcript's tool results). */
+int sessdir_todos_ours(const char *transcript, const char *todo,
+		       const char *const *secrets);
+
 /* --- file.c: whole files, atomically ----------------------------------- */
 
 /* Writes all of p[0..len) to fd, again after a short write or EINTR.
@@ -1146,6 +1264,43 @@ int agent_open(const char *path, const char *what, int flags, mode_t mode,
  * link followed from .agent on, ".." refused), the missing directories
  * made when create; any other path opened as usual.  -1 on error. */
 int agent_open_dir(const char *path, int create, struct ah_error *err);
+
+/* The state directory, where a session is kept: AGENT_STATE_DIR (its
+ * trailing slashes dropped) when it is set and not empty, else ".agent"
+ * (of the workspace, the working directory).  It takes .agent's place
+ * for what the harness writes (transcripts, records, lock, sessions/,
+ * outputs/, the audit log, snap/, plan mode's plan.md and todo.json);
+ * .agent/policy.json and .agent/skills stay the project's.  A path
+ * beneath it, spelled as state_path spells it, is walked by agent_open
+ * as one under .agent is.  Points to static storage (or the
+ * environment): valid until the next call. */
+const char *state_dir(void);
+
+/* Nonzero when AGENT_STATE_DIR is set (and not empty). */
+int state_dir_given(void);
+
+/* "STATE_DIR/name" into buf; -1 with err when it does not fit. */
+int state_path(char *buf, size_t size, const char *name,
+	       struct ah_error *err);
+
+/* Checks AGENT_STATE_DIR for the workspace (the comment in agentdir.c
+ * says what is refused, and why) and, with create, makes it (0700) when
+ * it is missing (its parent must exist) and marks it as the workspace's.
+ * Returns 0 when it can be used (also when AGENT_STATE_DIR is unset or
+ * names WORKSPACE/.agent: the callers handle .agent as they always
+ * did), 1 when it is missing or still empty and create is 0 (nothing is
+ * kept there), -1 with err (AH_EFORMAT for a refusal, AH_EIO when a
+ * system call failed: "cannot create 'DIR', where the session is kept:
+ * WHY"). */
+int state_dir_check(const char *workspace, int create, struct ah_error *err);
+
+/* The workspace that the state directory dir (absolute) serves, as its
+ * mark names it, into ws: 1; 0 when dir is not there, is not a
+ * directory (or is a link), or has no mark; -1 with err when the mark is
+ * not a regular file or cannot be read.  Nothing else is checked
+ * (state_dir_check does that). */
+int state_dir_workspace(const char *dir, char *ws, size_t size,
+			struct ah_error *err);
 
 /* --- ask.c: what a person approving a call is shown ------------------ */
 
@@ -1621,7 +1776,7 @@ struct snap {
 	int dirfd;           /* .agent/snap */
 	int lockfd;          /* .agent/snap/lock, held */
 	int include_ignored; /* snapshots hold ignored files too */
-	char moved_aside[64]; /* a .agent/snap not ours, moved here */
+	char moved_aside[4200]; /* a STATE/snap not ours, moved here */
 	unsigned long seq;   /* the number of the last snapshot written */
 };
 
@@ -1692,6 +1847,27 @@ int snap_fast_take(struct snap *s, struct snap_fast *f,
  * then no longer needs. */
 int snap_gc(struct snap *s, const struct snap_budget *b,
 	    struct snap_gc_result *res, struct ah_error *err);
+
+/* --- runopts.c: agent-run's options (agent-session --run-options) ----- */
+
+/* What runopts made of agent-run's arguments: sh, shell code for the
+ * driver to eval (its variables, with values quoted; or the command that
+ * answers --help, --version or --print-config); say, what to print on
+ * stderr first ("agent-run: ..." lines); status, 0 or the exit status
+ * (2 usage, 1 a check of the workspace failed), sh empty then.  Freed
+ * with runopts_free. */
+struct runopts_out {
+	struct buf sh, say;
+	int status;
+};
+
+/* agent-run's argv (without $0) as agent-run(1) takes it, with the
+ * configuration file, the workspace's checks (the process goes to the
+ * workspace) and the stdin attached to the task; bin: the directory of
+ * agent-run.  Runs bin/agent-step --dry-run and bin/hook-perm to check
+ * their options.  Returns out->status. */
+int runopts(const char *bin, int argc, char **argv, struct runopts_out *out);
+void runopts_free(struct runopts_out *out);
 
 /* --- config.c: the user's configuration file -------------------------- */
 

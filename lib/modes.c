@@ -9,8 +9,8 @@
  * the read-only sandbox (fail closed: a tool that is not named here, a
  * new one, an MCP server's, is refused there).  bash runs in the
  * read-only sandbox, task starts a child held in it, run_todo_write
- * writes the session's list (kept in .agent in plan mode), skill reads
- * a skill's text. */
+ * writes the session's list (kept in the state directory, .agent or
+ * AGENT_STATE_DIR, in plan mode), skill reads a skill's text. */
 static const char *const reads_only[] = {
 	"read_file", "list_dir", "grep", "glob", "bash", "task",
 	"run_todo_write", "skill",
@@ -27,14 +27,18 @@ mode_tool_reads_only(const char *tool)
 	return 0;
 }
 
-/* Is the todo file path in the workspace's .agent, which is the
- * session's, not the project's: relative, under .agent/, no "..". */
+/* Is the todo file path in the state directory, which is the
+ * session's, not the project's: under .agent/ (relative), or with
+ * AGENT_STATE_DIR under that directory (absolute) and nowhere else; no
+ * "..". */
 static int
-in_agent_dir(const char *path)
+in_state_dir(const char *path)
 {
-	const char *p;
+	const char *p, *sd = state_dir();
+	size_t n = strlen(sd);
 
-	if (strncmp(path, ".agent/", 7))
+	if (state_dir_given() ? *sd != '/' || strncmp(path, sd, n) ||
+	    path[n] != '/' : strncmp(path, ".agent/", 7))
 		return 0;
 	for (p = path; (p = strstr(p, "..")); p += 2)
 		if ((p == path || p[-1] == '/') && (!p[2] || p[2] == '/'))
@@ -48,7 +52,7 @@ mode_may_run(const char *tool, const char *todo_path)
 	if (!mode_tool_reads_only(tool))
 		return 0;
 	return strcmp(tool, "run_todo_write") || (todo_path &&
-						  in_agent_dir(todo_path));
+						  in_state_dir(todo_path));
 }
 
 int
@@ -58,7 +62,8 @@ mode_refuse(const char *tool, char **res)
 		if (asprintf(res, "Error: run_todo_write is refused: the "
 			     "sandbox is read-only (plan mode, or --sandbox "
 			     "read-only), and the todo list is kept outside "
-			     ".agent (AGENT_TODO_FILE), in the workspace.") < 0)
+			     "%.200s (AGENT_TODO_FILE), in the workspace.",
+			     state_dir()) < 0)
 			goto nomem;
 		return TOOL_ERROR;
 	}

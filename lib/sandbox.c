@@ -50,6 +50,13 @@
 
 #include "priv.h"
 
+/* The state directory (AGENT_STATE_DIR, where a session is kept outside
+ * the workspace) needs nothing here: state_dir_check refuses it inside
+ * the workspace (but for WORKSPACE/.agent, protected below), so it lies
+ * outside the write roots, read-only like every mount there, and is not
+ * in the commands' view (mountview.c) unless --allow-read lets it in,
+ * read-only. */
+
 int
 sandbox_mode_parse(const char *name)
 {

@@ -1,5 +1,6 @@
 /* snap.c: snapshots of the workspace in a shadow git repository under
- * .agent/snap, driven through the git program (agent-snap(1)).
+ * .agent/snap (the state directory's snap, state_dir()), driven through
+ * the git program (agent-snap(1)).
  *
  * The repository is the harness's, never the user's: git runs with
  * GIT_DIR, GIT_INDEX_FILE and GIT_WORK_TREE of its own, an environment
@@ -38,8 +39,10 @@
 
 #include "priv.h"
 
-#define SNAP_DIR ".agent/snap"
-#define REFS_DIR ".agent/snap/git/refs/snap"
+/* where the repository is: STATE_DIR/snap, as messages show it */
+#define SNAP_DIR "%s/snap"
+#define SD snap_dir()
+#define REFS_DIR SNAP_DIR "/git/refs/snap"
 /* the most empty directories one snapshot records */
 #define SNAP_MAX_DIRS 100000
 /* every file but .agent: a glob, which names no ignored path (git add
@@ -83,6 +86,13 @@ static const char config[] =
 	"[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
 	"\tfilemode = true\n\tsymlinks = true\n\tlogallrefupdates = false\n";
 
+/* The state directory, as messages show it. */
+static const char *
+snap_dir(void)
+{
+	return state_dir();
+}
+
 /* --- running git -------------------------------------------------------- */
 
 /* Appends to out the environment git gets: the repository's variables
@@ -91,14 +101,17 @@ static const char config[] =
 static int
 make_env(struct snap *s, struct ah_error *err)
 {
-	const char *path = getenv("PATH");
+	const char *path = getenv("PATH"), *sd = state_dir();
+	/* the state directory, absolute (.agent is the workspace's) */
+	const char *top = *sd == '/' ? "" : s->work, *sep = *sd == '/' ? "" : "/";
 	char *v[16];
 	size_t n = 0, i;
 
-	if (asprintf(&v[n++], "GIT_DIR=%s/" SNAP_DIR "/git", s->work) < 0 ||
+	if (asprintf(&v[n++], "GIT_DIR=%s%s" SNAP_DIR "/git", top, sep,
+		     sd) < 0 ||
 	    asprintf(&v[n++], "GIT_WORK_TREE=%s", s->work) < 0 ||
-	    asprintf(&v[n++], "GIT_INDEX_FILE=%s/" SNAP_DIR "/index",
-		     s->work) < 0 ||
+	    asprintf(&v[n++], "GIT_INDEX_FILE=%s%s" SNAP_DIR "/index", top,
+		     sep, sd) < 0 ||
 	    asprintf(&v[n++], "PATH=%s", path && *path ? path
 		     : "/usr/bin:/bin") < 0)
 		goto oom;
@@ -479,7 +492,7 @@ owner_mark(int dfd, char hex[65], struct ah_error *err)
 	int n;
 
 	if (fstat(dfd, &st) < 0)
-		return ah_fail_errno(err, errno, "cannot stat '" SNAP_DIR "'");
+		return ah_fail_errno(err, errno, "cannot stat '" SNAP_DIR "'", SD);
 	if (user_key(key, err) < 0)
 		return -1;
 	n = snprintf(text, sizeof text, "agent-snap %s %llu %llu", key,
@@ -532,12 +545,12 @@ create_repo(int agentfd, struct ah_error *err)
 	snprintf(tmp, sizeof tmp, "snap.new.%02x%02x%02x%02x%02x%02x", r[0],
 		 r[1], r[2], r[3], r[4], r[5]);
 	if (mkdirat(agentfd, tmp, 0700) < 0)
-		return ah_fail_errno(err, errno, "cannot create '.agent/%s'",
-				     tmp);
+		return ah_fail_errno(err, errno, "cannot create '%s/%s'",
+				     SD, tmp);
 	dfd = openat(agentfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 		     O_CLOEXEC);
 	if (dfd < 0) {
-		ah_fail_errno(err, errno, "cannot open '.agent/%s'", tmp);
+		ah_fail_errno(err, errno, "cannot open '%s/%s'", SD, tmp);
 		goto out;
 	}
 	for (i = 0; i < sizeof dirs / sizeof *dirs; i++)
@@ -561,7 +574,7 @@ create_repo(int agentfd, struct ah_error *err)
 	if (put_new(dfd, "owner", hex, 65, 0600, err) < 0)
 		goto out;
 	if (renameat(agentfd, tmp, agentfd, "snap") < 0) {
-		ah_fail_errno(err, errno, "cannot create '" SNAP_DIR "'");
+		ah_fail_errno(err, errno, "cannot create '" SNAP_DIR "'", SD);
 		goto out;
 	}
 	rc = 0;
@@ -617,8 +630,23 @@ snap_open(struct snap *s, int create, struct ah_error *err)
 	s->work = getcwd(NULL, 0);
 	if (!s->work)
 		return ah_fail_errno(err, errno, "cannot tell the workspace");
-	agentfd = open(".agent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		       O_CLOEXEC);
+	/* a state directory of its own: checked (and made) as for a
+	 * session; it stands where .agent stands */
+	if (state_dir_given()) {
+		rc = state_dir_check(s->work, create, err);
+		if (rc) {
+			if (rc > 0)
+				ah_fail(err, AH_EFORMAT, "no snapshots here: "
+					"nothing in '%s'", state_dir());
+			rc = -1;
+			goto out;
+		}
+		agentfd = agent_open_dir(state_dir(), create, err);
+		if (agentfd < 0)
+			goto out;
+	} else
+		agentfd = open(".agent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			       O_CLOEXEC);
 	if (agentfd < 0 && errno == ENOENT && create) {
 		if (mkdir(".agent", 0777) < 0 && errno != EEXIST) {
 			ah_fail_errno(err, errno, "cannot create '.agent'");
@@ -649,13 +677,14 @@ snap_open(struct snap *s, int create, struct ah_error *err)
 	if (dfd < 0) {
 		if (errno == ENOENT)
 			ah_fail(err, AH_EFORMAT, "no snapshots here: no '"
-				SNAP_DIR "'");
+				SNAP_DIR "'", SD);
 		else if (errno == ELOOP || errno == ENOTDIR)
 			ah_fail(err, AH_EFORMAT, "'" SNAP_DIR "' is not a "
 				"directory (a symbolic link?): refusing to use "
-				"it");
+				"it", SD);
 		else
-			ah_fail_errno(err, errno, "cannot open '" SNAP_DIR "'");
+			ah_fail_errno(err, errno, "cannot open '" SNAP_DIR "'",
+				      SD);
 		goto out;
 	}
 	/* ours, for this user, made here: else none of it is used */
@@ -673,11 +702,13 @@ snap_open(struct snap *s, int create, struct ah_error *err)
 		unsigned char r[6];
 
 		if (!create) {
-			ah_fail(err, AH_EFORMAT, "'%s/" SNAP_DIR "' was not "
+			ah_fail(err, AH_EFORMAT, "'%s%s" SNAP_DIR "' was not "
 				"made by agent-snap for this user in this "
 				"place (it came with the repository, or was "
 				"copied): none of it is used (agent-snap take "
-				"moves it aside and starts afresh)", s->work);
+				"moves it aside and starts afresh)",
+				*SD == '/' ? "" : s->work,
+				*SD == '/' ? "" : "/", SD);
 			goto out;
 		}
 		/* moved aside, whole and unused; a new one takes its place */
@@ -691,17 +722,18 @@ snap_open(struct snap *s, int create, struct ah_error *err)
 		dfd = -1;
 		if (renameat(agentfd, "snap", agentfd, aside) < 0) {
 			ah_fail_errno(err, errno, "cannot move '" SNAP_DIR "' "
-				      "aside");
+				      "aside", SD);
 			goto out;
 		}
-		snprintf(s->moved_aside, sizeof s->moved_aside, ".agent/%s",
+		snprintf(s->moved_aside, sizeof s->moved_aside, "%s/%s", SD,
 			 aside);
 		if (create_repo(agentfd, err) < 0)
 			goto out;
 		dfd = openat(agentfd, "snap", O_RDONLY | O_DIRECTORY |
 			     O_NOFOLLOW | O_CLOEXEC);
 		if (dfd < 0) {
-			ah_fail_errno(err, errno, "cannot open '" SNAP_DIR "'");
+			ah_fail_errno(err, errno, "cannot open '" SNAP_DIR "'",
+				      SD);
 			goto out;
 		}
 	}
@@ -709,19 +741,20 @@ snap_open(struct snap *s, int create, struct ah_error *err)
 	 * holds it until it is gone */
 	s->lockfd = openat(dfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
 	if (s->lockfd < 0) {
-		ah_fail_errno(err, errno, "cannot open '" SNAP_DIR "/lock'");
+		ah_fail_errno(err, errno, "cannot open '" SNAP_DIR "/lock'",
+			      SD);
 		goto out;
 	}
 	while (flock(s->lockfd, LOCK_EX) < 0)
 		if (errno != EINTR) {
 			ah_fail_errno(err, errno, "cannot lock '" SNAP_DIR
-				      "/lock'");
+				      "/lock'", SD);
 			goto out;
 		}
 	/* under the lock, an index.lock is what a killed git left */
 	if (unlinkat(dfd, "index.lock", 0) < 0 && errno != ENOENT) {
 		ah_fail_errno(err, errno, "cannot remove '" SNAP_DIR
-			      "/index.lock'");
+			      "/index.lock'", SD);
 		goto out;
 	}
 	s->git = find_git(s->work, err);
@@ -743,13 +776,15 @@ out:
 int
 snap_lock(struct snap *s, struct ah_error *err)
 {
+	char path[PATH_MAX];
 	struct stat a, b;
 
 	while (flock(s->lockfd, LOCK_EX) < 0)
 		if (errno != EINTR)
 			return ah_fail_errno(err, errno, "cannot lock '" SNAP_DIR
-					     "/lock'");
-	if (fstat(s->dirfd, &a) < 0 || lstat(SNAP_DIR, &b) < 0 ||
+					     "/lock'", SD);
+	if (snprintf(path, sizeof path, SNAP_DIR, SD) >= (int)sizeof path ||
+	    fstat(s->dirfd, &a) < 0 || lstat(path, &b) < 0 ||
 	    a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
 		flock(s->lockfd, LOCK_UN);
 		return 1;
@@ -757,7 +792,7 @@ snap_lock(struct snap *s, struct ah_error *err)
 	if (unlinkat(s->dirfd, "index.lock", 0) < 0 && errno != ENOENT) {
 		flock(s->lockfd, LOCK_UN);
 		return ah_fail_errno(err, errno, "cannot remove '" SNAP_DIR
-				     "/index.lock'");
+				     "/index.lock'", SD);
 	}
 	return 0;
 }
@@ -819,11 +854,13 @@ read_refs(struct snap *s, struct ref **out, size_t *n, struct ah_error *err)
 	*out = NULL;
 	*n = 0;
 	if (fd < 0)
-		return ah_fail_errno(err, errno, "cannot open '" REFS_DIR "'");
+		return ah_fail_errno(err, errno, "cannot open '" REFS_DIR "'",
+				     SD);
 	d = fdopendir(fd);
 	if (!d) {
 		close(fd);
-		return ah_fail_errno(err, errno, "cannot read '" REFS_DIR "'");
+		return ah_fail_errno(err, errno, "cannot read '" REFS_DIR "'",
+				     SD);
 	}
 	while ((de = readdir(d))) {
 		unsigned long seq;
@@ -887,7 +924,8 @@ write_ref_at(struct snap *s, const char *commit, unsigned long hint,
 				close(fd);
 				unlinkat(s->dirfd, name, 0);
 				return ah_fail_errno(err, e, "cannot write '"
-						     SNAP_DIR "/%s'", name);
+						     SNAP_DIR "/%s'", SD,
+						     name);
 			}
 			close(fd);
 			if (got)
@@ -910,14 +948,14 @@ write_ref_at(struct snap *s, const char *commit, unsigned long hint,
 			continue;
 		if (fd < 0)
 			return ah_fail_errno(err, errno, "cannot create '"
-					     SNAP_DIR "/%s'", name);
+					     SNAP_DIR "/%s'", SD, name);
 		if (write(fd, line, 41) != 41) {
 			int e = errno;
 
 			close(fd);
 			unlinkat(s->dirfd, name, 0);
 			return ah_fail_errno(err, e, "cannot write '" SNAP_DIR
-					     "/%s'", name);
+					     "/%s'", SD, name);
 		}
 		close(fd);
 		if (got)
@@ -1403,15 +1441,15 @@ snap_diff(struct snap *s, const char *id, const char *id2, int outfd,
 	}
 	/* against the workspace: a copy of the index, brought up to date
 	 * with it, so that new files show too and ours stays as it was */
-	snprintf(tmpindex, sizeof tmpindex, "%s/" SNAP_DIR "/index.diff",
-		 s->work);
+	snprintf(tmpindex, sizeof tmpindex, "%s%s" SNAP_DIR "/index.diff",
+		 *SD == '/' ? "" : s->work, *SD == '/' ? "" : "/", SD);
 	unlinkat(s->dirfd, "index.diff", 0);
 	fd = openat(s->dirfd, "index.diff", O_WRONLY | O_CREAT | O_EXCL |
 		    O_NOFOLLOW | O_CLOEXEC, 0600);
 	in = openat(s->dirfd, "index", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		ah_fail_errno(err, errno, "cannot create '" SNAP_DIR
-			      "/index.diff'");
+			      "/index.diff'", SD);
 		goto out;
 	}
 	if (in >= 0) {
@@ -1791,7 +1829,7 @@ scan_transcript(const char *path, struct buf *keep, struct ah_error *err)
 	return rc;
 }
 
-/* The checkpoints the transcripts of .agent refer to. */
+/* The checkpoints the transcripts of the state directory refer to. */
 static int
 referenced(struct buf *keep, struct ah_error *err)
 {
@@ -1799,10 +1837,13 @@ referenced(struct buf *keep, struct ah_error *err)
 	struct dirent *de;
 	int fd, rc = 0;
 
-	if (scan_transcript(".agent/transcript.jsonl", keep, err) < 0)
+	char path0[PATH_MAX];
+
+	if (state_path(path0, sizeof path0, "transcript.jsonl", err) < 0 ||
+	    scan_transcript(path0, keep, err) < 0 ||
+	    state_path(path0, sizeof path0, "sessions", err) < 0)
 		return -1;
-	fd = open(".agent/sessions", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		  O_CLOEXEC);
+	fd = agent_open_dir(path0, 0, NULL);
 	if (fd < 0)
 		return 0;
 	d = fdopendir(fd);
@@ -1816,7 +1857,7 @@ referenced(struct buf *keep, struct ah_error *err)
 
 		if (n < 7 || strcmp(de->d_name + n - 6, ".jsonl"))
 			continue;
-		if (asprintf(&path, ".agent/sessions/%s", de->d_name) < 0) {
+		if (asprintf(&path, "%s/%s", path0, de->d_name) < 0) {
 			rc = ah_fail(err, AH_ENOMEM, "out of memory");
 			break;
 		}
@@ -1921,7 +1962,8 @@ drop(struct snap *s, struct gc_item *it, struct ah_error *err)
 			if (unlinkat(s->dirfd, name, 0) < 0 && errno != ENOENT) {
 				free(refs);
 				return ah_fail_errno(err, errno, "cannot remove "
-						     "'" SNAP_DIR "/%s'", name);
+						     "'" SNAP_DIR "/%s'", SD,
+						     name);
 			}
 		}
 	free(refs);

@@ -337,6 +337,17 @@ valid() {
 		| .ok and (.pending | length) == 0' "$1" >/dev/null
 }
 
+# read_only DIR CMD...: CMD in a user and mount namespace of its own, in
+# which DIR is a read-only mount, as a read-only checkout is (even for
+# root, whom a chmod does not stop).  can_read_only: whether this
+# machine lets one be made (unshare -rm).
+read_only() {
+	ro_dir_=$1 && shift &&
+	unshare -rm sh -c 'mount --bind "$1" "$1" &&
+		mount -o remount,bind,ro "$1" && shift && exec "$@"' sh "$ro_dir_" "$@"
+}
+can_read_only() { unshare -rm true 2>/dev/null; }
+
 # need_sandbox: the script tests the sandbox; where there is none (or
 # under valgrind, which does not know the Landlock system calls), it
 # skips whole.

@@ -430,13 +430,13 @@ if [ "$(id -u)" != 0 ]; then
 		mkdir ro && chmod 555 ro &&
 		test_when_finished "chmod 755 ro" &&
 		test_expect_code 1 agent-run -C ro "hi" 2>err &&
-		test_grep "^agent-run: cannot create .*/ro/.agent., where the session is kept: Permission denied$" err
+		test_grep "^agent-run: cannot create .*/ro/.agent., where the session is kept: Permission denied; give --state-dir DIR to keep it elsewhere$" err
 	'
 else
 	test_expect_success 'a read-only checkout (a read-only mount): agent-run says so in its own words' '
 		mkdir ro &&
 		test_expect_code 1 unshare -m sh -c "mount --bind -o ro ro ro 2>/dev/null || mount -o remount,bind,ro ro; agent-run -C ro hi" 2>err &&
-		test_grep "^agent-run: cannot create .*/ro/.agent., where the session is kept: Read-only file system$" err
+		test_grep "^agent-run: cannot create .*/ro/.agent., where the session is kept: Read-only file system; give --state-dir DIR to keep it elsewhere$" err
 	'
 fi
 

@@ -1,0 +1,151 @@
+/*
+ * runend.c: what agent-run says at the end of a run (agent-session(1),
+ * --answer): the answer its transcript ends with, the tool calls of the
+ * run denied for want of a terminal to ask on, and the items of the
+ * session's todo list left unfinished.  One read of the transcript for
+ * all of it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "priv.h"
+
+/* The reason hook-perm gives when it cannot ask (hook-perm(1)): the
+ * answer may claim what these calls did not do. */
+static const char deny[] = "\"decision\":\"deny\",\"reason\":\"";
+static const char no_tty[] = "asking needs a terminal, and there is none";
+
+/* The denials of s[0..n) (NUL-ended) for want of a terminal: each
+ * decision's reason, up to the next quote (an escaped one ends it too: it
+ * is the reason's own text after it), that says so. */
+static size_t
+denials(const char *s)
+{
+	const char *p = s, *end;
+	size_t count = 0, k;
+
+	while ((p = strstr(p, deny))) {
+		p += sizeof deny - 1;
+		end = strchr(p, '"');
+		if (!end)
+			end = p + strlen(p);
+		for (k = 0; p + k + sizeof no_tty - 1 <= end; k++)
+			if (!memcmp(p + k, no_tty, sizeof no_tty - 1)) {
+				count++;
+				break;
+			}
+		p = end;
+	}
+	return count;
+}
+
+int
+run_end_scan(const char *transcript, unsigned long from, struct run_end *r,
+	     struct ah_error *err)
+{
+	static const char assistant[] = "{\"role\":\"assistant\",";
+	struct jsonl_reader in;
+	struct buf last = BUF_INIT(0);
+	cJSON *msg = NULL;
+	int fd, c, rc = -1;
+
+	memset(r, 0, sizeof *r);
+	r->text = (struct buf)BUF_INIT(0);
+	fd = open(transcript, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ah_fail_errno(err, errno, "cannot read '%s'",
+				     transcript);
+	jsonl_reader_init(&in, fd, transcript, 0);
+	while ((c = jsonl_read_line(&in, err)) > 0) {
+		/* a NUL-ended copy: a line with a NUL in it is no JSON */
+		if (in.lineno > from && in.line.len >= sizeof assistant - 1 &&
+		    !memcmp(in.line.data, assistant, sizeof assistant - 1) &&
+		    !memchr(in.line.data, '\0', in.line.len))
+			r->denied += denials(in.line.data);
+		if (jsonl_blank(in.line.data, in.line.len))
+			continue;
+		buf_reset(&last);
+		if (buf_append(&last, in.line.data, in.line.len) < 0) {
+			ah_fail(err, AH_ENOMEM, "cannot read '%s': %s",
+				transcript, strerror(ENOMEM));
+			c = -1;
+			break;
+		}
+		r->lineno = in.lineno;
+	}
+	if (c < 0)
+		goto out;
+	rc = 0;
+	if (!r->lineno)
+		goto out;
+	msg = json_parse(last.data, last.len, NULL);
+	if (!cJSON_IsObject(msg)) {
+		r->lineno = 0;
+		ah_fail(err, AH_EFORMAT, "'%s': line %lu: not a JSON object",
+			transcript, in.lineno);
+		rc = -1;
+	} else if ((c = chat_answer_text(msg, &r->text)) < 0) {
+		ah_fail(err, AH_ENOMEM, "out of memory");
+		rc = -1;
+	} else
+		r->answer = c;
+out:
+	cJSON_Delete(msg);
+	buf_free(&last);
+	jsonl_reader_free(&in);
+	close(fd);
+	return rc;
+}
+
+void
+run_end_free(struct run_end *r)
+{
+	buf_free(&r->text);
+}
+
+int
+todo_left(const char *path, struct buf *items, size_t *n,
+	  struct ah_error *err)
+{
+	cJSON *list = NULL;
+	char *text = NULL, *line, *next;
+	int rc = -1;
+
+	*n = 0;
+	if (todo_load(path, &list, err) < 0)
+		return -1;
+	if (!todo_unfinished(list)) {
+		rc = 0;
+		goto out;
+	}
+	if (!(text = todo_render(list, 1))) {
+		ah_fail(err, AH_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* the items' lines, "[ ] id - content", without their box; the
+	 * other lines (the title, the rest of a content of several
+	 * lines) are not items */
+	for (line = text; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (line[0] != '[' || !line[1] || line[2] != ']' ||
+		    line[3] != ' ')
+			continue;
+		if ((*n && buf_append(items, "; ", 2) < 0) ||
+		    buf_append(items, line + 4, strlen(line + 4)) < 0) {
+			ah_fail(err, AH_ENOMEM, "out of memory");
+			goto out;
+		}
+		++*n;
+	}
+	rc = 0;
+out:
+	free(text);
+	cJSON_Delete(list);
+	return rc;
+}

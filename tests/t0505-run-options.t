@@ -1,0 +1,95 @@
+#!/bin/sh
+# agent-run's options, read by agent-session --run-options
+# (lib/runopts.c) into shell code the driver evals: values of any bytes
+# come through exact and nothing in them runs; the parse is getopt_long's;
+# a mistake is said in agent-run's words, exit 2.
+. "$(dirname "$0")/lib.sh"
+
+# shellcheck disable=SC2034 # used in the test bodies
+# where agent-run is, as the driver passes it
+BIN=$(dirname "$(command -v agent-session)")
+# A value with what a shell would act on: quotes, a newline, $(...),
+# backquotes, backslashes, a variable, a ; and an exit.
+# shellcheck disable=SC2034 # used in the test bodies
+hostile='it'\''s "q" \ \\ $(touch ran) `touch ran2` ${HOME} ;exit 7
+line 2 '\'''
+
+# bad_usage MESSAGE ARG...: agent-run ARG... is refused with MESSAGE
+bad_usage() {
+	msg=$1
+	shift
+	test_expect_code 2 agent-run "$@" </dev/null >out 2>err &&
+	printf '%s\n' "agent-run: $msg" \
+		"Try 'agent-run --help' for more information." >expect &&
+	test_cmp expect err && test ! -s out
+}
+
+test_expect_success 'hostile values come through the eval byte for byte, and nothing in them runs' '
+	mkdir "w$hostile" && echo prompt >"$hostile" &&
+	param=$(jq -nc --arg v "$hostile" "{k: \$v}") &&
+	agent-session --run-options "$BIN" -- -m "$hostile" -C "w$hostile" \
+		--param "$param" --system "$hostile" -o "$hostile.out" \
+		"$hostile" "x$hostile" </dev/null >opts &&
+	start=$PWD && real=$(pwd -P) &&
+	eval "$(cat opts)" &&
+	test "$model" = "$hostile" &&
+	test "$task" = "$hostile x$hostile" &&
+	test "$system" = "$start/$hostile" &&
+	test "$out_file" = "$start/$hostile.out" &&
+	test "$dir" = "$real/w$hostile" &&
+	test $# = 2 && test "$1" = --param && test "$2" = "$param" &&
+	test ! -e ran && test ! -e ran2 && test ! -e "w$hostile/ran"
+'
+
+test_expect_success 'hostile values through agent-run: a directory, a system prompt, a task' '
+	echo "{\"content\": \"done\"}" >script &&
+	start_model script &&
+	mkdir "w$hostile" && printf "%s" "$hostile" >"$hostile" &&
+	agent-run -m m -C "w$hostile" --system "$hostile" "$hostile" </dev/null >answer 2>progress &&
+	test "$(cat answer)" = done &&
+	req 1 ".messages[0].content" >sys && test "$(jq -r . sys)" = "$hostile" &&
+	req 1 ".messages[1].content" >task && test "$(jq -r . task)" = "$hostile" &&
+	test ! -e ran && test ! -e ran2 && test ! -e "w$hostile/ran"
+'
+
+test_expect_success 'the parse is getopt_long'\''s: -qy, -Cdir, --opt=value, options after the task, --' '
+	mkdir w &&
+	agent-session --run-options "$BIN" -- -qy -Cw --max-steps=3 do this \
+		-mM --timeout 9 -- -c --x "" </dev/null >opts &&
+	eval "$(cat opts)" &&
+	test "$quiet" = 1 && test "$yes" = 1 && test "$amode" = auto &&
+	test "$dir" = "$(cd w && pwd -P)" && test "$max_steps" = 3 &&
+	test "$model" = M && test "$cont" = 0 &&
+	test "$task" = "do this -c --x " &&
+	test $# = 2 && test "$1" = --timeout && test "$2" = 9 &&
+	agent-session --run-options "$BIN" -- -m m -C "" t </dev/null >opts &&
+	(eval "$(cat opts)" && test "$dir" = "$(pwd -P)")
+'
+
+test_expect_success 'a missing value, an unknown option, a value where none goes: exit 2, in agent-run'\''s words' '
+	bad_usage "option '\''--model'\'' needs a value" -q --model &&
+	bad_usage "option '\''-C'\'' needs a value" -qC &&
+	bad_usage "option '\''-m'\'' needs a value" task -m &&
+	bad_usage "unknown option '\''--bogus'\''" --bogus task &&
+	bad_usage "unknown option '\''-z'\''" -qz task &&
+	bad_usage "option '\''--quiet'\'' takes no value" --quiet=1 task &&
+	bad_usage "option '\''--bogus'\'' takes no value" --bogus=1 task &&
+	bad_usage "--max-steps: '\''x3'\'' is not a whole number" -m m --max-steps=x3 t &&
+	bad_usage "no model: give -m MODEL or set AGENT_MODEL" -- -m m &&
+	bad_usage "unknown option '\''--bogus'\''" --bogus --help &&
+	agent-run --help --bogus >out 2>err && test ! -s err &&
+	test_grep "^usage: agent-run" out
+'
+
+test_expect_success '--state-dir and AGENT_STATE_DIR: from where agent-run started, exported; an empty one refused' '
+	mkdir w &&
+	agent-session --run-options "$BIN" -- -m m -C w --state-dir st t </dev/null >opts &&
+	(eval "$(cat opts)" && test "$AGENT_STATE_DIR" = "$PWD/st" &&
+	 env >env && grep -qx "AGENT_STATE_DIR=$PWD/st" env) &&
+	AGENT_STATE_DIR=rel agent-session --run-options "$BIN" -- -m m -C w t </dev/null >opts &&
+	(eval "$(cat opts)" && test "$AGENT_STATE_DIR" = "$PWD/rel") &&
+	bad_usage "--state-dir: the directory is empty" -m m --state-dir "" t &&
+	bad_usage "--state-dir: the directory is empty" -m m --state-dir= t
+'
+
+test_done
