@@ -40,7 +40,7 @@ fi
 test_expect_success 'a read-only checkout without a state directory: agent-run says where the session is kept, and how to keep it elsewhere' '
 	workspace && tree w >before &&
 	test_expect_code 1 read_only w agent-run --mode plan -C w "plan it" 2>err &&
-	test_grep "^agent-run: cannot create .$PWD/w/.agent., where the session is kept: Read-only file system; give --state-dir DIR to keep it elsewhere$" err &&
+	test_grep -E "^agent-run: cannot create .$PWD/w/.agent., where the session is kept: (Read-only file system|Permission denied); give --state-dir DIR to keep it elsewhere$" err &&
 	tree w >after && test_cmp before after
 '
 
