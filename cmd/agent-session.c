@@ -27,6 +27,7 @@ static const char usage[] =
 	"                     [--error TEXT]\n"
 	"       agent-session --project N [REL FILE]...\n"
 	"       agent-session --project N --walk DIR [--quiet]\n"
+	"       agent-session [files] --show-todos --todo FILE [--quiet]\n"
 	"       agent-session --first --prompt FILE [--workdir DIR] [--add FILE]\n"
 	"                     [--project-text FILE] [--skills] [--skill NAME]\n"
 	"                     [--quiet] < TASK\n"
@@ -82,6 +83,10 @@ static const char usage[] =
 	"                       CLAUDE.md) of each directory from the\n"
 	"                       repository's top down to DIR (absolute), and\n"
 	"                       the names are said on stderr, not printed\n"
+	"      --show-todos     print what a session that goes on first sees\n"
+	"                       of its --todo FILE list: the list quoted as\n"
+	"                       data (nothing when none is active, or when no\n"
+	"                       call of the transcript wrote it: said)\n"
 	"      --first          print the first messages of a new session of\n"
 	"                       agent-run, JSON Lines: the system prompt of\n"
 	"                       --prompt FILE (each @WORKDIR@ the --workdir DIR)\n"
@@ -169,7 +174,7 @@ static const char usage[] =
 /* (agent-run's own: from M_REAPER on, the files are given) */
 enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT, M_CONFIG,
 	    M_PREPARE, M_OPEN, M_CLOSE, M_OURS,
-	    M_REAPER, M_INTERRUPT, M_STOP, M_ANSWER, M_FIRST };
+	    M_REAPER, M_INTERRUPT, M_STOP, M_ANSWER, M_FIRST, M_SHOWTODOS };
 
 struct opts {
 	enum mode mode;
@@ -567,6 +572,26 @@ out:
 	free(rel);
 	free(path);
 	return rc;
+}
+
+/* --show-todos: the text on stdout, or a word on stderr */
+static int
+do_show_todos(const struct opts *o)
+{
+	struct ah_error err = { 0 };
+	struct buf text = BUF_INIT(0);
+	int rc = todo_reminder(o->transcript, o->todo, &text, &err);
+
+	if (rc < 0)
+		cli_report(&err);
+	else if (rc == 2 && !o->quiet)
+		fprintf(stderr, "agent-run: '%s' was not written by this session "
+			"(it came with the directory, or a command made it): "
+			"not shown to the model\n", o->todo);
+	else if (rc == 1 && fwrite(text.data, 1, text.len, stdout) != text.len)
+		cli_stdout_failed(errno);
+	buf_free(&text);
+	return rc < 0 ? ES_IO : ES_OK;
 }
 
 /* --first: the lines on stdout, the skills left out said as agent-run
@@ -972,7 +997,7 @@ main(int argc, char **argv)
 	       OPT_REAPER, OPT_LOCK, OPT_DRAFTS, OPT_INTERRUPT, OPT_STOP,
 	       OPT_ANSWER, OPT_PRINT, OPT_STREAMED, OPT_OUTPUT, OPT_PLAN,
 	       OPT_WALK, OPT_FIRST, OPT_PROMPT, OPT_WORKDIR, OPT_ADD,
-	       OPT_PROJECTTEXT, OPT_SKILLS, OPT_SKILL };
+	       OPT_PROJECTTEXT, OPT_SKILLS, OPT_SKILL, OPT_SHOWTODOS };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -1025,6 +1050,7 @@ main(int argc, char **argv)
 		{ "plan", required_argument, NULL, OPT_PLAN },
 		{ "walk", required_argument, NULL, OPT_WALK },
 		{ "first", no_argument, NULL, OPT_FIRST },
+		{ "show-todos", no_argument, NULL, OPT_SHOWTODOS },
 		{ "prompt", required_argument, NULL, OPT_PROMPT },
 		{ "workdir", required_argument, NULL, OPT_WORKDIR },
 		{ "add", required_argument, NULL, OPT_ADD },
@@ -1231,6 +1257,9 @@ main(int argc, char **argv)
 		case OPT_FIRST:
 			rc = set_mode(&o, M_FIRST);
 			break;
+		case OPT_SHOWTODOS:
+			rc = set_mode(&o, M_SHOWTODOS);
+			break;
 		case OPT_PROMPT:
 			o.first.prompt = optarg;
 			break;
@@ -1308,7 +1337,11 @@ main(int argc, char **argv)
 				  : ES_REJECTED);
 	if (o.mode == M_CLOSE)
 		o.sd.close_todo = o.todo, o.todo = NULL;
-	if ((o.parent || o.call || (o.todo && o.mode != M_ANSWER) ||
+	if (o.mode == M_SHOWTODOS && (!o.todo || !o.transcript))
+		return cli_usage_error("--show-todos: say the --transcript "
+				       "FILE and the --todo FILE");
+	if ((o.parent || o.call ||
+	     (o.todo && o.mode != M_ANSWER && o.mode != M_SHOWTODOS) ||
 	     o.stdin_bytes >= 0) &&
 	    o.mode != M_BEGIN)
 		return cli_usage_error("--parent, --call, --todo and "
@@ -1417,6 +1450,9 @@ main(int argc, char **argv)
 		break;
 	case M_FIRST:
 		rc = do_first(&o);
+		break;
+	case M_SHOWTODOS:
+		rc = do_show_todos(&o);
 		break;
 	default:
 		rc = do_end(&o);

@@ -524,6 +524,14 @@ void run_end_free(struct run_end *r);
  * that cannot be read). */
 int todo_left(const char *path, struct buf *items, size_t *n,
 	      struct ah_error *err);
+/* What a session that goes on first sees of its todo list at path, into
+ * text: the list as the file holds it now, quoted as data, or that it
+ * cannot be read.  1 with text, 0 for nothing (no file, no active item),
+ * 2 when no run_todo_write call of transcript wrote a list (a list that
+ * came with the directory, or a command made it, is never shown), -1
+ * (err set). */
+int todo_reminder(const char *transcript, const char *path, struct buf *text,
+		  struct ah_error *err);
 
 /* --- reply.c: the model's answer ------------------------------------- */
 
