@@ -303,6 +303,25 @@ do_list(const struct opts *o)
 	return rc;
 }
 
+/* The record's mode_mark, for its id and permission_mode: what lets a
+ * session that goes on keep its mode (agent-run(1), Modes).  Without
+ * the user's key (no HOME), none: the mode is then not kept. */
+static int
+set_mode_mark(cJSON *rec)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(rec, "id");
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(rec,
+							  "permission_mode");
+	struct ah_error err = { 0 };
+	char hex[65];
+
+	cJSON_DeleteItemFromObjectCaseSensitive(rec, "mode_mark");
+	if (!cJSON_IsString(id) || !cJSON_IsString(m) ||
+	    sessdir_mode_mark(id->valuestring, m->valuestring, hex, &err) < 0)
+		return 0;
+	return set_string(rec, "mode_mark", hex);
+}
+
 static int
 do_begin(const struct opts *o)
 {
@@ -338,7 +357,8 @@ do_begin(const struct opts *o)
 	    (o->stdin_bytes >= 0 &&
 	     set_number(rec, "stdin_bytes", (double)o->stdin_bytes)) ||
 	    (o->parent && (set_string(rec, "parent", o->parent) ||
-			   set_string(rec, "call", o->call ? o->call : "")))) {
+			   set_string(rec, "call", o->call ? o->call : ""))) ||
+	    set_mode_mark(rec)) {
 		cli_warn("out of memory");
 		goto out;
 	}
@@ -391,7 +411,8 @@ do_reopen(const struct opts *o)
 	session_now(now);
 	redact_json(rec, secrets);
 	if (set_string(rec, "updated", now) || set_string(rec, "status", "running") ||
-	    (pmode && *pmode && set_string(rec, "permission_mode", pmode))) {
+	    (pmode && *pmode && (set_string(rec, "permission_mode", pmode) ||
+				 set_mode_mark(rec)))) {
 		cli_warn("out of memory");
 	} else if (session_write(o->record, rec, &err) < 0) {
 		cli_report(&err);

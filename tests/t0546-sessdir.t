@@ -71,14 +71,14 @@ open_locked() {
 # a session kept in w/.agent/sessions: ID.jsonl and its record
 kept() {
 	printf "%s\n" "{\"role\":\"user\",\"content\":\"$1\"}" >"w/.agent/sessions/$1.jsonl" &&
-	printf "{\"id\":\"%s\",\"permission_mode\":\"edit\"}\n" "$1" >"w/.agent/sessions/$1.json"
+	printf "{\"id\":\"%s\",\"permission_mode\":\"plan\"}\n" "$1" >"w/.agent/sessions/$1.json"
 }
 
 test_expect_success '--open --session: a prefix names one session; a child (an id with a dot) only by its whole id' '
 	mkdir -p w/.agent/sessions && kept abc.call && kept abd &&
 	open_locked --continue --session ab >out 2>err &&
 	grep -x "id='\''abd'\''" out &&
-	grep -x "amode='\''edit'\''" out &&
+	grep -x "amode='\''plan'\''" out &&
 	test -f w/.agent/transcript.jsonl && test ! -e w/.agent/sessions/abd.jsonl &&
 	open_locked --continue --session abc.call >out 2>err &&
 	grep -x "id='\''abc.call'\''" out &&
