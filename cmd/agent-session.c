@@ -851,6 +851,19 @@ do_answer(const struct opts *o)
 	return rc;
 }
 
+/* "agent-run: MSG" on stderr, made safe for a terminal as cli_warn
+ * makes every diagnostic: a message may hold the model's words (a task
+ * call's id) or a path's bytes. */
+static void
+say_run(const char *msg)
+{
+	char *safe = utf8_for_terminal(msg, strlen(msg), 0, NULL);
+
+	fprintf(stderr, "agent-run: %s\n",
+		safe ? safe : "(a message, lost: out of memory)");
+	free(safe);
+}
+
 /* --run-options BIN -- ARGS...: for agent-run, which evals what it
  * prints; the messages are agent-run's, and so are the exit statuses. */
 static int
@@ -903,12 +916,12 @@ do_sessdir(struct opts *o)
 	for (p = sd->notes.data; p && p < sd->notes.data + sd->notes.len;
 	     p += strlen(p) + 1)
 		if (*p == 'e' || !o->quiet)
-			fprintf(stderr, "agent-run: %s\n", p + 1);
+			say_run(p + 1);
 	if (sd->out.len && fwrite(sd->out.data, 1, sd->out.len, stdout) !=
 	    sd->out.len)
 		cli_stdout_failed(errno);
 	if (rc < 0) {
-		fprintf(stderr, "agent-run: %s\n", sd->err.msg);
+		say_run(sd->err.msg);
 		if (sd->usage)
 			fputs("Try 'agent-run --help' for more information.\n",
 			      stderr);

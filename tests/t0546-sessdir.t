@@ -144,4 +144,15 @@ test_expect_success 'AGENT_STATE_DIR: a link, or a directory others can write, i
 	test ! -e w/.agent && test -z "$(ls -A elsewhere)" && test -z "$(ls -A open)"
 '
 
+# the call id of a task call is the model's: what is said of it reaches
+# the terminal without a control character (a colour, a title, OSC 52)
+test_expect_success '--prepare: a call id with control characters is said escaped, on the terminal and in the error' '
+	esc=$(printf "\033") && bel=$(printf "\007") &&
+	mkdir -p w/.agent/sessions && : >w/.agent/sessions/s1.c__31mX__0_t_.jsonl &&
+	(cd w && test_expect_code 1 env AGENT_SESSION=s1 agent-session --prepare \
+		--child "c${esc}[31mX${esc}]0;t${bel}" >../out 2>../err) &&
+	test_grep "task call '\''c\\\\x1b\[31mX\\\\x1b\]0;t\\\\x07'\'' of session s1 ran before" err &&
+	! grep -q "$esc" err && ! grep -q "$bel" err
+'
+
 test_done
