@@ -579,6 +579,19 @@ out:
 	return rc;
 }
 
+/* "agent-run: MSG" on stderr, made safe for a terminal as cli_warn
+ * makes every diagnostic: a message may hold the model's words (a task
+ * call's id) or a path's bytes. */
+static void
+say_run(const char *msg)
+{
+	char *safe = utf8_for_terminal(msg, strlen(msg), 0, NULL);
+
+	fprintf(stderr, "agent-run: %s\n",
+		safe ? safe : "(a message, lost: out of memory)");
+	free(safe);
+}
+
 /* --project --walk: the files found from the workspace up, each left out
  * said as agent-run says it, then their text */
 static int
@@ -599,7 +612,7 @@ do_walk(const struct opts *o)
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		fprintf(stderr, "agent-run: %s\n", line);
+		say_run(line);
 	}
 	rc = n ? do_project(o, n, pairs) : ES_OK;
 	project_walk_free(pairs, n);
@@ -851,19 +864,6 @@ do_answer(const struct opts *o)
 	return rc;
 }
 
-/* "agent-run: MSG" on stderr, made safe for a terminal as cli_warn
- * makes every diagnostic: a message may hold the model's words (a task
- * call's id) or a path's bytes. */
-static void
-say_run(const char *msg)
-{
-	char *safe = utf8_for_terminal(msg, strlen(msg), 0, NULL);
-
-	fprintf(stderr, "agent-run: %s\n",
-		safe ? safe : "(a message, lost: out of memory)");
-	free(safe);
-}
-
 /* --run-options BIN -- ARGS...: for agent-run, which evals what it
  * prints; the messages are agent-run's, and so are the exit statuses. */
 static int
@@ -875,8 +875,19 @@ run_options(int argc, char **argv)
 	if (argc < 2 || strcmp(argv[1], "--"))
 		return cli_usage_error("--run-options: BIN -- ARGS...");
 	rc = runopts(argv[0], argc - 2, argv + 2, &out);
-	if (out.say.len)
-		fwrite(out.say.data, 1, out.say.len, stderr);
+	if (out.say.len) {
+		/* (lines: made safe for a terminal, as say_run) */
+		size_t n;
+		char *safe = utf8_for_terminal(out.say.data, out.say.len,
+					       TERM_KEEP_LINES, &n);
+
+		if (safe)
+			fwrite(safe, 1, n, stderr);
+		else
+			fputs("agent-run: (a message, lost: out of memory)\n",
+			      stderr);
+		free(safe);
+	}
 	if (rc == 0 && out.sh.len &&
 	    fwrite(out.sh.data, 1, out.sh.len, stdout) != out.sh.len)
 		cli_stdout_failed(errno);
