@@ -1,6 +1,7 @@
 /* agent-session: the records of agent-run's sessions, and the events
  * that begin and end agent-run --json.  See agent-session(1). */
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <math.h>
 #include <getopt.h>
@@ -27,6 +28,10 @@ static const char usage[] =
 	"                     [--error TEXT]\n"
 	"       agent-session --project N [REL FILE]...\n"
 	"       agent-session --project N --walk DIR [--quiet]\n"
+	"       agent-session [files] --show-todos --todo FILE [--quiet]\n"
+	"       agent-session --first --prompt FILE [--workdir DIR] [--add FILE]\n"
+	"                     [--project-text FILE] [--skills] [--skill NAME]\n"
+	"                     [--quiet] < TASK\n"
 	"       agent-session --reaper DIR --lock FILE [--drafts DIR]\n"
 	"       agent-session --interrupt DIR | --stop DIR\n"
 	"       agent-session [-C DIR] --config [--profile NAME]\n"
@@ -79,6 +84,16 @@ static const char usage[] =
 	"                       CLAUDE.md) of each directory from the\n"
 	"                       repository's top down to DIR (absolute), and\n"
 	"                       the names are said on stderr, not printed\n"
+	"      --show-todos     print what a session that goes on first sees\n"
+	"                       of its --todo FILE list: the list quoted as\n"
+	"                       data (nothing when none is active, or when no\n"
+	"                       call of the transcript wrote it: said)\n"
+	"      --first          print the first messages of a new session of\n"
+	"                       agent-run, JSON Lines: the system prompt of\n"
+	"                       --prompt FILE (each @WORKDIR@ the --workdir DIR)\n"
+	"                       and --add FILE's text after it, the text of\n"
+	"                       --project-text FILE, with --skills the skills'\n"
+	"                       index, the skill --skill NAME, then the task\n"
 	"      --reaper DIR     start agent-run's crash reaper: a process that\n"
 	"                       waits for the lock of --lock FILE, then stops\n"
 	"                       the stages recorded in DIR (pid.NAME), kills\n"
@@ -151,15 +166,16 @@ static const char usage[] =
 	"else ask, and --reopen sets it to $AGENT_MODE when that is set.\n"
 	"\n"
 	"Exit status: 0 done, 1 not ours (--todos-ours), or --answer: no\n"
-	"answer, or the plan not written, 2 usage, 3 a file could not be read\n"
-	"or written, or the state directory cannot be used, 4 --answer: not\n"
-	"written to --output FILE, 5 a record is not one; --prepare, --open\n"
-	"and --close exit as agent-run (1, 2).\n";
+	"answer, or the plan not written, or --first: no such skill, 2\n"
+	"usage, 3 a file could not be read or written, or the state\n"
+	"directory cannot be used, 4 --answer: not written to --output FILE,\n"
+	"5 a record is not one; --prepare, --open and --close exit as\n"
+	"agent-run (1, 2).\n";
 
 /* (agent-run's own: from M_REAPER on, the files are given) */
 enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT, M_CONFIG,
 	    M_PREPARE, M_OPEN, M_CLOSE, M_OURS,
-	    M_REAPER, M_INTERRUPT, M_STOP, M_ANSWER };
+	    M_REAPER, M_INTERRUPT, M_STOP, M_ANSWER, M_FIRST, M_SHOWTODOS };
 
 struct opts {
 	enum mode mode;
@@ -180,6 +196,7 @@ struct opts {
 	const char *run_dir, *lock, *drafts; /* --reaper, --interrupt, --stop */
 	const char *output, *plan;         /* --answer */
 	const char *walk;                  /* --project --walk */
+	struct first_opts first;           /* --first */
 	int print, streamed;
 };
 
@@ -581,15 +598,86 @@ out:
 
 /* "agent-run: MSG" on stderr, made safe for a terminal as cli_warn
  * makes every diagnostic: a message may hold the model's words (a task
- * call's id) or a path's bytes. */
+ * call's id) or a path's bytes (a skill's, a repository's). */
 static void
-say_run(const char *msg)
+say_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void
+say_run(const char *fmt, ...)
 {
-	char *safe = utf8_for_terminal(msg, strlen(msg), 0, NULL);
+	va_list ap;
+	char *msg = NULL, *safe = NULL;
+	int n;
 
+	va_start(ap, fmt);
+	n = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (n >= 0)
+		safe = utf8_for_terminal(msg, (size_t)n, 0, NULL);
 	fprintf(stderr, "agent-run: %s\n",
 		safe ? safe : "(a message, lost: out of memory)");
 	free(safe);
+	if (n >= 0)
+		free(msg);
+}
+
+/* --show-todos: the text on stdout, or a word on stderr */
+static int
+do_show_todos(const struct opts *o)
+{
+	struct ah_error err = { 0 };
+	struct buf text = BUF_INIT(0);
+	int rc = todo_reminder(o->transcript, o->todo, &text, &err);
+
+	if (rc < 0)
+		cli_report(&err);
+	else if (rc == 2 && !o->quiet)
+		say_run("'%s' was not written by this session (it came with "
+			"the directory, or a command made it): not shown to the "
+			"model", o->todo);
+	else if (rc == 1 && fwrite(text.data, 1, text.len, stdout) != text.len)
+		cli_stdout_failed(errno);
+	buf_free(&text);
+	return rc < 0 ? ES_IO : ES_OK;
+}
+
+/* --first: the lines on stdout, the skills left out said as agent-run
+ * says them; 1 when there is no skill --skill NAME */
+static int
+do_first(struct opts *o)
+{
+	struct ah_error err = { 0 };
+	struct buf out = BUF_INIT(0), notes = BUF_INIT(0);
+	char *task = NULL, *line, *next;
+	size_t len = 0;
+	int rc;
+
+	if (fd_read(STDIN_FILENO, "stdin", JSONL_MAX_LINE, &task, &len,
+		    &err) < 0) {
+		cli_report(&err);
+		return cli_status(&err, ES_BADINPUT);
+	}
+	o->first.task = task;
+	o->first.tasklen = len;
+	rc = first_messages(&o->first, &out, &notes, &err);
+	for (line = notes.data; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		say_run("skill %s", line);
+	}
+	if (rc == 1)
+		say_run("no skill named '%s' (tool-exec --skills lists them)",
+			o->first.skill);
+	else if (rc < 0)
+		cli_report(&err);
+	else if (out.len && fwrite(out.data, 1, out.len, stdout) != out.len)
+		cli_stdout_failed(errno);
+	else if (o->first.skill && !o->quiet)
+		say_run("skill %s", o->first.skill);
+	buf_free(&out);
+	buf_free(&notes);
+	free(task);
+	return rc == 1 ? ES_REJECTED : rc < 0 ? ES_IO : ES_OK;
 }
 
 /* --project --walk: the files found from the workspace up, each left out
@@ -612,7 +700,7 @@ do_walk(const struct opts *o)
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		say_run(line);
+		say_run("%s", line);
 	}
 	rc = n ? do_project(o, n, pairs) : ES_OK;
 	project_walk_free(pairs, n);
@@ -827,8 +915,7 @@ do_answer(const struct opts *o)
 	/* (O_CREAT: 0666 less the umask, as the shell's >) */
 	if (o->output && (!have || put_file(open(o->output, O_WRONLY |
 			O_CREAT | O_TRUNC | O_CLOEXEC, 0666), &r.text) < 0)) {
-		fprintf(stderr, "agent-run: the answer could not be written "
-			"to '%s'\n", o->output);
+		say_run("the answer could not be written to '%s'", o->output);
 		rc = 4;
 	}
 	/* plan mode: the plan, the final answer, made beside and renamed
@@ -841,8 +928,8 @@ do_answer(const struct opts *o)
 		    rename(path.data, o->plan) < 0) {
 			if (fd >= 0)
 				unlink(path.data);
-			fprintf(stderr, "agent-run: the plan could not be "
-				"written to '%s'\n", o->plan);
+			say_run("the plan could not be written to '%s'",
+				o->plan);
 			if (rc != 4)
 				rc = ES_REJECTED;
 		}
@@ -856,8 +943,8 @@ do_answer(const struct opts *o)
 	/* items of the session's list left unfinished are said last,
 	 * whatever --stop-checks let the model do about them */
 	if (o->todo && todo_left(o->todo, &items, &n, &err) == 0 && n)
-		fprintf(stderr, "agent-run: %zu todo %s left: %s\n", n,
-			n == 1 ? "item" : "items", items.data);
+		say_run("%zu todo %s left: %s", n, n == 1 ? "item" : "items",
+			items.data);
 	buf_free(&items);
 	buf_free(&path);
 	run_end_free(&r);
@@ -927,12 +1014,12 @@ do_sessdir(struct opts *o)
 	for (p = sd->notes.data; p && p < sd->notes.data + sd->notes.len;
 	     p += strlen(p) + 1)
 		if (*p == 'e' || !o->quiet)
-			say_run(p + 1);
+			say_run("%s", p + 1);
 	if (sd->out.len && fwrite(sd->out.data, 1, sd->out.len, stdout) !=
 	    sd->out.len)
 		cli_stdout_failed(errno);
 	if (rc < 0) {
-		say_run(sd->err.msg);
+		say_run("%s", sd->err.msg);
 		if (sd->usage)
 			fputs("Try 'agent-run --help' for more information.\n",
 			      stderr);
@@ -965,7 +1052,8 @@ main(int argc, char **argv)
 	       OPT_PREV, OPT_ID, OPT_OURS,
 	       OPT_REAPER, OPT_LOCK, OPT_DRAFTS, OPT_INTERRUPT, OPT_STOP,
 	       OPT_ANSWER, OPT_PRINT, OPT_STREAMED, OPT_OUTPUT, OPT_PLAN,
-	       OPT_WALK };
+	       OPT_WALK, OPT_FIRST, OPT_PROMPT, OPT_WORKDIR, OPT_ADD,
+	       OPT_PROJECTTEXT, OPT_SKILLS, OPT_SKILL, OPT_SHOWTODOS };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -1017,6 +1105,14 @@ main(int argc, char **argv)
 		{ "output", required_argument, NULL, OPT_OUTPUT },
 		{ "plan", required_argument, NULL, OPT_PLAN },
 		{ "walk", required_argument, NULL, OPT_WALK },
+		{ "first", no_argument, NULL, OPT_FIRST },
+		{ "show-todos", no_argument, NULL, OPT_SHOWTODOS },
+		{ "prompt", required_argument, NULL, OPT_PROMPT },
+		{ "workdir", required_argument, NULL, OPT_WORKDIR },
+		{ "add", required_argument, NULL, OPT_ADD },
+		{ "project-text", required_argument, NULL, OPT_PROJECTTEXT },
+		{ "skills", no_argument, NULL, OPT_SKILLS },
+		{ "skill", required_argument, NULL, OPT_SKILL },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -1214,6 +1310,30 @@ main(int argc, char **argv)
 		case OPT_WALK:
 			o.walk = optarg;
 			break;
+		case OPT_FIRST:
+			rc = set_mode(&o, M_FIRST);
+			break;
+		case OPT_SHOWTODOS:
+			rc = set_mode(&o, M_SHOWTODOS);
+			break;
+		case OPT_PROMPT:
+			o.first.prompt = optarg;
+			break;
+		case OPT_WORKDIR:
+			o.first.workdir = optarg;
+			break;
+		case OPT_ADD:
+			o.first.add = optarg;
+			break;
+		case OPT_PROJECTTEXT:
+			o.first.project = optarg;
+			break;
+		case OPT_SKILLS:
+			o.first.skills = 1;
+			break;
+		case OPT_SKILL:
+			o.first.skill = optarg;
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -1225,6 +1345,15 @@ main(int argc, char **argv)
 		if (rc != ES_OK)
 			return rc;
 	}
+	if ((o.first.prompt || o.first.workdir || o.first.add ||
+	     o.first.project || o.first.skills || o.first.skill) &&
+	    o.mode != M_FIRST)
+		return cli_usage_error("--prompt, --workdir, --add, "
+				       "--project-text, --skills and --skill go "
+				       "with --first");
+	if (o.mode == M_FIRST && !o.first.prompt)
+		return cli_usage_error("--first: say the system prompt's "
+				       "--prompt FILE");
 	if (o.walk && o.mode != M_PROJECT)
 		return cli_usage_error("--walk goes with --project");
 	if (o.walk) {
@@ -1264,7 +1393,11 @@ main(int argc, char **argv)
 				  : ES_REJECTED);
 	if (o.mode == M_CLOSE)
 		o.sd.close_todo = o.todo, o.todo = NULL;
-	if ((o.parent || o.call || (o.todo && o.mode != M_ANSWER) ||
+	if (o.mode == M_SHOWTODOS && (!o.todo || !o.transcript))
+		return cli_usage_error("--show-todos: say the --transcript "
+				       "FILE and the --todo FILE");
+	if ((o.parent || o.call ||
+	     (o.todo && o.mode != M_ANSWER && o.mode != M_SHOWTODOS) ||
 	     o.stdin_bytes >= 0) &&
 	    o.mode != M_BEGIN)
 		return cli_usage_error("--parent, --call, --todo and "
@@ -1370,6 +1503,12 @@ main(int argc, char **argv)
 		break;
 	case M_ANSWER:
 		rc = do_answer(&o);
+		break;
+	case M_FIRST:
+		rc = do_first(&o);
+		break;
+	case M_SHOWTODOS:
+		rc = do_show_todos(&o);
 		break;
 	default:
 		rc = do_end(&o);

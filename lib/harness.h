@@ -480,6 +480,28 @@ int project_walk(const char *dir, char ***pairs, int *n, struct buf *notes,
 		 struct ah_error *err);
 void project_walk_free(char **pairs, int n);
 
+/* --- firstmsg.c: the first messages of a new session ------------------- */
+
+struct first_opts {
+	const char *prompt;   /* the system prompt's file */
+	const char *workdir;  /* when not NULL: put for each @WORKDIR@ */
+	const char *add;      /* a file whose text follows the prompt's */
+	const char *project;  /* a file of the project's instructions */
+	int skills;           /* the skills' index too */
+	const char *skill;    /* the skill given at the start, or NULL */
+	const char *task;     /* the task, task[0..tasklen) */
+	size_t tasklen;
+};
+
+/* The first messages of a session as JSON Lines onto out: the system
+ * prompt (the file's text less its trailing newlines, then a blank line
+ * and that of add), the project's instructions (when any), the skills'
+ * index (when any), the skill message, the task (marked as the user's
+ * words).  Each skill left out gets a line in notes.  0, 1 when there
+ * is no skill o->skill (notes say what was left out), -1 (err set). */
+int first_messages(const struct first_opts *o, struct buf *out,
+		   struct buf *notes, struct ah_error *err);
+
 /* --- runend.c: what agent-run says at the end of a run ------------------ */
 
 struct run_end {
@@ -502,6 +524,14 @@ void run_end_free(struct run_end *r);
  * that cannot be read). */
 int todo_left(const char *path, struct buf *items, size_t *n,
 	      struct ah_error *err);
+/* What a session that goes on first sees of its todo list at path, into
+ * text: the list as the file holds it now, quoted as data, or that it
+ * cannot be read.  1 with text, 0 for nothing (no file, no active item),
+ * 2 when no run_todo_write call of transcript wrote a list (a list that
+ * came with the directory, or a command made it, is never shown), -1
+ * (err set). */
+int todo_reminder(const char *transcript, const char *path, struct buf *text,
+		  struct ah_error *err);
 
 /* --- reply.c: the model's answer ------------------------------------- */
 

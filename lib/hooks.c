@@ -250,7 +250,10 @@ start(const struct hook *x, int in, char *const *env, const char *cwd,
 		if (dup2(in, 0) < 0 || dup2(o[1], 1) < 0 || dup2(e[1], 2) < 0 ||
 		    (cwd && chdir(cwd) < 0))
 			_exit(126);
-		execle("/bin/sh", "sh", "-c", x->command, (char *)NULL, env);
+		/* "--": a command that starts with - or + is the command,
+		 * not options of the shell */
+		execle("/bin/sh", "sh", "-c", "--", x->command, (char *)NULL,
+		       env);
 		_exit(127);
 	}
 	setpgid(pid, pid);

@@ -1016,7 +1016,7 @@ state_above(struct ro *o, char *dir)
 	if (!o->list)
 		buf_printf(&o->out->say, "agent-run: the session of '%s'\n",
 			   ws);
-	snprintf(dir, PATH_MAX, "%s", ws);
+	memcpy(dir, ws, n + 1); /* (n < PATH_MAX) */
 	return 0;
 }
 

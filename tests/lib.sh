@@ -337,16 +337,25 @@ valid() {
 		| .ok and (.pending | length) == 0' "$1" >/dev/null
 }
 
-# read_only DIR CMD...: CMD in a user and mount namespace of its own, in
-# which DIR is a read-only mount, as a read-only checkout is (even for
-# root, whom a chmod does not stop).  can_read_only: whether this
-# machine lets one be made (unshare -rm).
+# read_only DIR CMD...: CMD with DIR read-only, as a read-only checkout
+# is.  For root, whom a chmod does not stop: in a user and mount
+# namespace of its own (unshare -rm), in which DIR is a read-only mount.
+# For another user, whose unshare -r would show the directories of root
+# (/tmp) as nobody's: DIR and all in it made unwritable (chmod -R a-w)
+# while CMD runs.  can_read_only: whether this machine lets one be made.
 read_only() {
 	ro_dir_=$1 && shift &&
-	unshare -rm sh -c 'mount --bind "$1" "$1" &&
-		mount -o remount,bind,ro "$1" && shift && exec "$@"' sh "$ro_dir_" "$@"
+	if [ "$(id -u)" = 0 ]; then
+		unshare -rm sh -c 'mount --bind "$1" "$1" &&
+			mount -o remount,bind,ro "$1" && shift && exec "$@"' sh "$ro_dir_" "$@"
+	else
+		chmod -R a-w "$ro_dir_" && {
+			ro_rc_=0 && "$@" || ro_rc_=$?
+			chmod -R u+w "$ro_dir_" && return "$ro_rc_"
+		}
+	fi
 }
-can_read_only() { unshare -rm true 2>/dev/null; }
+can_read_only() { [ "$(id -u)" != 0 ] || unshare -rm true 2>/dev/null; }
 
 # need_sandbox: the script tests the sandbox; where there is none (or
 # under valgrind, which does not know the Landlock system calls), it

@@ -66,6 +66,19 @@ test_expect_success 'PreToolUse: a hook that crashes, is killed, times out or pr
 	EOF
 '
 
+test_expect_success 'a hook command that starts with - or + is run, not read as options of the shell' '
+	bash_call "ls" >in &&
+	for c in "-e 2>/dev/null; echo minus >&2; exit 2" \
+		"+x 2>/dev/null; echo plus >&2; exit 2" \
+		"--version 2>/dev/null; echo long >&2; exit 2"; do
+		settings PreToolUse "*" "$c" >h.json &&
+		hook-cc --hooks h.json <in >out 2>err || return 1
+		perm 0 >got &&
+		echo "deny hook-cc: ${c##*echo }" | sed "s/ >&2; exit 2\$//" >expect &&
+		test_cmp expect got || return 1
+	done
+'
+
 test_expect_success 'the timeout kills the hook and what it started, at once' '
 	hook h "sleep 30 & sleep 30" &&
 	settings PreToolUse "" "$PWD/h" 1 >h.json &&

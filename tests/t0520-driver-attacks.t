@@ -86,7 +86,9 @@ test_expect_success 'a kill between the system prompt and the task leaves nothin
 	real=$(command -v hook-audit) &&
 	cat >fake/hook-audit <<-EOF &&
 	#!/bin/sh
-	case " \$* " in *" --message user "*) kill -9 \$PPID; exit 1 ;; esac
+	case " \$* " in *" --tee "*".transcript-new."*)
+		head -n 1 | "$real" "\$@"; kill -9 \$PPID; exit 1 ;;
+	esac
 	exec "$real" "\$@"
 	EOF
 	chmod +x fake/hook-audit &&

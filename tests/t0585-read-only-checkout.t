@@ -40,7 +40,7 @@ fi
 test_expect_success 'a read-only checkout without a state directory: agent-run says where the session is kept, and how to keep it elsewhere' '
 	workspace && tree w >before &&
 	test_expect_code 1 read_only w agent-run --mode plan -C w "plan it" 2>err &&
-	test_grep "^agent-run: cannot create .$PWD/w/.agent., where the session is kept: Read-only file system; give --state-dir DIR to keep it elsewhere$" err &&
+	test_grep -E "^agent-run: cannot create .$PWD/w/.agent., where the session is kept: (Read-only file system|Permission denied); give --state-dir DIR to keep it elsewhere$" err &&
 	tree w >after && test_cmp before after
 '
 
@@ -110,7 +110,7 @@ test_expect_success 'no command of the model writes the state directory (nor see
 	results st >res &&
 	test_grep "$sd/x: No such file or directory" res &&
 	test_grep "cannot access .$sd.: No such file or directory" res &&
-	! test_grep "^Wrote" res
+	test_grep "path .$sd/y. is outside the working directory" res
 '
 
 test_expect_success 'a state directory serves one workspace: another is refused before anything is written' '
