@@ -92,20 +92,30 @@ test_expect_success '--state-dir and AGENT_STATE_DIR: from where agent-run start
 	bad_usage "--state-dir: the directory is empty" -m m --state-dir= t
 '
 
+# what agent-run says reaches the terminal as every diagnostic does: a
+# control character in a value or a path shown as \xNN, never sent
+test_expect_success 'a message with control characters in a value is made safe for the terminal' '
+	esc=$(printf "\033") && bel=$(printf "\007") &&
+	test_expect_code 1 agent-run -m m -C "x${esc}]0;t${bel}" t </dev/null >out 2>err &&
+	test_grep "^agent-run: cannot change to directory '\''x\\\\x1b\]0;t\\\\x07'\''$" err &&
+	! grep -q "$esc" err && ! grep -q "$bel" err
+'
+
 test_expect_success 'the stages'\''s environment: exported with the values in force; a child has its parent'\''s -y and project files only' '
 	mkdir w &&
 	agent-session --run-options "$BIN" -- -m m -C w --base-url http://x \
 		--max-depth 2 --context-window 4096 --no-project-files t </dev/null >opts &&
-	(AGENT_TIMEOUT= AGENT_OUTPUTS=stale && eval "$(cat opts)" && env >env) &&
+	(unset AGENT_TIMEOUT && eval "$(cat opts)" && env >env) &&
 	grep -qx AGENT_MODEL=m env && grep -qx AGENT_API=chat env &&
 	grep -qx "AGENT_WORKDIR=$(cd w && pwd -P)" env &&
 	grep -qx AGENT_BASE_URL=http://x env && grep -qx AGENT_MAX_DEPTH=2 env &&
 	grep -qx AGENT_CONTEXT_WINDOW=4096 env && grep -qx AGENT_YES=0 env &&
 	grep -qx AGENT_PROJECT_FILES=0 env && grep -qx AGENT_MAX_STEPS=50 env &&
 	grep -qx AGENT_SANDBOX=workspace-write env && ! grep -q ^AGENT_TIMEOUT= env &&
-	AGENT_OUTPUTS=stale AGENT_CONTEXT_WINDOW=9999 agent-session --run-options "$BIN" -- \
+	agent-session --run-options "$BIN" -- \
 		-m m -C w --context-window off -y t </dev/null >opts &&
-	(eval "$(cat opts)" && env >env && test "$yes" = 1 && test "$project" = 1) &&
+	(export AGENT_OUTPUTS=stale AGENT_CONTEXT_WINDOW=9999 && eval "$(cat opts)" &&
+	 env >env && test "$yes" = 1 && test "$project" = 1) &&
 	grep -qx AGENT_YES=1 env && grep -qx AGENT_PROJECT_FILES=1 env &&
 	! grep -q "^AGENT_CONTEXT_WINDOW=\|^AGENT_OUTPUTS=" env &&
 	AGENT_SESSION=p1 AGENT_YES=0 AGENT_PROJECT_FILES=0 agent-session --run-options \
