@@ -1,6 +1,7 @@
 /* agent-session: the records of agent-run's sessions, and the events
  * that begin and end agent-run --json.  See agent-session(1). */
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <math.h>
 #include <getopt.h>
@@ -319,6 +320,25 @@ do_list(const struct opts *o)
 	return rc;
 }
 
+/* The record's mode_mark, for its id and permission_mode: what lets a
+ * session that goes on keep its mode (agent-run(1), Modes).  Without
+ * the user's key (no HOME), none: the mode is then not kept. */
+static int
+set_mode_mark(cJSON *rec)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(rec, "id");
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(rec,
+							  "permission_mode");
+	struct ah_error err = { 0 };
+	char hex[65];
+
+	cJSON_DeleteItemFromObjectCaseSensitive(rec, "mode_mark");
+	if (!cJSON_IsString(id) || !cJSON_IsString(m) ||
+	    sessdir_mode_mark(id->valuestring, m->valuestring, hex, &err) < 0)
+		return 0;
+	return set_string(rec, "mode_mark", hex);
+}
+
 static int
 do_begin(const struct opts *o)
 {
@@ -354,7 +374,8 @@ do_begin(const struct opts *o)
 	    (o->stdin_bytes >= 0 &&
 	     set_number(rec, "stdin_bytes", (double)o->stdin_bytes)) ||
 	    (o->parent && (set_string(rec, "parent", o->parent) ||
-			   set_string(rec, "call", o->call ? o->call : "")))) {
+			   set_string(rec, "call", o->call ? o->call : ""))) ||
+	    set_mode_mark(rec)) {
 		cli_warn("out of memory");
 		goto out;
 	}
@@ -407,7 +428,8 @@ do_reopen(const struct opts *o)
 	session_now(now);
 	redact_json(rec, secrets);
 	if (set_string(rec, "updated", now) || set_string(rec, "status", "running") ||
-	    (pmode && *pmode && set_string(rec, "permission_mode", pmode))) {
+	    (pmode && *pmode && (set_string(rec, "permission_mode", pmode) ||
+				 set_mode_mark(rec)))) {
 		cli_warn("out of memory");
 	} else if (session_write(o->record, rec, &err) < 0) {
 		cli_report(&err);
@@ -574,6 +596,30 @@ out:
 	return rc;
 }
 
+/* "agent-run: MSG" on stderr, made safe for a terminal as cli_warn
+ * makes every diagnostic: a message may hold the model's words (a task
+ * call's id) or a path's bytes (a skill's, a repository's). */
+static void
+say_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void
+say_run(const char *fmt, ...)
+{
+	va_list ap;
+	char *msg = NULL, *safe = NULL;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (n >= 0)
+		safe = utf8_for_terminal(msg, (size_t)n, 0, NULL);
+	fprintf(stderr, "agent-run: %s\n",
+		safe ? safe : "(a message, lost: out of memory)");
+	free(safe);
+	if (n >= 0)
+		free(msg);
+}
+
 /* --show-todos: the text on stdout, or a word on stderr */
 static int
 do_show_todos(const struct opts *o)
@@ -585,9 +631,9 @@ do_show_todos(const struct opts *o)
 	if (rc < 0)
 		cli_report(&err);
 	else if (rc == 2 && !o->quiet)
-		fprintf(stderr, "agent-run: '%s' was not written by this session "
-			"(it came with the directory, or a command made it): "
-			"not shown to the model\n", o->todo);
+		say_run("'%s' was not written by this session (it came with "
+			"the directory, or a command made it): not shown to the "
+			"model", o->todo);
 	else if (rc == 1 && fwrite(text.data, 1, text.len, stdout) != text.len)
 		cli_stdout_failed(errno);
 	buf_free(&text);
@@ -617,17 +663,17 @@ do_first(struct opts *o)
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		fprintf(stderr, "agent-run: skill %s\n", line);
+		say_run("skill %s", line);
 	}
 	if (rc == 1)
-		fprintf(stderr, "agent-run: no skill named '%s' (tool-exec "
-			"--skills lists them)\n", o->first.skill);
+		say_run("no skill named '%s' (tool-exec --skills lists them)",
+			o->first.skill);
 	else if (rc < 0)
 		cli_report(&err);
 	else if (out.len && fwrite(out.data, 1, out.len, stdout) != out.len)
 		cli_stdout_failed(errno);
 	else if (o->first.skill && !o->quiet)
-		fprintf(stderr, "agent-run: skill %s\n", o->first.skill);
+		say_run("skill %s", o->first.skill);
 	buf_free(&out);
 	buf_free(&notes);
 	free(task);
@@ -654,7 +700,7 @@ do_walk(const struct opts *o)
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		fprintf(stderr, "agent-run: %s\n", line);
+		say_run("%s", line);
 	}
 	rc = n ? do_project(o, n, pairs) : ES_OK;
 	project_walk_free(pairs, n);
@@ -869,8 +915,7 @@ do_answer(const struct opts *o)
 	/* (O_CREAT: 0666 less the umask, as the shell's >) */
 	if (o->output && (!have || put_file(open(o->output, O_WRONLY |
 			O_CREAT | O_TRUNC | O_CLOEXEC, 0666), &r.text) < 0)) {
-		fprintf(stderr, "agent-run: the answer could not be written "
-			"to '%s'\n", o->output);
+		say_run("the answer could not be written to '%s'", o->output);
 		rc = 4;
 	}
 	/* plan mode: the plan, the final answer, made beside and renamed
@@ -883,8 +928,8 @@ do_answer(const struct opts *o)
 		    rename(path.data, o->plan) < 0) {
 			if (fd >= 0)
 				unlink(path.data);
-			fprintf(stderr, "agent-run: the plan could not be "
-				"written to '%s'\n", o->plan);
+			say_run("the plan could not be written to '%s'",
+				o->plan);
 			if (rc != 4)
 				rc = ES_REJECTED;
 		}
@@ -898,8 +943,8 @@ do_answer(const struct opts *o)
 	/* items of the session's list left unfinished are said last,
 	 * whatever --stop-checks let the model do about them */
 	if (o->todo && todo_left(o->todo, &items, &n, &err) == 0 && n)
-		fprintf(stderr, "agent-run: %zu todo %s left: %s\n", n,
-			n == 1 ? "item" : "items", items.data);
+		say_run("%zu todo %s left: %s", n, n == 1 ? "item" : "items",
+			items.data);
 	buf_free(&items);
 	buf_free(&path);
 	run_end_free(&r);
@@ -917,8 +962,19 @@ run_options(int argc, char **argv)
 	if (argc < 2 || strcmp(argv[1], "--"))
 		return cli_usage_error("--run-options: BIN -- ARGS...");
 	rc = runopts(argv[0], argc - 2, argv + 2, &out);
-	if (out.say.len)
-		fwrite(out.say.data, 1, out.say.len, stderr);
+	if (out.say.len) {
+		/* (lines: made safe for a terminal, as say_run) */
+		size_t n;
+		char *safe = utf8_for_terminal(out.say.data, out.say.len,
+					       TERM_KEEP_LINES, &n);
+
+		if (safe)
+			fwrite(safe, 1, n, stderr);
+		else
+			fputs("agent-run: (a message, lost: out of memory)\n",
+			      stderr);
+		free(safe);
+	}
 	if (rc == 0 && out.sh.len &&
 	    fwrite(out.sh.data, 1, out.sh.len, stdout) != out.sh.len)
 		cli_stdout_failed(errno);
@@ -958,12 +1014,12 @@ do_sessdir(struct opts *o)
 	for (p = sd->notes.data; p && p < sd->notes.data + sd->notes.len;
 	     p += strlen(p) + 1)
 		if (*p == 'e' || !o->quiet)
-			fprintf(stderr, "agent-run: %s\n", p + 1);
+			say_run("%s", p + 1);
 	if (sd->out.len && fwrite(sd->out.data, 1, sd->out.len, stdout) !=
 	    sd->out.len)
 		cli_stdout_failed(errno);
 	if (rc < 0) {
-		fprintf(stderr, "agent-run: %s\n", sd->err.msg);
+		say_run("%s", sd->err.msg);
 		if (sd->usage)
 			fputs("Try 'agent-run --help' for more information.\n",
 			      stderr);

@@ -1237,6 +1237,14 @@ void sessdir_free(struct sessdir *sd);
  * stored (its rendering is one of the transcript's tool results). */
 int sessdir_todos_ours(const char *transcript, const char *todo,
 		       const char *const *secrets);
+/* The mode_mark of a session record that names mode for session id:
+ * a hash of the user's key, the state directory's device and inode, id
+ * and mode, in hex (64 digits and a NUL).  A record that a repository
+ * shipped, or that was copied, cannot have it: the mode it names is not
+ * kept when its session goes on (agent-run(1), Modes).  0, or -1 with
+ * err. */
+int sessdir_mode_mark(const char *id, const char *mode, char hex[65],
+		      struct ah_error *err);
 
 /* --- file.c: whole files, atomically ----------------------------------- */
 

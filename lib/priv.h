@@ -616,4 +616,7 @@ int say_into(char *msg, size_t size, int rc, const char *fmt, ...)
  * at most size - 1 bytes, into buf with a NUL after: its length, or -1
  * when it cannot be opened or read or is empty. */
 ssize_t read_text(const char *path, char *buf, size_t size);
+/* The user's secret key (64 hex digits), made once, for marks that only
+ * the harness can make for this user (snap.c). */
+int user_key(char key[65], struct ah_error *err);
 #endif

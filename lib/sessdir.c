@@ -1286,6 +1286,44 @@ put_long(struct sessdir *sd, const char *name, long v)
 	return var(sd, name, s);
 }
 
+int
+sessdir_mode_mark(const char *id, const char *mode, char hex[65],
+		  struct ah_error *err)
+{
+	char key[65], *text;
+	struct stat st;
+
+	if (stat(sessdir_state(), &st) < 0)
+		return ah_fail_errno(err, errno, "cannot stat '%s'",
+				     sessdir_state());
+	if (user_key(key, err) < 0)
+		return -1;
+	if (!(text = format("agent-run mode %s %llu %llu %s %s", key,
+			    (unsigned long long)st.st_dev,
+			    (unsigned long long)st.st_ino, id, mode)))
+		return ah_fail(err, AH_ENOMEM, "out of memory");
+	policy_hash(text, strlen(text), hex);
+	free(text);
+	return 0;
+}
+
+/* The record at path names mode with its own mode_mark. */
+static int
+mode_marked(const char *path, const char *mode)
+{
+	struct ah_error err = { 0 };
+	cJSON *rec = path ? session_read(path, &err) : NULL;
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(rec, "id");
+	const cJSON *mark = cJSON_GetObjectItemCaseSensitive(rec, "mode_mark");
+	char want[65];
+	int ok = cJSON_IsString(id) && cJSON_IsString(mark) &&
+		sessdir_mode_mark(id->valuestring, mode, want, &err) == 0 &&
+		!strcmp(mark->valuestring, want);
+
+	cJSON_Delete(rec);
+	return ok;
+}
+
 /* The mode: the one given (--mode, -y), else the session's own when it
  * goes on (its record; for --fork and --rewind, that of the session it
  * starts from), else AGENT_MODE, else ask.  hook-perm adds its rules to
@@ -1301,17 +1339,36 @@ permission_mode(struct sessdir *sd, const char *mode)
 
 	/* (--fork, --rewind: the mode of the session it starts from) */
 	if (!strcmp(mode, "continue") || !strcmp(mode, "resume"))
-		was = field_of(sd->S, "permission_mode");
+		rec = strdup(sd->S);
 	else if (!strcmp(mode, "branch")) {
 		rec = strdup(sd->bfile);
 		if (rec && *rec && rec[strlen(rec) - 1] == 'l')
 			rec[strlen(rec) - 1] = '\0';
-		was = rec ? field_of(rec, "permission_mode") : NULL;
+	}
+	was = rec ? field_of(rec, "permission_mode") : strdup("");
+	if (!was) {
 		free(rec);
-	} else
-		was = strdup("");
-	if (!was)
 		return oom(sd);
+	}
+	/* A mode that lets calls run without asking (edit, auto) is kept
+	 * only from a record that agent-run wrote, for this user, in this
+	 * state directory: a cloned repository, an archive or a copied tree
+	 * may ship .agent with a session and its record, whose mode would
+	 * otherwise decide the calls of the session that goes on with it.
+	 * Else the session goes on in the mode a new one gets. */
+	if ((!strcmp(was, "edit") || !strcmp(was, "auto")) &&
+	    !mode_marked(rec, was)) {
+		note(sd, 'e', "the mode '%s' of %s was not set by agent-run here "
+		     "(the record came with the directory, or was copied): "
+		     "not kept; --mode or -y chooses one", was, shown(sd, rec));
+		free(was);
+		if (!(was = strdup(""))) {
+			free(rec);
+			return oom(sd);
+		}
+	}
+	free(rec);
+	rec = NULL;
 	/* (AGENT_MODE, a default, is the mode of new sessions: only --mode
 	 * or -y changes that of a session that goes on) */
 	amode = strdup(*was && !sd->amode_given ? was : sd->amode && *sd->amode

@@ -403,8 +403,8 @@ find_git(const char *work, struct ah_error *err)
 
 /* The user's key: 32 random bytes (hex) in
  * ${XDG_STATE_HOME:-$HOME/.local/state}/agent-harness/snap-key, made
- * once. */
-static int
+ * once (also the key of a session record's mode_mark: sessdir.c). */
+int
 user_key(char key[65], struct ah_error *err)
 {
 	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");

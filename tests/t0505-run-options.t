@@ -92,4 +92,13 @@ test_expect_success '--state-dir and AGENT_STATE_DIR: from where agent-run start
 	bad_usage "--state-dir: the directory is empty" -m m --state-dir= t
 '
 
+# what agent-run says reaches the terminal as every diagnostic does: a
+# control character in a value or a path shown as \xNN, never sent
+test_expect_success 'a message with control characters in a value is made safe for the terminal' '
+	esc=$(printf "\033") && bel=$(printf "\007") &&
+	test_expect_code 1 agent-run -m m -C "x${esc}]0;t${bel}" t </dev/null >out 2>err &&
+	test_grep "^agent-run: cannot change to directory '\''x\\\\x1b\]0;t\\\\x07'\''$" err &&
+	! grep -q "$esc" err && ! grep -q "$bel" err
+'
+
 test_done

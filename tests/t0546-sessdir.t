@@ -71,14 +71,14 @@ open_locked() {
 # a session kept in w/.agent/sessions: ID.jsonl and its record
 kept() {
 	printf "%s\n" "{\"role\":\"user\",\"content\":\"$1\"}" >"w/.agent/sessions/$1.jsonl" &&
-	printf "{\"id\":\"%s\",\"permission_mode\":\"edit\"}\n" "$1" >"w/.agent/sessions/$1.json"
+	printf "{\"id\":\"%s\",\"permission_mode\":\"plan\"}\n" "$1" >"w/.agent/sessions/$1.json"
 }
 
 test_expect_success '--open --session: a prefix names one session; a child (an id with a dot) only by its whole id' '
 	mkdir -p w/.agent/sessions && kept abc.call && kept abd &&
 	open_locked --continue --session ab >out 2>err &&
 	grep -x "id='\''abd'\''" out &&
-	grep -x "amode='\''edit'\''" out &&
+	grep -x "amode='\''plan'\''" out &&
 	test -f w/.agent/transcript.jsonl && test ! -e w/.agent/sessions/abd.jsonl &&
 	open_locked --continue --session abc.call >out 2>err &&
 	grep -x "id='\''abc.call'\''" out &&
@@ -142,6 +142,17 @@ test_expect_success 'AGENT_STATE_DIR: a link, or a directory others can write, i
 	test_expect_code 1 env AGENT_STATE_DIR=$PWD/open agent-run -C w "task" 2>err &&
 	test_grep "^agent-run: cannot use .*open. as the state directory: it is writable by its group or others" err &&
 	test ! -e w/.agent && test -z "$(ls -A elsewhere)" && test -z "$(ls -A open)"
+'
+
+# the call id of a task call is the model's: what is said of it reaches
+# the terminal without a control character (a colour, a title, OSC 52)
+test_expect_success '--prepare: a call id with control characters is said escaped, on the terminal and in the error' '
+	esc=$(printf "\033") && bel=$(printf "\007") &&
+	mkdir -p w/.agent/sessions && : >w/.agent/sessions/s1.c__31mX__0_t_.jsonl &&
+	(cd w && test_expect_code 1 env AGENT_SESSION=s1 agent-session --prepare \
+		--child "c${esc}[31mX${esc}]0;t${bel}" >../out 2>../err) &&
+	test_grep "task call '\''c\\\\x1b\[31mX\\\\x1b\]0;t\\\\x07'\'' of session s1 ran before" err &&
+	! grep -q "$esc" err && ! grep -q "$bel" err
 '
 
 test_done
