@@ -114,6 +114,28 @@ test_expect_success 'agent-session --project --walk: without a .git above, DIR a
 	test_contains err "not an absolute path"
 '
 
+if [ "$(id -u)" != 0 ]; then
+	test_skip 'agent-session --project --walk: another user'"'"'s file, directory or .git is left out' 'needs root to make them another user'"'"'s'
+else
+test_expect_success 'agent-session --project --walk: another user'"'"'s file, directory or .git is left out' '
+	mkdir -p r/.git r/t/w q/.git q/w &&
+	echo their-file >r/AGENTS.md && echo in-their-dir >r/t/AGENTS.md &&
+	echo here >r/t/w/CLAUDE.md && echo in-their-repo >q/AGENTS.md &&
+	chown 65534 r/AGENTS.md r/t q/.git &&
+	agent-session --project 1000 --walk "$PWD/r/t/w" >out 2>err &&
+	cat >expect <<-EOF &&
+	agent-run: '\''$PWD/r/t/AGENTS.md'\'' is another user'\''s: left out
+	agent-run: '\''$PWD/r/AGENTS.md'\'' is another user'\''s: left out
+	agent-run: project instructions: t/w/CLAUDE.md
+	EOF
+	test_cmp expect err &&
+	test_grep "^here" out && test_grep ! "their" out &&
+	agent-session --project 1000 --walk "$PWD/q/w" >out 2>err &&
+	test "$(cat err)" = "agent-run: '\''$PWD/q'\'' is another user'\''s repository: its AGENTS.md files are left out" &&
+	test ! -s out
+'
+fi
+
 # old_first PROMPT INDEX SKILL TASK: the first messages as agent-run wrote
 # them before --first (the skills' index and the skill message, files
 # made by tool-exec), a hook-audit a message, into old.jsonl
