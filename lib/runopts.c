@@ -1376,6 +1376,7 @@ put_all(struct ro *o, const char **model_args, const char *dir)
 {
 	struct buf *sh = &o->out->sh;
 	const char *yes = o->yes ? "1" : "0", *v;
+	struct buf flags = BUF_INIT(0);
 	char n[32];
 	int i;
 
@@ -1411,21 +1412,25 @@ put_all(struct ro *o, const char **model_args, const char *dir)
 	put_var(o, "hooks_file", o->hooks_file);
 	put_var(o, "hooks_open", o->hooks_open ? "1" : "");
 	put_var(o, "amode", o->amode);
-	put_var(o, "amode_opt", o->amode_opt);
+	/* agent-session --prepare's, --open's and --close's options */
+	buf_printf(&flags, "%s%s%s%s%s", o->resume ? " --resume" : o->cont ?
+		   " --continue" : "", o->fork ? " --fork" : "",
+		   o->quiet ? " -q" : "", *o->amode_opt ? " --mode-given" : "",
+		   o->sandbox_opt ? " --sandbox-given" : "");
+	put_var(o, "flags", flags.len ? flags.data + 1 : "");
+	buf_free(&flags);
 	put_var(o, "task", o->task_text);
 	put_var(o, "typed", o->typed ? o->typed : "");
 	snprintf(n, sizeof n, "%ld", o->stdin_bytes);
 	put_var(o, "stdin_bytes", o->stdin_bytes >= 0 ? n : "");
 	put_var(o, "yes", yes);
 	put_flag(o, "resume", o->resume);
-	put_flag(o, "cont", o->cont);
 	put_flag(o, "fork", o->fork);
 	put_flag(o, "list", o->list);
 	put_flag(o, "print_policy", o->print_policy);
 	put_flag(o, "json", o->json);
 	put_flag(o, "ephemeral", o->ephemeral);
 	put_flag(o, "project", o->project);
-	put_flag(o, "sandbox_opt", o->sandbox_opt);
 	put_flag(o, "step_mode", o->step_mode);
 	put_flag(o, "quiet", o->quiet);
 	buf_printf(sh, "set --");

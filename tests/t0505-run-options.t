@@ -59,11 +59,19 @@ test_expect_success 'the parse is getopt_long'\''s: -qy, -Cdir, --opt=value, opt
 	eval "$(cat opts)" &&
 	test "$quiet" = 1 && test "$yes" = 1 && test "$amode" = auto &&
 	test "$dir" = "$(cd w && pwd -P)" && test "$max_steps" = 3 &&
-	test "$AGENT_MODEL" = M && test "$cont" = 0 &&
+	test "$AGENT_MODEL" = M && test "$flags" = "-q --mode-given" &&
 	test "$task" = "do this -c --x " &&
 	test $# = 2 && test "$1" = --timeout && test "$2" = 9 &&
 	agent-session --run-options "$BIN" -- -m m -C "" t </dev/null >opts &&
-	(eval "$(cat opts)" && test "$dir" = "$(pwd -P)")
+	(eval "$(cat opts)" && test "$dir" = "$(pwd -P)" && test -z "$flags") &&
+	agent-session --run-options "$BIN" -- -m m --fork --sandbox off \
+		--mode ask t </dev/null >opts &&
+	(eval "$(cat opts)" &&
+	 test "$flags" = "--fork --mode-given --sandbox-given") &&
+	agent-session --run-options "$BIN" -- -m m -c t </dev/null >opts &&
+	(eval "$(cat opts)" && test "$flags" = --continue) &&
+	agent-session --run-options "$BIN" -- -m m --resume </dev/null >opts &&
+	(eval "$(cat opts)" && test "$flags" = --resume)
 '
 
 test_expect_success 'a missing value, an unknown option, a value where none goes: exit 2, in agent-run'\''s words' '
