@@ -1418,6 +1418,11 @@ put_all(struct ro *o, const char **model_args, const char *dir)
 		   o->quiet ? " -q" : "", *o->amode_opt ? " --mode-given" : "",
 		   o->sandbox_opt ? " --sandbox-given" : "");
 	put_var(o, "flags", flags.len ? flags.data + 1 : "");
+	/* the stages' options: a line per model call (its tokens, the share
+	 * of the window in use), streamed on a terminal */
+	put_var(o, "exec_opts", o->quiet ? "" : "-v");
+	put_var(o, "step_opts", o->quiet ? "-q" : isatty(2) ? "-v --stream"
+		: "-v");
 	buf_free(&flags);
 	put_var(o, "task", o->task_text);
 	put_var(o, "typed", o->typed ? o->typed : "");
