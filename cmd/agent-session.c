@@ -48,6 +48,7 @@ static const char usage[] =
 	"       agent-session [-C DIR] --config --show [--profile NAME]\n"
 	"                     [--from-file KEYS] [--option KEY=VALUE]...\n"
 	"       agent-session --run-options BIN -- ARGS...\n"
+	"       agent-session --start-server FILE -- COMMAND...\n"
 	"\n"
 	"Keeps the record of an agent-run session (id, times, task, status,\n"
 	"model calls, tokens) and prints the first and the last of the\n"
@@ -129,6 +130,11 @@ static const char usage[] =
 	"                       agent-run(1) says, its workspace and stdin\n"
 	"                       too, printed as shell code for agent-run\n"
 	"                       (BIN: its directory) to eval; must come first\n"
+	"      --start-server FILE -- COMMAND...  run COMMAND, a server's\n"
+	"                       --serve that prints its pid; the server's\n"
+	"                       /proc stat line into FILE (for --reaper),\n"
+	"                       what followed the pid on stdout; must come\n"
+	"                       first\n"
 	"      --prepare        agent-run's first look at the state directory\n"
 	"                       (.agent, or $AGENT_STATE_DIR): checked, made;\n"
 	"                       the paths of the session's files printed as\n"
@@ -982,6 +988,30 @@ run_options(int argc, char **argv)
 	return rc ? rc : cli_finish(ES_OK);
 }
 
+/* --start-server FILE -- COMMAND...: agent-run's policy server or MCP
+ * bridge, recorded in FILE for the reaper; what the command printed after
+ * the pid (the bridge's token) on stdout.  The command's failure is its
+ * exit status, said by it. */
+static int
+start_server(int argc, char **argv)
+{
+	struct ah_error err = { 0 };
+	struct buf rest = BUF_INIT(0);
+	int rc, status;
+
+	if (argc < 3 || strcmp(argv[1], "--"))
+		return cli_usage_error("--start-server: FILE -- COMMAND...");
+	rc = session_server_start(argv[0], argv + 2, &rest, &status, &err);
+	if (rc < 0)
+		cli_report(&err);
+	else if (rc == 0 && rest.len &&
+		 (fwrite(rest.data, 1, rest.len, stdout) != rest.len ||
+		  putchar('\n') == EOF))
+		cli_stdout_failed(errno);
+	buf_free(&rest);
+	return rc < 0 ? ES_IO : rc ? status : cli_finish(ES_OK);
+}
+
 /* --prepare, --open, --close: agent-run's words, its exit status, and
  * the assignments it evals */
 static int
@@ -1133,6 +1163,8 @@ main(int argc, char **argv)
 			secrets[nsecrets++] = keys[k];
 	if (argc > 1 && !strcmp(argv[1], "--run-options"))
 		return run_options(argc - 2, argv + 2);
+	if (argc > 1 && !strcmp(argv[1], "--start-server"))
+		return start_server(argc - 2, argv + 2);
 	while ((c = getopt_long(argc, argv, ":C:hq", longopts, NULL)) != -1) {
 		rc = ES_OK;
 		switch (c) {

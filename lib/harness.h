@@ -467,6 +467,16 @@ int reaper_start(const char *dir, const char *lock, const char *drafts,
  * stopped, dir removed. */
 void reaper_stop(const char *dir);
 
+/* --- servstart.c: a server of agent-run's session, started ------------- */
+
+/* Runs argv (a server's --serve: it prints the server's pid, and maybe
+ * more on that line, then exits), and writes the server's /proc/PID/stat
+ * line into record, for reaper_running.  What followed the pid goes into
+ * rest.  0; 1 when argv failed (it said why; *status is its exit
+ * status); -1 (err set). */
+int session_server_start(const char *record, char *const argv[],
+			 struct buf *rest, int *status, struct ah_error *err);
+
 /* --- projwalk.c: where the project's instructions are ------------------ */
 
 /* The instruction files of the absolute directory dir: for each

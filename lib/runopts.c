@@ -1324,35 +1324,83 @@ start_dir(struct ro *o)
 	return cwd ? cwd : "/";
 }
 
+/* export NAME='val' */
+static void
+put_export(struct ro *o, const char *name, const char *val)
+{
+	buf_printf(&o->out->sh, "export ");
+	put_var(o, name, val);
+}
+
+/* The stages' environment, what the children of task calls inherit: the
+ * model and its endpoint (a --base-url not passed on would send a child's
+ * conversation to the default one), the workspace, the policy (tool-exec
+ * keeps AGENT_POLICY read-only to commands), the sandbox, -y (a child
+ * has it only when its parent has: AGENT_YES), the step budget, the
+ * project files (--no-project-files holds for the children too) and
+ * their budget, the checkpoints (the children's steps are checkpoints
+ * too, or none are), the depth, and the context window that agent-step
+ * and agent-compact read (off: none, nor AGENT_OUTPUTS, which the driver
+ * sets in the state directory). */
+static void
+put_stage_env(struct ro *o, const char *dir, const char *yes,
+	      const char *project)
+{
+	put_export(o, "AGENT_MODEL", o->model);
+	put_export(o, "AGENT_API", o->api);
+	put_export(o, "AGENT_WORKDIR", dir);
+	if (*o->base_url) put_export(o, "AGENT_BASE_URL", o->base_url);
+	if (*o->timeout) put_export(o, "AGENT_TIMEOUT", o->timeout);
+	if (*o->max_tokens) put_export(o, "AGENT_MAX_TOKENS", o->max_tokens);
+	if (*o->temperature)
+		put_export(o, "AGENT_TEMPERATURE", o->temperature);
+	if (*o->policy) put_export(o, "AGENT_POLICY", o->policy);
+	put_export(o, "AGENT_SANDBOX", o->sandbox);
+	put_export(o, "AGENT_SANDBOX_NETWORK", o->network);
+	put_export(o, "AGENT_YES", yes);
+	put_export(o, "AGENT_MAX_STEPS", o->max_steps);
+	put_export(o, "AGENT_PROJECT_FILES", project);
+	put_export(o, "AGENT_PROJECT_BYTES", o->project_bytes);
+	put_export(o, "AGENT_CHECKPOINTS", o->checkpoints);
+	if (*o->max_depth) put_export(o, "AGENT_MAX_DEPTH", o->max_depth);
+	if (!strcmp(o->window, "off"))
+		buf_printf(&o->out->sh,
+			   "unset AGENT_CONTEXT_WINDOW AGENT_OUTPUTS\n");
+	else
+		put_export(o, "AGENT_CONTEXT_WINDOW", o->window);
+}
+
 /* The shell code: the variables, then the model's options as "$@". */
 static void
 put_all(struct ro *o, const char **model_args, const char *dir)
 {
 	struct buf *sh = &o->out->sh;
+	const char *yes = o->yes ? "1" : "0", *v;
 	char n[32];
 	int i;
 
+	/* a child session: the parent's -y, and only it; its project
+	 * files, if any */
+	if (*o->child) {
+		yes = env_or("AGENT_YES", "0");
+		v = getenv("AGENT_PROJECT_FILES");
+		if (v && !strcmp(v, "0"))
+			o->project = 0;
+	}
 	put_exports(o);
+	put_stage_env(o, dir, yes, o->project ? "1" : "0");
 	put_var(o, "bin", o->bin);
 	put_var(o, "user_path", o->user_path);
 	put_var(o, "PATH", o->path);
 	put_var(o, "dir", dir);
-	put_var(o, "model", o->model);
-	put_var(o, "api", o->api);
 	put_var(o, "max_steps", o->max_steps);
-	put_var(o, "max_depth", o->max_depth);
 	put_var(o, "policy", o->policy);
 	put_var(o, "system", o->system);
 	put_var(o, "checks", o->checks);
 	put_var(o, "mcp_config", o->mcp_config);
 	put_var(o, "sandbox", o->sandbox);
-	put_var(o, "network", o->network);
 	put_var(o, "window", o->window);
 	put_var(o, "project_bytes", o->project_bytes);
-	put_var(o, "base_url", o->base_url);
-	put_var(o, "timeout", o->timeout);
-	put_var(o, "max_tokens", o->max_tokens);
-	put_var(o, "temperature", o->temperature);
 	put_var(o, "checkpoints", o->checkpoints);
 	put_var(o, "out_file", o->out_file);
 	put_var(o, "session", o->session);
@@ -1368,7 +1416,7 @@ put_all(struct ro *o, const char **model_args, const char *dir)
 	put_var(o, "typed", o->typed ? o->typed : "");
 	snprintf(n, sizeof n, "%ld", o->stdin_bytes);
 	put_var(o, "stdin_bytes", o->stdin_bytes >= 0 ? n : "");
-	put_flag(o, "yes", o->yes);
+	put_var(o, "yes", yes);
 	put_flag(o, "resume", o->resume);
 	put_flag(o, "cont", o->cont);
 	put_flag(o, "fork", o->fork);

@@ -32,7 +32,7 @@ test_expect_success 'hostile values come through the eval byte for byte, and not
 		"$hostile" "x$hostile" </dev/null >opts &&
 	start=$PWD && real=$(pwd -P) &&
 	eval "$(cat opts)" &&
-	test "$model" = "$hostile" &&
+	test "$AGENT_MODEL" = "$hostile" &&
 	test "$task" = "$hostile x$hostile" &&
 	test "$system" = "$start/$hostile" &&
 	test "$out_file" = "$start/$hostile.out" &&
@@ -59,7 +59,7 @@ test_expect_success 'the parse is getopt_long'\''s: -qy, -Cdir, --opt=value, opt
 	eval "$(cat opts)" &&
 	test "$quiet" = 1 && test "$yes" = 1 && test "$amode" = auto &&
 	test "$dir" = "$(cd w && pwd -P)" && test "$max_steps" = 3 &&
-	test "$model" = M && test "$cont" = 0 &&
+	test "$AGENT_MODEL" = M && test "$cont" = 0 &&
 	test "$task" = "do this -c --x " &&
 	test $# = 2 && test "$1" = --timeout && test "$2" = 9 &&
 	agent-session --run-options "$BIN" -- -m m -C "" t </dev/null >opts &&
@@ -99,6 +99,33 @@ test_expect_success 'a message with control characters in a value is made safe f
 	test_expect_code 1 agent-run -m m -C "x${esc}]0;t${bel}" t </dev/null >out 2>err &&
 	test_grep "^agent-run: cannot change to directory '\''x\\\\x1b\]0;t\\\\x07'\''$" err &&
 	! grep -q "$esc" err && ! grep -q "$bel" err
+'
+
+test_expect_success 'the stages'\''s environment: exported with the values in force; a child has its parent'\''s -y and project files only' '
+	mkdir w &&
+	agent-session --run-options "$BIN" -- -m m -C w --base-url http://x \
+		--max-depth 2 --context-window 4096 --no-project-files t </dev/null >opts &&
+	(unset AGENT_TIMEOUT && eval "$(cat opts)" && env >env) &&
+	grep -qx AGENT_MODEL=m env && grep -qx AGENT_API=chat env &&
+	grep -qx "AGENT_WORKDIR=$(cd w && pwd -P)" env &&
+	grep -qx AGENT_BASE_URL=http://x env && grep -qx AGENT_MAX_DEPTH=2 env &&
+	grep -qx AGENT_CONTEXT_WINDOW=4096 env && grep -qx AGENT_YES=0 env &&
+	grep -qx AGENT_PROJECT_FILES=0 env && grep -qx AGENT_MAX_STEPS=50 env &&
+	grep -qx AGENT_SANDBOX=workspace-write env && ! grep -q ^AGENT_TIMEOUT= env &&
+	agent-session --run-options "$BIN" -- \
+		-m m -C w --context-window off -y t </dev/null >opts &&
+	(export AGENT_OUTPUTS=stale AGENT_CONTEXT_WINDOW=9999 && eval "$(cat opts)" &&
+	 env >env && test "$yes" = 1 && test "$project" = 1) &&
+	grep -qx AGENT_YES=1 env && grep -qx AGENT_PROJECT_FILES=1 env &&
+	! grep -q "^AGENT_CONTEXT_WINDOW=\|^AGENT_OUTPUTS=" env &&
+	AGENT_SESSION=p1 AGENT_YES=0 AGENT_PROJECT_FILES=0 agent-session --run-options \
+		"$BIN" -- --child c1 -y -m m -C w t </dev/null >opts &&
+	(eval "$(cat opts)" && env >env && test "$yes" = 0 && test "$project" = 0) &&
+	grep -qx AGENT_YES=0 env && grep -qx AGENT_PROJECT_FILES=0 env &&
+	AGENT_SESSION=p1 AGENT_YES=1 agent-session --run-options "$BIN" -- \
+		--child c1 -m m -C w t </dev/null >opts &&
+	(eval "$(cat opts)" && env >env && test "$yes" = 1 && test "$project" = 1) &&
+	grep -qx AGENT_YES=1 env && grep -qx AGENT_PROJECT_FILES=1 env
 '
 
 test_done
