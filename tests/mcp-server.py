@@ -93,7 +93,10 @@ def call(mid, name, a, token):
                 for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
                     signal.signal(sig, signal.SIG_IGN)
                 os.closerange(0, 3)
-                time.sleep(300)
+                # an hour: longer than any wait of a test on a loaded
+                # machine, so that only a kill ends it (t0856 kills
+                # what is left when done)
+                time.sleep(3600)
             os._exit(0)
         os.wait()
         return done(mid, [{"type": "text", "text": "daemon started"}])
@@ -106,7 +109,10 @@ def call(mid, name, a, token):
                 break
             if pid == 0:
                 os.closerange(0, 3)
-                time.sleep(300)
+                # an hour: longer than any wait of a test on a loaded
+                # machine, so that only a kill ends it (t0856 kills
+                # what is left when done)
+                time.sleep(3600)
                 os._exit(0)
             n += 1
         return done(mid, [{"type": "text", "text": "forked %d" % n}])

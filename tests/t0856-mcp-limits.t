@@ -33,6 +33,18 @@ bridge() {
 	mcp-bridge --no-user-config "$@"
 }
 
+# kill_left MARK: SIGKILL to the processes whose command line holds MARK
+# (a path in this test's own directory): what a failing test left.  The
+# daemon sleeps an hour, so that it is gone only when it was killed.
+kill_left() {
+	for f in /proc/[0-9]*/cmdline; do
+		if { tr '\0' ' ' <"$f"; } 2>/dev/null | grep -q -e "$1"; then
+			p=${f#/proc/} && kill -9 "${p%/cmdline}" 2>/dev/null
+		fi
+	done
+	:
+}
+
 # with the sandbox where the machine has one, and without
 kinds='{"sandbox":false}'
 [ -n "${AH_NO_SANDBOX:-}" ] || kinds="$kinds {}"
@@ -40,6 +52,7 @@ kinds='{"sandbox":false}'
 for more in $kinds; do
 	test_expect_success "$more: a daemon the server starts (setsid) is gone when the session ends" "
 		config cfg '$more' --mode daemon --pidfile \"\$PWD/server.pid\" &&
+		test_when_finished 'kill_left \"\$PWD/server.pid\"' &&
 		call 1 t echo '{}' >calls &&
 		bridge --mcp-config cfg <calls >out 2>err &&
 		test \"\$(jq -r .content out)\" = 'daemon started' &&
@@ -48,9 +61,10 @@ for more in $kinds; do
 
 	test_expect_success "$more: kill -9 of mcp-bridge: the server and its daemon go too" "
 		config cfg '$more' --mode daemon --pidfile \"\$PWD/server.pid\" &&
+		test_when_finished 'kill_left \"\$PWD/server.pid\"' &&
 		call 1 t echo '{}' >calls &&
 		mkfifo in &&
-		{ bridge --mcp-config cfg <in >out 2>err & } &&
+		{ mcp-bridge --no-user-config --mcp-config cfg <in >out 2>err & } &&
 		bpid=\$! &&
 		test_when_finished \"kill -9 \$bpid 2>/dev/null; true\" &&
 		exec 8>in &&
@@ -59,6 +73,7 @@ for more in $kinds; do
 		test \"\$(jq -r .content out)\" = 'daemon started' &&
 		some_left \"\$PWD/server.pid\" 2 &&
 		kill -9 \$bpid &&
+		test_expect_code 137 wait \$bpid &&
 		exec 8>&- &&
 		wait_until 10 none_left \"\$PWD/server.pid\"
 	"
