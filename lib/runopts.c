@@ -1423,6 +1423,12 @@ put_all(struct ro *o, const char **model_args, const char *dir)
 	put_var(o, "exec_opts", o->quiet ? "" : "-v");
 	put_var(o, "step_opts", o->quiet ? "-q" : isatty(2) ? "-v --stream"
 		: "-v");
+	put_var(o, "quiet_opt", o->quiet ? "--quiet" : "");
+	/* agent-session --answer's: the answer printed (with --json, the
+	 * result event carries it), said to be streamed already */
+	put_var(o, "answer_opts", o->json ? (!o->quiet && isatty(2) ?
+		"--streamed" : "") : !o->quiet && isatty(2) ?
+		"--print --streamed" : "--print");
 	buf_free(&flags);
 	put_var(o, "task", o->task_text);
 	put_var(o, "typed", o->typed ? o->typed : "");

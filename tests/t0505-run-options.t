@@ -61,11 +61,15 @@ test_expect_success 'the parse is getopt_long'\''s: -qy, -Cdir, --opt=value, opt
 	test "$dir" = "$(cd w && pwd -P)" && test "$max_steps" = 3 &&
 	test "$AGENT_MODEL" = M && test "$flags" = "-q --mode-given" &&
 	test "$step_opts" = -q && test -z "$exec_opts" &&
+	test "$quiet_opt" = --quiet && test "$answer_opts" = --print &&
 	test "$task" = "do this -c --x " &&
 	test $# = 2 && test "$1" = --timeout && test "$2" = 9 &&
 	agent-session --run-options "$BIN" -- -m m -C "" t </dev/null >opts &&
 	(eval "$(cat opts)" && test "$dir" = "$(pwd -P)" && test -z "$flags" &&
-	 test "$step_opts" = -v && test "$exec_opts" = -v) &&
+	 test "$step_opts" = -v && test "$exec_opts" = -v &&
+	 test -z "$quiet_opt" && test "$answer_opts" = --print) &&
+	agent-session --run-options "$BIN" -- -m m --json t </dev/null >opts &&
+	(eval "$(cat opts)" && test -z "$answer_opts") &&
 	agent-session --run-options "$BIN" -- -m m --fork --sandbox off \
 		--mode ask t </dev/null >opts &&
 	(eval "$(cat opts)" &&
