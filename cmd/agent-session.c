@@ -41,7 +41,7 @@ static const char usage[] =
 	"                     [--continue|--resume] [--session ID] [--fork]\n"
 	"                     [--rewind ID --rewind-what WHAT] [--mode MODE]\n"
 	"                     [--mode-given] [--sandbox MODE] [--sandbox-given]\n"
-	"                     < TASK\n"
+	"                     [--plan-text FILE] < TASK\n"
 	"       agent-session --close STATUS --lock-fd FD [-q] [--ephemeral]\n"
 	"                     [--prev ID] [--id ID] [--todo FILE]\n"
 	"       agent-session [--transcript F] [--todo FILE] --todos-ours\n"
@@ -151,6 +151,8 @@ static const char usage[] =
 	"      --mode-given, --sandbox MODE, --sandbox-given, --ephemeral\n"
 	"                       agent-run's options (--mode and --sandbox: the\n"
 	"                       values in force; -given: an option gave them)\n"
+	"      --plan-text FILE --open: plan mode's text, for the note to a\n"
+	"                       session that goes on into plan mode\n"
 	"      --prev ID, --id ID  --close: the session before, this one's\n"
 	"  -q, --quiet          --open, --close, --walk: say only errors\n"
 	"      --todos-ours     exit 0 when the todo file (--todo, else\n"
@@ -1079,6 +1081,7 @@ main(int argc, char **argv)
 	       OPT_CLOSE, OPT_LOCKFD, OPT_CHILD, OPT_CONTINUE, OPT_RESUME,
 	       OPT_SESSION, OPT_FORK, OPT_REWIND, OPT_REWINDWHAT, OPT_MODE,
 	       OPT_MODEGIVEN, OPT_SANDBOX, OPT_SANDBOXGIVEN, OPT_EPHEMERAL,
+	       OPT_PLANTEXT,
 	       OPT_PREV, OPT_ID, OPT_OURS,
 	       OPT_REAPER, OPT_LOCK, OPT_DRAFTS, OPT_INTERRUPT, OPT_STOP,
 	       OPT_ANSWER, OPT_PRINT, OPT_STREAMED, OPT_OUTPUT, OPT_PLAN,
@@ -1120,6 +1123,7 @@ main(int argc, char **argv)
 		{ "mode-given", no_argument, NULL, OPT_MODEGIVEN },
 		{ "sandbox", required_argument, NULL, OPT_SANDBOX },
 		{ "sandbox-given", no_argument, NULL, OPT_SANDBOXGIVEN },
+		{ "plan-text", required_argument, NULL, OPT_PLANTEXT },
 		{ "ephemeral", no_argument, NULL, OPT_EPHEMERAL },
 		{ "prev", required_argument, NULL, OPT_PREV },
 		{ "id", required_argument, NULL, OPT_ID },
@@ -1296,6 +1300,9 @@ main(int argc, char **argv)
 			break;
 		case OPT_SANDBOXGIVEN:
 			o.sd.sandbox_given = 1;
+			break;
+		case OPT_PLANTEXT:
+			o.sd.plan_text = optarg;
 			break;
 		case OPT_EPHEMERAL:
 			o.sd.ephemeral = 1;

@@ -1216,6 +1216,7 @@ struct sessdir {
 	int amode_given;         /* by --mode or -y: over the session's own */
 	const char *sandbox;     /* the sandbox's mode */
 	int sandbox_given;       /* by --sandbox */
+	const char *plan_text;   /* --open: plan mode's text, for mode_note */
 	const char *close_todo;  /* --close: the session's todo file */
 	const char *close_id;    /* --close: the session's id */
 	long pid;                /* agent-run's, for a new session's id */

@@ -1324,6 +1324,43 @@ mode_marked(const char *path, const char *mode)
 	return ok;
 }
 
+/* A session that goes on in another mode is told so, into or out of plan
+ * mode (what the model can do changes): mode_note, "" else. */
+static int
+mode_note(struct sessdir *sd, const char *amode, const char *was)
+{
+	struct ah_error err = { 0 };
+	char *text = NULL, *msg = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!strcmp(amode, "plan")) {
+		if (!sd->plan_text ||
+		    file_read(sd->plan_text, 1 << 20, &text, &len, &err) < 1)
+			return failed(sd, 1, "cannot read plan mode's text '%s'%s%s",
+				      sd->plan_text ? sd->plan_text : "",
+				      *err.msg ? ": " : "", err.msg);
+		/* (as $(cat) reads it: up to a NUL, less the line ends) */
+		len = strlen(text);
+		while (len && text[len - 1] == '\n')
+			text[--len] = '\0';
+		rc = asprintf(&msg, "[agent-run] This session is in plan mode "
+			      "now. %s", text);
+	} else if (!strcmp(was, "plan"))
+		rc = asprintf(&msg, "[agent-run] This session left plan mode: it "
+			      "is in %s mode now, and the workspace can be "
+			      "written. The plan you made is your last answer "
+			      "above: carry it out.", amode);
+	else
+		return 0;
+	free(text);
+	if (rc < 0)
+		return oom(sd);
+	rc = var(sd, "mode_note", msg);
+	free(msg);
+	return rc;
+}
+
 /* The mode: the one given (--mode, -y), else the session's own when it
  * goes on (its record; for --fork and --rewind, that of the session it
  * starts from), else AGENT_MODE, else ask.  hook-perm adds its rules to
@@ -1398,6 +1435,10 @@ permission_mode(struct sessdir *sd, const char *mode)
 			goto out;
 	}
 	if (!strcmp(amode, "auto") && var(sd, "yes", "1") < 0)
+		goto out;
+	if (strcmp(mode, "new") && strcmp(mode, "code") &&
+	    strcmp(amode, *was ? was : "ask") &&
+	    mode_note(sd, amode, *was ? was : "ask") < 0)
 		goto out;
 	rc = 0;
 out:
