@@ -141,9 +141,10 @@ unsafe(struct sessdir *sd, const char *path, const char *what)
 		      "work in another directory)", shown(sd, path), what);
 }
 
-/* check_file: path, if it is there, is a regular file (not a link) */
+/* check_kind: path, if it is there, is of the kind (S_IFREG, S_IFDIR),
+ * not a link; 1 when it is there, 0 when not, -1 refused (said) */
 static int
-check_file(struct sessdir *sd, const char *path)
+check_kind(struct sessdir *sd, const char *path, mode_t kind)
 {
 	struct stat st;
 
@@ -151,9 +152,17 @@ check_file(struct sessdir *sd, const char *path)
 		return 0;
 	if (S_ISLNK(st.st_mode))
 		return unsafe(sd, path, "is a symbolic link");
-	if (!S_ISREG(st.st_mode))
-		return unsafe(sd, path, "is not a regular file");
-	return 0;
+	if ((st.st_mode & S_IFMT) != kind)
+		return unsafe(sd, path, kind == S_IFDIR ? "is not a directory"
+			      : "is not a regular file");
+	return 1;
+}
+
+/* check_file: path, if it is there, is a regular file (not a link) */
+static int
+check_file(struct sessdir *sd, const char *path)
+{
+	return check_kind(sd, path, S_IFREG);
 }
 
 /* check_dir: path, if it is there, is a directory (not a link); 1 when
@@ -161,15 +170,7 @@ check_file(struct sessdir *sd, const char *path)
 static int
 check_dir(struct sessdir *sd, const char *path)
 {
-	struct stat st;
-
-	if (lstat(path, &st) < 0)
-		return 0;
-	if (S_ISLNK(st.st_mode))
-		return unsafe(sd, path, "is a symbolic link");
-	if (!S_ISDIR(st.st_mode))
-		return unsafe(sd, path, "is not a directory");
-	return 1;
+	return check_kind(sd, path, S_IFDIR);
 }
 
 static int
