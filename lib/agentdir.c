@@ -426,17 +426,6 @@ state_path(char *buf, size_t size, const char *name, struct ah_error *err)
 	return 0;
 }
 
-/* Is a beneath the directory b, or b itself? */
-static int
-within(const char *b, const char *a)
-{
-	size_t n = strlen(b);
-
-	if (!strcmp(b, "/"))
-		return 1;
-	return !strncmp(b, a, n) && (!a[n] || a[n] == '/');
-}
-
 /* Each directory from / down to dir (a physical path) belongs to the
  * user or root, and is not writable by its group or others unless it is
  * sticky. */
@@ -607,12 +596,12 @@ state_dir_check(const char *workspace, int create, struct ah_error *err)
 		     strcmp(ws, "/") ? "/" : "");
 	if (n > 0 && n < (int)sizeof have && !strcmp(have, phys))
 		return 0;
-	if (within(ws, phys))
+	if (path_within(phys, ws))
 		return ah_fail(err, AH_EFORMAT, "cannot use '%s' as the state "
 			       "directory: it is inside the workspace '%s' "
 			       "(of the workspace, only '%s' may be)", given, ws,
 			       have);
-	if (within(phys, ws))
+	if (path_within(ws, phys))
 		return ah_fail(err, AH_EFORMAT, "cannot use '%s' as the state "
 			       "directory: the workspace '%s' is inside it",
 			       given, ws);

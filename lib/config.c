@@ -102,17 +102,6 @@ trusted(const char *path, const struct stat *st, const char *what,
 	return 0;
 }
 
-/* Is path inside dir (both resolved)? */
-static int
-inside(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (!strcmp(dir, "/"))
-		return 1;
-	return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
-}
-
 static int
 add(struct config *c, const char *key, size_t kn, const char *val,
     size_t vn, unsigned line, struct ah_error *err)
@@ -278,7 +267,7 @@ config_read(struct config *c, const char *profile, const char *workdir,
 	/* never the workspace's: the model's commands could write it */
 	if (realpath(c->path, real) &&
 	    realpath(workdir && *workdir ? workdir : ".", wd) &&
-	    inside(real, wd)) {
+	    path_within(real, wd)) {
 		c->in_workspace = 1;
 		rc = 0;
 		goto out;

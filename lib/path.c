@@ -13,6 +13,16 @@
 #include "priv.h"
 
 int
+path_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (!strcmp(dir, "/"))
+		return 1;
+	return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
+}
+
+int
 root_open(struct root *rt, const char *dir, struct ah_error *err)
 {
 	rt->fd = -1;

@@ -304,6 +304,11 @@ int agent_path_inside(const char *path);
 
 /* --- path.c: beneath the root ------------------------------------------- */
 
+/* Is path the directory dir, or beneath it, by their components (both
+ * spelled alike, resolved: /w/p does not hold /w/project)?  / holds
+ * everything. */
+int path_within(const char *path, const char *dir);
+
 /* Turns a path the model gave into one relative to the root, without "."
  * or empty components ("." for the root itself).  An absolute path is
  * accepted only when the root's components are its first ones.  Returns 0

@@ -412,17 +412,6 @@ join(struct ro *o, const char *a, const char *sep, const char *b)
 	return keep(o, s);
 }
 
-/* path inside dir, or dir itself (both resolved); / holds everything */
-static int
-inside(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (!strcmp(dir, "/"))
-		return 1;
-	return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
-}
-
 /* apply: one option as parsed, in the order given */
 static int
 apply(struct ro *o, int id, const char *v)
@@ -930,7 +919,7 @@ clean_path(struct ro *o, const char *path, const char *dir)
 		if (next)
 			*next++ = '\0';
 		if (*p != '/' || !realpath(p, real) || !is_dir(real) ||
-		    access(real, X_OK) < 0 || inside(real, dir))
+		    access(real, X_OK) < 0 || path_within(real, dir))
 			continue;
 		buf_printf(&b, ":%s", real);
 	}
@@ -1048,7 +1037,7 @@ home_check(struct ro *o, const char *dir)
 
 	if (h && *h == '/' && (!realpath(h, home) || !is_dir(home)))
 		home[0] = '\0';
-	if (strcmp(dir, "/") && (!*home || !inside(home, dir)))
+	if (strcmp(dir, "/") && (!*home || !path_within(home, dir)))
 		return 0;
 	if (!o->allow_home && !o->list)
 		return fail(o, "'%s' is your home directory, a directory above "
@@ -1095,7 +1084,7 @@ programs_check(struct ro *o, const char *dir)
 	const char *was;
 	struct stat st;
 
-	if (inside(o->bin, dir)) {
+	if (path_within(o->bin, dir)) {
 		if (!o->allow_home)
 			return fail(o, "the harness's programs ('%s') are inside "
 				    "the workspace '%s', where the model could "
