@@ -254,24 +254,32 @@ oom(struct ro *o)
 	return -1;
 }
 
+/* The message as agent-run says it, then tail; the run ends with status. */
+static int
+vsay(struct ro *o, int status, const char *tail, const char *fmt, va_list ap)
+{
+	char *msg;
+
+	if (vasprintf(&msg, fmt, ap) < 0)
+		return oom(o);
+	buf_printf(&o->out->say, "agent-run: %s\n%s", msg, tail);
+	o->out->status = status;
+	free(msg);
+	return -1;
+}
+
 /* The driver's die_usage: the message, a pointer to --help, exit 2. */
 __attribute__((format(printf, 2, 3))) static int
 bad(struct ro *o, const char *fmt, ...)
 {
 	va_list ap;
-	char *msg;
-	int n;
+	int rc;
 
 	va_start(ap, fmt);
-	n = vasprintf(&msg, fmt, ap);
+	rc = vsay(o, 2, "Try 'agent-run --help' for more information.\n",
+		  fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return oom(o);
-	buf_printf(&o->out->say, "agent-run: %s\nTry 'agent-run --help' for "
-		   "more information.\n", msg);
-	o->out->status = 2;
-	free(msg);
-	return -1;
+	return rc;
 }
 
 /* A failure of the workspace's checks: the message, exit 1. */
@@ -279,18 +287,12 @@ __attribute__((format(printf, 2, 3))) static int
 fail(struct ro *o, const char *fmt, ...)
 {
 	va_list ap;
-	char *msg;
-	int n;
+	int rc;
 
 	va_start(ap, fmt);
-	n = vasprintf(&msg, fmt, ap);
+	rc = vsay(o, 1, "", fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return oom(o);
-	buf_printf(&o->out->say, "agent-run: %s\n", msg);
-	o->out->status = 1;
-	free(msg);
-	return -1;
+	return rc;
 }
 
 /* s, quoted for the shell: any byte but NUL stands for itself between
