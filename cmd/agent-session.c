@@ -21,6 +21,7 @@ static const char *secrets[4];
 
 static const char usage[] =
 	"usage: agent-session [-C DIR] --list\n"
+	"       agent-session [-C DIR] --claim ID\n"
 	"       agent-session [-C DIR] [files] --begin ID [--todo FILE]\n"
 	"                     [--stdin-bytes N] [--parent ID --call ID] < TASK\n"
 	"       agent-session [-C DIR] [files] --reopen continue|resume\n"
@@ -57,6 +58,9 @@ static const char usage[] =
 	"  -C, --directory DIR  the working directory (default .)\n"
 	"      --list           print the records of DIR's sessions, newest\n"
 	"                       first, one JSON object a line\n"
+	"      --claim ID       session ID is the user's own: mark its record\n"
+	"                       for its transcript as it is, so that agent-run\n"
+	"                       goes on with it (read the transcript first)\n"
 	"      --begin ID       start the record of session ID (the task is\n"
 	"                       stdin) and print its session event\n"
 	"      --todo FILE      the session's todo list, with --begin (or\n"
@@ -174,7 +178,8 @@ static const char usage[] =
 	"else ask, and --reopen sets it to $AGENT_MODE when that is set.\n"
 	"\n"
 	"Exit status: 0 done, 1 not ours (--todos-ours), or --answer: no\n"
-	"answer, or the plan not written, or --first: no such skill, 2\n"
+	"answer, or the plan not written, or --first: no such skill, or\n"
+	"--claim: no such session, or agent-run works there, 2\n"
 	"usage, 3 a file could not be read or written, or the state\n"
 	"directory cannot be used, 4 --answer: not written to --output FILE,\n"
 	"5 a record is not one; --prepare, --open and --close exit as\n"
