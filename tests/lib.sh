@@ -476,7 +476,8 @@ wait_for() {
 }
 
 # wait_until SECONDS CMD...: runs CMD every 20 ms until it succeeds; fails,
-# saying so, when it has not within SECONDS.
+# saying so, after SECONDS * 50 tries that failed: at least SECONDS, longer
+# when CMD itself is slow (a loaded machine stretches it, never cuts it).
 wait_until() {
 	wu_left_=$(($1 * 50))
 	shift
