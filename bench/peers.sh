@@ -13,7 +13,8 @@ usage='usage: bench/peers.sh [--bin DIR] [--cache DIR] [--steps N] [--rounds N]
   --rounds N    interleaved rounds (5)
   --timeout S   seconds a run may take before it is killed (180)
   --only LIST   the peers to run, of claude,codex,pi, or none (all)
-  --update      install the peers anew (their latest versions)
+  --update      install the latest version of each peer, not the
+                one this harness was last checked against
   --hooks-check instead of the benchmark, check that each peer (claude,
                 codex) runs hook-perm --format as its PreToolUse hook
                 (tests/peers-hooks.py; make check-peers)'
@@ -62,20 +63,32 @@ unset IFS
 case $cache in /*) ;; *) cache=$(pwd -P)/$cache ;; esac
 case $cache/ in "$src"/*) die_usage "--cache $cache: must not be in the source tree" ;; esac
 
-# install PEER PACKAGE PROGRAM: the program's path, installed if need be;
-# nothing (and a message) when it cannot be installed or does not run.
+# The versions of the peers this harness was last checked against (make
+# check-peers): a new release of a peer cannot turn make check red by
+# itself; --update checks the latest, and the pins move when it passes.
+pin_claude=2.1.332 pin_codex=0.171.0 pin_pi=0.73.1
+
+# install PEER PACKAGE PROGRAM VERSION: the program's path, installed if
+# need be (VERSION, or the latest with --update; a cache holding another
+# version is installed anew); nothing (and a message) when it cannot be
+# installed or does not run.
 install() {
 	dir=$cache/$1
 	prog=$dir/node_modules/.bin/$3
-	if [ -n "$update" ] || [ ! -x "$prog" ]; then
+	want=$4
+	[ -z "$update" ] || want=latest
+	have=
+	[ ! -f "$dir/node_modules/$2/package.json" ] ||
+		have=$(jq -r .version "$dir/node_modules/$2/package.json" 2>/dev/null)
+	if [ -n "$update" ] || [ ! -x "$prog" ] || [ "$have" != "$want" ]; then
 		if ! command -v npm >/dev/null 2>&1; then
 			echo "peers: $2 skipped: no npm to install it with" >&2
 			return 0
 		fi
-		echo "peers: installing $2 into $dir" >&2
+		echo "peers: installing $2@$want into $dir" >&2
 		mkdir -p "$dir" || return 0
 		if ! npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
-			"$2@latest" >"$dir/npm.log" 2>&1; then
+			"$2@$want" >"$dir/npm.log" 2>&1; then
 			echo "peers: $2 skipped: it cannot be installed (npm install failed):" >&2
 			grep -v '^npm error  *at ' "$dir/npm.log" | head -n 4 | sed 's/^/    /' >&2
 			rm -rf "$dir"
@@ -98,10 +111,10 @@ IFS=,
 for p in $only; do
 	unset IFS
 	case $p in
-	claude) prog=$(install claude @anthropic-ai/claude-code claude) ;;
-	codex) prog=$(install codex @openai/codex codex) ;;
+	claude) prog=$(install claude @anthropic-ai/claude-code claude "$pin_claude") ;;
+	codex) prog=$(install codex @openai/codex codex "$pin_codex") ;;
 	pi) [ -n "$hooks_check" ] && continue
-	    prog=$(install pi @mariozechner/pi-coding-agent pi) ;;
+	    prog=$(install pi @mariozechner/pi-coding-agent pi "$pin_pi") ;;
 	*) prog= ;;
 	esac
 	[ -z "$prog" ] || set -- "$@" --peer "$p=$prog"

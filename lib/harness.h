@@ -1257,6 +1257,28 @@ int sessdir_todos_ours(const char *transcript, const char *todo,
 int sessdir_mode_mark(const char *id, const char *mode, char hex[65],
 		      struct ah_error *err);
 
+/* --- sessmark.c: the session mark, what makes a session the user's own */
+
+/* A session is continued (-c, --resume, --session, --fork, --rewind)
+ * only when its record's session_mark checks: a hash of the user's key,
+ * the state directory's device and inode, the session's id and the first
+ * marked_bytes bytes of its transcript (agent-run(1), Sessions).
+ * sessmark_set puts it in rec for transcript's whole lines (NULL: none
+ * yet); unless fresh, only when rec's mark checks for transcript as it
+ * was marked: 1 marked, 0 not (rec as it was, why in err), -1 on error. */
+int sessmark_set(cJSON *rec, const char *transcript, int fresh,
+		 struct ah_error *err);
+/* The record at path is that of session id (NULL: any) and its mark
+ * checks for transcript: 1; 0 when not (why in err->msg, "its record has
+ * no mark" ...); -1 when it cannot be told (no key: err). */
+int sessmark_check(const char *record, const char *transcript,
+		   const char *id, struct ah_error *err);
+/* agent-session --claim ID: the user says session id (the current one,
+ * or one kept in sessions/) is theirs: its record is marked for its
+ * transcript as it is, under the state directory's lock.  *transcript:
+ * its path (the caller's).  0, or -1 with err. */
+int sessmark_claim(const char *id, char **transcript, struct ah_error *err);
+
 /* --- file.c: whole files, atomically ----------------------------------- */
 
 /* Writes all of p[0..len) to fd, again after a short write or EINTR.

@@ -24,7 +24,9 @@
  * more than one link (it may have been written through another name),
  * that is neither a file nor a symbolic link, or that hash-object's
  * --stdin-paths cannot take (a newline in it); a directory left without
- * files (empty directories are recorded apart); a submodule in the tree;
+ * files (empty directories are recorded apart; the top left without
+ * files is the empty tree, as git writes it: a workspace empty, or of
+ * only ignored files, takes the fast path); a submodule in the tree;
  * a workspace on a file system not known to report every change through
  * inotify (only ext2/3/4, xfs, btrfs, tmpfs and f2fs are), or with
  * another file system mounted in it; a watch that cannot be added
@@ -703,7 +705,8 @@ put_entry(struct buf *t, unsigned mode, const char *name, size_t n,
 
 /* The body of directory dir's tree, made anew from the table: its files
  * as they are, its subdirectories' ids as they are (where each entry is
- * noted in it).  -1 when it is left without files. */
+ * noted in it).  -1 when it is left without files, but the top, which
+ * is then the empty tree. */
 static int
 scan_dir(struct snap_fast *f, struct fdir *dir)
 {
@@ -751,8 +754,12 @@ scan_dir(struct snap_fast *f, struct fdir *dir)
 		    < 0)
 			goto out;
 	}
-	if (t->len == HEAD_ROOM)
-		goto out; /* left without files */
+	/* a directory left without files is no tree of its parent's, but
+	 * an empty directory, recorded apart (a whole walk); the top left
+	 * without files is the empty tree, which git writes for an empty
+	 * workspace (or one of only ignored files) too */
+	if (t->len == HEAD_ROOM && *dir->path)
+		goto out;
 	dir->valid = 1;
 	rc = 0;
 out:

@@ -294,6 +294,22 @@ call_msg() {
 		    reason: "test says \($d)", rule: "test"}} end)]}'
 }
 
+# script_call NAME ARGS: a model script entry (tests/model-server.py) of
+# one call of NAME with ARGS (JSON)
+script_call() {
+	jq -nc --arg n "$1" --argjson a "$2" '{tool_calls: [{name: $n, arguments: $a}]}'
+}
+
+# script_said TEXT: a model script entry that answers TEXT
+script_said() { jq -nc --arg c "$1" '{content: $c}'; }
+
+# small_workspace: a workspace w with a.txt ("alpha", "needle here") and
+# src/m.c
+small_workspace() {
+	mkdir w && printf "alpha\nneedle here\n" >w/a.txt && mkdir w/src &&
+	printf "int x;\n" >w/src/m.c
+}
+
 # user TEXT: a user message, as one line
 user() { jq -nc --arg c "$1" '{role: "user", content: $c}'; }
 
@@ -460,7 +476,8 @@ wait_for() {
 }
 
 # wait_until SECONDS CMD...: runs CMD every 20 ms until it succeeds; fails,
-# saying so, when it has not within SECONDS.
+# saying so, after SECONDS * 50 tries that failed: at least SECONDS, longer
+# when CMD itself is slow (a loaded machine stretches it, never cuts it).
 wait_until() {
 	wu_left_=$(($1 * 50))
 	shift

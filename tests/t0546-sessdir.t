@@ -68,10 +68,12 @@ open_locked() {
 	 agent-session --open --lock-fd 3 "$@" </dev/null)
 }
 
-# a session kept in w/.agent/sessions: ID.jsonl and its record
+# a session kept in w/.agent/sessions: ID.jsonl and its record (made by
+# hand: claimed as the user's own, agent-session --claim)
 kept() {
 	printf "%s\n" "{\"role\":\"user\",\"content\":\"$1\"}" >"w/.agent/sessions/$1.jsonl" &&
-	printf "{\"id\":\"%s\",\"permission_mode\":\"plan\"}\n" "$1" >"w/.agent/sessions/$1.json"
+	printf "{\"id\":\"%s\",\"permission_mode\":\"plan\"}\n" "$1" >"w/.agent/sessions/$1.json" &&
+	agent-session -C w --claim "$1" 2>/dev/null
 }
 
 test_expect_success '--open --session: a prefix names one session; a child (an id with a dot) only by its whole id' '

@@ -8,12 +8,6 @@
 AGENT_MODEL=scripted
 export AGENT_MODEL
 
-# call NAME ARGS: a script entry of one call of NAME with ARGS (JSON)
-call() {
-	jq -nc --arg n "$1" --argjson a "$2" '{tool_calls: [{name: $n, arguments: $a}]}'
-}
-# said TEXT: a script entry that answers TEXT
-said() { jq -nc --arg c "$1" '{content: $c}'; }
 # tree DIR: every path of DIR, with the checksum of each file
 tree() {
 	(cd "$1" && find . -print | LC_ALL=C sort &&
@@ -21,10 +15,6 @@ tree() {
 }
 # results DIR: the tool results of the session kept in DIR, one a line
 results() { jq -r 'select(.role == "tool") | .content | gsub("\n"; " ")' "$1/transcript.jsonl"; }
-workspace() {
-	mkdir w && printf "alpha\nneedle here\n" >w/a.txt && mkdir w/src &&
-	printf "int x;\n" >w/src/m.c
-}
 
 if [ -n "${AH_NO_SANDBOX:-}" ]; then
 	test_skip 'a read-only checkout' 'no sandbox on this machine: plan mode needs one'
@@ -38,7 +28,7 @@ if ! can_read_only; then
 fi
 
 test_expect_success 'a read-only checkout without a state directory: agent-run says where the session is kept, and how to keep it elsewhere' '
-	workspace && tree w >before &&
+	small_workspace && tree w >before &&
 	test_expect_code 1 read_only w agent-run --mode plan -C w "plan it" 2>err &&
 	test_grep -E "^agent-run: cannot create .$PWD/w/.agent., where the session is kept: (Read-only file system|Permission denied); give --state-dir DIR to keep it elsewhere$" err &&
 	tree w >after && test_cmp before after
@@ -46,16 +36,16 @@ test_expect_success 'a read-only checkout without a state directory: agent-run s
 
 test_expect_success 'plan mode on a read-only checkout with --state-dir: reads, plans, writes the plan and the todo list in DIR, leaves the tree as it was; -c goes on' '
 	{
-		call read_file "{\"path\":\"a.txt\"}" &&
-		call grep "{\"pattern\":\"needle\"}" &&
-		call bash "{\"command\":\"cat src/m.c; touch x\"}" &&
-		call run_todo_write "{\"todos\":[{\"id\":\"1\",\"content\":\"change m.c\",\"status\":\"pending\"}]}" &&
-		said "1. change m.c" &&
-		call bash "{\"command\":\"ls\"}" &&
-		said "2. then the tests" &&
-		said "3. from below"
+		script_call read_file "{\"path\":\"a.txt\"}" &&
+		script_call grep "{\"pattern\":\"needle\"}" &&
+		script_call bash "{\"command\":\"cat src/m.c; touch x\"}" &&
+		script_call run_todo_write "{\"todos\":[{\"id\":\"1\",\"content\":\"change m.c\",\"status\":\"pending\"}]}" &&
+		script_said "1. change m.c" &&
+		script_call bash "{\"command\":\"ls\"}" &&
+		script_said "2. then the tests" &&
+		script_said "3. from below"
 	} >script &&
-	start_model script && workspace && tree w >before &&
+	start_model script && small_workspace && tree w >before &&
 	read_only w agent-run --mode plan --state-dir "$PWD/st" -C w "plan the change" >answer 2>progress &&
 	test "$(cat answer)" = "1. change m.c" &&
 	test "$(cat st/plan.md)" = "1. change m.c" &&
@@ -82,11 +72,11 @@ test_expect_success 'plan mode on a read-only checkout with --state-dir: reads, 
 test_expect_success 'a subagent of a plan on a read-only checkout keeps its session in the state directory too' '
 	{
 		echo "{\"match\": \"parent\", \"tool_calls\": [{\"name\": \"task\", \"arguments\": {\"description\": \"d\", \"prompt\": \"the child\"}}]}" &&
-		echo "{\"match\": \"the child\", $(call read_file "{\"path\":\"a.txt\"}" | cut -c 2-)" &&
+		echo "{\"match\": \"the child\", $(script_call read_file "{\"path\":\"a.txt\"}" | cut -c 2-)" &&
 		echo "{\"match\": \"the child\", \"content\": \"child read it\"}" &&
 		echo "{\"match\": \"parent\", \"content\": \"plan\"}"
 	} >script &&
-	start_model script && workspace && tree w >before &&
+	start_model script && small_workspace && tree w >before &&
 	AGENT_MAX_DEPTH=2 read_only w agent-run --mode plan --state-dir "$PWD/st" -C w "parent" >answer 2>progress &&
 	test "$(cat answer)" = plan && test "$(cat st/plan.md)" = plan &&
 	child=$(ls st/sessions/*.*.jsonl) &&
@@ -96,11 +86,11 @@ test_expect_success 'a subagent of a plan on a read-only checkout keeps its sess
 '
 
 test_expect_success 'no command of the model writes the state directory (nor sees it), in any mode' '
-	workspace && sd=$PWD/st &&
+	small_workspace && sd=$PWD/st &&
 	{
-		call bash "$(jq -nc --arg c "echo x >$sd/x; echo y >>$sd/transcript.jsonl; ls $sd; echo ok >made" "{command: \$c}")" &&
-		call write_file "$(jq -nc --arg p "$sd/y" "{path: \$p, content: \"x\"}")" &&
-		said "tried"
+		script_call bash "$(jq -nc --arg c "echo x >$sd/x; echo y >>$sd/transcript.jsonl; ls $sd; echo ok >made" "{command: \$c}")" &&
+		script_call write_file "$(jq -nc --arg p "$sd/y" "{path: \$p, content: \"x\"}")" &&
+		script_said "tried"
 	} >script &&
 	start_model script &&
 	agent-run -y --state-dir "$sd" -C w "try to write it" >answer 2>progress &&
@@ -114,8 +104,8 @@ test_expect_success 'no command of the model writes the state directory (nor see
 '
 
 test_expect_success 'a state directory serves one workspace: another is refused before anything is written' '
-	workspace && mkdir w2 &&
-	said "first" >script && start_model script &&
+	small_workspace && mkdir w2 &&
+	script_said "first" >script && start_model script &&
 	agent-run -y --state-dir "$PWD/st" -C w "first" >answer 2>progress &&
 	cp st/transcript.jsonl kept &&
 	test_expect_code 1 agent-run -y --state-dir "$PWD/st" -C w2 "second" >answer 2>err &&
@@ -125,8 +115,8 @@ test_expect_success 'a state directory serves one workspace: another is refused 
 '
 
 test_expect_success 'a state directory that is a symbolic link is refused, and nothing is written through it' '
-	workspace && mkdir real && chmod 700 real && ln -s real link &&
-	said "no" >script && start_model script &&
+	small_workspace && mkdir real && chmod 700 real && ln -s real link &&
+	script_said "no" >script && start_model script &&
 	test_expect_code 1 agent-run -y --state-dir "$PWD/link" -C w "x" >answer 2>err &&
 	test_grep "^agent-run: cannot use .$PWD/link. as the state directory: it is a symbolic link" err &&
 	ls -A real >list && test_line_count = 0 list && ! test -e w/.agent &&

@@ -8,12 +8,6 @@
 AGENT_MODEL=scripted
 export AGENT_MODEL
 
-# call NAME ARGS: a script entry of one call of NAME with ARGS (JSON)
-call() {
-	jq -nc --arg n "$1" --argjson a "$2" '{tool_calls: [{name: $n, arguments: $a}]}'
-}
-# said TEXT: a script entry that answers TEXT
-said() { jq -nc --arg c "$1" '{content: $c}'; }
 # tree DIR: every path of DIR but .agent, with the checksum of each file
 tree() {
 	(cd "$1" && find . -path ./.agent -prune -o -print | LC_ALL=C sort &&
@@ -21,14 +15,10 @@ tree() {
 }
 # results: the tool results of the session in w, one a line
 results() { jq -r 'select(.role == "tool") | .content | gsub("\n"; " ")' w/.agent/transcript.jsonl; }
-# decisions: "decision tool" of each call of the session in w
+# decisions: "decision tool" of each script_call of the session in w
 decisions() {
 	jq -r 'select(.role == "assistant") | .tool_calls[]? | "\(.permission.decision) \(.function.name)"' \
 		w/.agent/transcript.jsonl
-}
-workspace() {
-	mkdir w && printf "alpha\nneedle here\n" >w/a.txt && mkdir w/src &&
-	printf "int x;\n" >w/src/m.c
 }
 
 test_expect_success '--print-policy: each mode adds its rules to the policy in force, and says what it is' '
@@ -84,7 +74,7 @@ if [ -n "${AH_NO_SANDBOX:-}" ]; then
 fi
 
 test_expect_success 'tool-exec in plan mode refuses every tool not known to read only, whatever the policy allowed' '
-	workspace && tree w >before &&
+	small_workspace && tree w >before &&
 	for c in "write_file {\"path\":\"n\",\"content\":\"x\"}" \
 		"edit_file {\"path\":\"a.txt\",\"old_string\":\"alpha\",\"new_string\":\"beta\"}" \
 		"apply_patch {\"input\":\"*** Begin Patch\n*** Add File: n\n+x\n*** End Patch\"}" \
@@ -113,20 +103,20 @@ test_expect_success 'tool-exec in plan mode refuses every tool not known to read
 
 test_expect_success 'plan: reads and searches run without a terminal and without -y; every write changes nothing; the plan lands in .agent/plan.md' '
 	{
-		call read_file "{\"path\":\"a.txt\"}" &&
-		call grep "{\"pattern\":\"needle\"}" &&
-		call list_dir "{\"path\":\"src\"}" &&
-		call bash "{\"command\":\"cat src/m.c\"}" &&
-		call write_file "{\"path\":\"new.txt\",\"content\":\"x\"}" &&
-		call edit_file "{\"path\":\"a.txt\",\"old_string\":\"alpha\",\"new_string\":\"beta\"}" &&
-		call apply_patch "{\"input\":\"*** Begin Patch\n*** Add File: p.txt\n+x\n*** End Patch\"}" &&
-		call run_todo_write "{\"todos\":[{\"id\":\"1\",\"content\":\"change m.c\",\"status\":\"pending\"}]}" &&
-		call bash "{\"command\":\"bash -c '\''echo x > f'\''\"}" &&
-		call bash "{\"command\":\"AGENT_MODE=auto AGENT_SANDBOX=off sh -c '\''echo x >>a.txt'\''; touch .agent/x; python3 -c '\''open(\\\"g\\\",\\\"w\\\")'\''\"}" &&
-		call write_file "{\"path\":\".agent/session.json\",\"content\":\"{}\"}" &&
-		said "1. change m.c"
+		script_call read_file "{\"path\":\"a.txt\"}" &&
+		script_call grep "{\"pattern\":\"needle\"}" &&
+		script_call list_dir "{\"path\":\"src\"}" &&
+		script_call bash "{\"command\":\"cat src/m.c\"}" &&
+		script_call write_file "{\"path\":\"new.txt\",\"content\":\"x\"}" &&
+		script_call edit_file "{\"path\":\"a.txt\",\"old_string\":\"alpha\",\"new_string\":\"beta\"}" &&
+		script_call apply_patch "{\"input\":\"*** Begin Patch\n*** Add File: p.txt\n+x\n*** End Patch\"}" &&
+		script_call run_todo_write "{\"todos\":[{\"id\":\"1\",\"content\":\"change m.c\",\"status\":\"pending\"}]}" &&
+		script_call bash "{\"command\":\"bash -c '\''echo x > f'\''\"}" &&
+		script_call bash "{\"command\":\"AGENT_MODE=auto AGENT_SANDBOX=off sh -c '\''echo x >>a.txt'\''; touch .agent/x; python3 -c '\''open(\\\"g\\\",\\\"w\\\")'\''\"}" &&
+		script_call write_file "{\"path\":\".agent/session.json\",\"content\":\"{}\"}" &&
+		script_said "1. change m.c"
 	} >script &&
-	start_model script && workspace && tree w >before &&
+	start_model script && small_workspace && tree w >before &&
 	agent-run --mode plan --json -C w "plan the change" >events 2>progress </dev/null &&
 	tree w >after && test_cmp before after &&
 	test ! -e w/.agent/x &&
@@ -148,15 +138,15 @@ test_expect_success 'plan: reads and searches run without a terminal and without
 
 test_expect_success 'plan: -c keeps the mode (AGENT_MODE does not change it); --mode edit carries the plan out, told so, and edits without asking' '
 	{
-		said "1. add b.txt" &&
-		call write_file "{\"path\":\"b.txt\",\"content\":\"x\"}" &&
-		said "still a plan" &&
-		said "a fork of a plan" &&
-		call write_file "{\"path\":\"b.txt\",\"content\":\"b\n\"}" &&
-		call bash "{\"command\":\"touch c.txt\"}" &&
-		said "done"
+		script_said "1. add b.txt" &&
+		script_call write_file "{\"path\":\"b.txt\",\"content\":\"x\"}" &&
+		script_said "still a plan" &&
+		script_said "a fork of a plan" &&
+		script_call write_file "{\"path\":\"b.txt\",\"content\":\"b\n\"}" &&
+		script_call bash "{\"command\":\"touch c.txt\"}" &&
+		script_said "done"
 	} >script &&
-	start_model script && workspace && tree w >before &&
+	start_model script && small_workspace && tree w >before &&
 	agent-run --mode plan -C w "plan it" >answer 2>progress </dev/null &&
 	AGENT_MODE=auto agent-run -c -C w "once more" >answer 2>progress </dev/null &&
 	tree w >after && test_cmp before after &&
@@ -180,13 +170,13 @@ test_expect_success 'plan: -c keeps the mode (AGENT_MODE does not change it); --
 
 test_expect_success 'plan: -c --mode plan takes a session into plan mode, told so; --sandbox read-only keeps the list in .agent' '
 	{
-		said "ok" &&
-		call write_file "{\"path\":\"b.txt\",\"content\":\"x\"}" &&
-		said "the plan" &&
-		call run_todo_write "{\"todos\":[{\"id\":\"1\",\"content\":\"x\",\"status\":\"completed\"}]}" &&
-		said "listed"
+		script_said "ok" &&
+		script_call write_file "{\"path\":\"b.txt\",\"content\":\"x\"}" &&
+		script_said "the plan" &&
+		script_call run_todo_write "{\"todos\":[{\"id\":\"1\",\"content\":\"x\",\"status\":\"completed\"}]}" &&
+		script_said "listed"
 	} >script &&
-	start_model script && workspace && tree w >before &&
+	start_model script && small_workspace && tree w >before &&
 	agent-run -C w "hello" >answer 2>progress </dev/null &&
 	agent-run -c --mode plan -C w "plan it" >answer 2>progress </dev/null &&
 	tree w >after && test_cmp before after &&
@@ -200,12 +190,12 @@ test_expect_success 'plan: -c --mode plan takes a session into plan mode, told s
 test_expect_success 'plan: a subagent inherits the mode, whatever read_only says' '
 	{
 		echo "{\"match\": \"parent\", \"tool_calls\": [{\"name\": \"task\", \"arguments\": {\"description\": \"d\", \"prompt\": \"the child\", \"read_only\": false}}]}" &&
-		echo "{\"match\": \"the child\", $(call write_file "{\"path\":\"w.txt\",\"content\":\"x\"}" | cut -c 2-)" &&
-		echo "{\"match\": \"the child\", $(call bash "{\"command\":\"echo x >b.txt; echo rc=\$?\"}" | cut -c 2-)" &&
+		echo "{\"match\": \"the child\", $(script_call write_file "{\"path\":\"w.txt\",\"content\":\"x\"}" | cut -c 2-)" &&
+		echo "{\"match\": \"the child\", $(script_call bash "{\"command\":\"echo x >b.txt; echo rc=\$?\"}" | cut -c 2-)" &&
 		echo "{\"match\": \"the child\", \"content\": \"child tried\"}" &&
 		echo "{\"match\": \"parent\", \"content\": \"plan\"}"
 	} >script &&
-	start_model script && workspace && tree w >before &&
+	start_model script && small_workspace && tree w >before &&
 	AGENT_MAX_DEPTH=2 agent-run --mode plan -C w "parent" >answer 2>progress </dev/null &&
 	tree w >after && test_cmp before after &&
 	child=$(ls w/.agent/sessions/*.*.jsonl) &&
@@ -216,17 +206,17 @@ test_expect_success 'plan: a subagent inherits the mode, whatever read_only says
 
 test_expect_success 'edit and auto: edits run without asking in edit, commands too in auto (and -y is auto); deny rules stand' '
 	{
-		call edit_file "{\"path\":\"a.txt\",\"old_string\":\"alpha\",\"new_string\":\"beta\"}" &&
-		call apply_patch "{\"input\":\"*** Begin Patch\n*** Add File: p.txt\n+patched\n*** End Patch\"}" &&
-		call bash "{\"command\":\"touch made\"}" &&
-		said "edited" &&
-		call bash "{\"command\":\"touch made\"}" &&
-		call bash "{\"command\":\"sudo touch root\"}" &&
-		said "ran" &&
-		call bash "{\"command\":\"touch y\"}" &&
-		said "ran again"
+		script_call edit_file "{\"path\":\"a.txt\",\"old_string\":\"alpha\",\"new_string\":\"beta\"}" &&
+		script_call apply_patch "{\"input\":\"*** Begin Patch\n*** Add File: p.txt\n+patched\n*** End Patch\"}" &&
+		script_call bash "{\"command\":\"touch made\"}" &&
+		script_said "edited" &&
+		script_call bash "{\"command\":\"touch made\"}" &&
+		script_call bash "{\"command\":\"sudo touch root\"}" &&
+		script_said "ran" &&
+		script_call bash "{\"command\":\"touch y\"}" &&
+		script_said "ran again"
 	} >script &&
-	start_model script && workspace &&
+	start_model script && small_workspace &&
 	agent-run --mode edit --tools read_file,edit_file,apply_patch,bash -C w "edit" >answer 2>progress </dev/null &&
 	test_grep "^beta" w/a.txt && test "$(cat w/p.txt)" = patched && test ! -e w/made &&
 	AGENT_MODE=auto agent-run -C w "run" >answer 2>progress </dev/null &&

@@ -78,6 +78,27 @@ for mode in ring step; do
 	"
 done
 
+# An empty workspace (no file at all): the ring's stage makes its
+# snapshots from the changes (the empty tree) but for the one after a new
+# file; the file is in it and --rewind-code brings it back, or removes it.
+test_expect_success 'ring, an empty workspace: checkpoints from the changes; a file made in it restored and removed' '
+	for c in "echo one" "echo two" "echo new >new.txt" "rm new.txt" "echo five"; do
+		jq -nc --arg c "$c" "{tool_calls: [{name: \"bash\", arguments: {command: \$c}}]}" || return 1
+	done >script && echo "{\"content\": \"done\"}" >>script &&
+	start_model script && mkdir w &&
+	agent-run -y -C w "do the steps" >answer 2>progress &&
+	test "$(cat answer)" = done && test ! -e w/new.txt &&
+	agent-snap -C w list >list &&
+	jq -e -s "map(.scan) == [\"changes\", \"full\", \"changes\", \"changes\", \"full\"]" list &&
+	jq -r "select(.checkpoint) | .checkpoint" w/.agent/transcript.jsonl >ids &&
+	test_line_count = 5 ids &&
+	c3=$(sed -n 3p ids) && c4=$(sed -n 4p ids) &&
+	agent-run -C w --rewind-code "$c4" >answer 2>progress &&
+	echo new >expect && test_cmp expect w/new.txt &&
+	agent-run -C w --rewind-code "$c3" >answer 2>progress &&
+	test ! -e w/new.txt
+'
+
 test_expect_success '--no-checkpoints: no snapshot, no checkpoint in the transcript' '
 	session_script && start_model script && mkdir w &&
 	agent-run --no-checkpoints -y -C w "do the steps" >answer 2>progress &&

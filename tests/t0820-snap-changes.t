@@ -110,6 +110,42 @@ test_expect_success 'an edit of the same size in the second of the snapshot' '
 	stop_stage
 '
 
+test_expect_success 'an empty workspace: its snapshots from the changes too (the empty tree), a file made in it still taken' '
+	mkdir w && cd w && start_stage &&
+	test_when_finished "exec 3>&-; wait $stage || :" &&
+	step && walked full && test "$(git --git-dir=.agent/snap/git rev-parse "$cp^{tree}")" = 4b825dc642cb6eb9a060e54bf8d69288fbee4904 &&
+	step && walked changes && step && walked changes &&
+	echo new >f && step && walked full && with_f=$cp &&
+	echo more >>f && step && walked changes &&
+	rm f && step && walked changes && without_f=$cp &&
+	git --git-dir=.agent/snap/git cat-file -p "$with_f:f" >../got &&
+	echo new >../want && test_cmp ../want ../got &&
+	git --git-dir=.agent/snap/git ls-tree --name-only "$without_f" >../names &&
+	test_line_count = 0 ../names &&
+	step && walked changes &&
+	mkdir -p e/mpty && step && walked full && test "$(empty_dirs "$cp")" = "[\"e\",\"e/mpty\"]" &&
+	step && walked changes &&
+	stop_stage &&
+	agent-snap restore "$with_f" >/dev/null && echo new >../want && test_cmp ../want f &&
+	agent-snap restore "$without_f" >/dev/null && test ! -e f
+'
+
+test_expect_success 'a workspace of only ignored files: the empty tree, from the changes' '
+	mkdir w && cd w && printf "*\n" >.gitignore && echo x >a.log && start_stage &&
+	test_when_finished "exec 3>&-; wait $stage" &&
+	step && walked full && test "$(git --git-dir=.agent/snap/git rev-parse "$cp^{tree}")" = 4b825dc642cb6eb9a060e54bf8d69288fbee4904 &&
+	step && walked changes &&
+	stop_stage
+'
+
+test_expect_success 'the last file of the workspace removed: the empty tree, from the changes' '
+	mkdir w && cd w && echo one >one && start_stage &&
+	test_when_finished "exec 3>&-; wait $stage" &&
+	step && walked full && rm one && step && walked changes &&
+	echo new >two && step && walked full &&
+	stop_stage
+'
+
 test_expect_success 'what the changes may not tell: a whole walk' '
 	fill && start_stage &&
 	test_when_finished "exec 3>&-; wait $stage" &&

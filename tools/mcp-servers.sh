@@ -5,13 +5,19 @@
 # Without npm, or when the registry cannot be reached, it says so and
 # exits 0: those tests then skip, saying why.
 cache=${AH_MCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/agent-harness-mcp}
-pkgs='@modelcontextprotocol/server-everything @modelcontextprotocol/server-filesystem @modelcontextprotocol/server-memory'
+# the versions the tests were last run against: a new release cannot turn
+# make check red by itself (AH_MCP_VERSION=latest installs the newest anew)
+v=${AH_MCP_VERSION:-2026.8.31}
+pkgs="@modelcontextprotocol/server-everything@$v @modelcontextprotocol/server-filesystem@$v @modelcontextprotocol/server-memory@$v"
 here=$(cd "$(dirname "$0")/.." && pwd -P)
 case $cache in /*) ;; *) echo "mcp-servers: the cache '$cache' must be an absolute path" >&2; exit 2 ;; esac
 case $cache/ in "$here"/*) echo "mcp-servers: the cache '$cache' must not be in the source tree" >&2; exit 2 ;; esac
-if [ -x "$cache/node_modules/.bin/mcp-server-everything" ] &&
-	[ -x "$cache/node_modules/.bin/mcp-server-filesystem" ] &&
-	[ -x "$cache/node_modules/.bin/mcp-server-memory" ]; then
+# installed already: each program, of the version wanted (latest: never)
+have() {
+	[ -x "$cache/node_modules/.bin/mcp-server-$1" ] &&
+		[ "$(jq -r .version "$cache/node_modules/@modelcontextprotocol/server-$1/package.json" 2>/dev/null)" = "$v" ]
+}
+if have everything && have filesystem && have memory; then
 	exit 0
 fi
 if ! command -v npm >/dev/null 2>&1; then
