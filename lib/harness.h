@@ -455,11 +455,13 @@ pid_t reaper_running(const char *dir, const char *name);
  * trap). */
 void reaper_interrupt(const char *dir);
 /* Stops the recorded stages (SIGINT, then SIGKILL after a second),
- * removes dir, and drafts/.transcript-new.* (drafts may be NULL). */
-void reaper_reap(const char *dir, const char *drafts);
+ * removes dir, and drafts/.transcript-new.RUN.* (drafts may be NULL),
+ * the drafts of the agent-run whose pid is run. */
+void reaper_reap(const char *dir, const char *drafts, pid_t run);
 /* Starts the watcher, not a child of the caller's caller: it waits for
- * the lock of the file lock, then reaper_reap(dir, drafts), then lets
- * the lock go.  Its stat line goes into dir/pid.watcher.  0, or -1. */
+ * the lock of the file lock, then reaper_reap(dir, drafts, the caller's
+ * pid: agent-run's), then lets the lock go.  Its stat line goes into
+ * dir/pid.watcher.  0, or -1. */
 int reaper_start(const char *dir, const char *lock, const char *drafts,
 		 struct ah_error *err);
 /* The end of a run: the watcher killed (and gone), the policy server

@@ -1296,7 +1296,9 @@ out:
 static int
 branch_copy(struct sessdir *sd)
 {
-	char *tmp = format("%s/.transcript-new.XXXXXX", sd->state);
+	/* (named after agent-run, our caller: its reaper removes it) */
+	char *tmp = format("%s/.transcript-new.%ld.XXXXXX", sd->state,
+			   (long)sd->pid);
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
