@@ -1027,6 +1027,26 @@ void hooks_answer(const struct hook_result *r, int n, int event,
 		  int fail_open, struct hook_answer *a);
 void hook_answer_free(struct hook_answer *a);
 
+/* --- hookmoment.c: the moments of agent-run's session (hook-cc --add) - */
+
+/* Adds to in the fields of event's input at its moment of an agent-run
+ * session, from arg: SessionStart's source (arg, also *subject, what
+ * the matchers are tried on; else ""), UserPromptSubmit's prompt (arg),
+ * Stop's and SubagentStop's stop_hook_active (arg not ""), PreCompact's
+ * trigger "auto" (also *subject), SessionEnd's reason ("exit" when arg,
+ * the run's exit status, is "0", else "other").  -1 out of memory, or
+ * for another event. */
+int hook_moment_input(cJSON *in, int event, const char *arg,
+		      const char **subject);
+/* What agent-run makes of a, the answer of event's hooks: the text of
+ * the message for the model into add ("Context from a ... hook", or a
+ * Stop hook's reason), nothing when there is none; the words it says
+ * into say (a UserPromptSubmit block, a Stop block).  1 when the hooks
+ * blocked (the task, or the model's stop), 0 when not, -1 out of
+ * memory. */
+int hook_moment_answer(int event, const struct hook_answer *a,
+		       struct buf *add, struct buf *say);
+
 /* --- policysrv.c: the compiled rules, kept for other processes ------- */
 
 /* Creates the socket at path, for this user only; it must not exist. */
