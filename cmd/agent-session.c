@@ -103,7 +103,8 @@ static const char usage[] =
 	"                       waits for the lock of --lock FILE, then stops\n"
 	"                       the stages recorded in DIR (pid.NAME), kills\n"
 	"                       what is left after a second, removes DIR and\n"
-	"                       the --drafts DIR's .transcript-new.* files\n"
+	"                       the --drafts DIR's .transcript-new.PID.* files,\n"
+	"                       PID its caller's (agent-run's)\n"
 	"      --interrupt DIR  SIGINT to the stages recorded in DIR that act\n"
 	"                       on it\n"
 	"      --stop DIR       the end of agent-run's run: kill the reaper,\n"
@@ -973,7 +974,8 @@ do_answer(const struct opts *o)
 	 * into place */
 	if (o->plan) {
 		fd = -1;
-		if (buf_printf(&path, "%s/.transcript-new.XXXXXX", o->drafts) < 0 ||
+		if (buf_printf(&path, "%s/.transcript-new.%ld.XXXXXX", o->drafts,
+			       (long)getppid()) < 0 ||
 		    !have || (fd = mkostemp(path.data, O_CLOEXEC)) < 0 ||
 		    put_file(fd, &r.text) < 0 ||
 		    rename(path.data, o->plan) < 0) {

@@ -541,6 +541,10 @@ int proc_run(const struct proc_opts *o, struct proc_result *r,
  * environment), cgroup.c (limits, cgroups), supervisor.c (the supervisor
  * and the command), helper.c (the helper and its protocol) */
 
+/* proc.c: the children of process pid (0: this process, which as a
+ * subreaper has every orphan its commands left), as /proc lists them:
+ * their number, at most max; 0 when the list cannot be read. */
+int pr_children(pid_t pid, pid_t *pids, int max);
 /* proc.c: kills what is left of a command: its process group, then
  * every orphan reparented to us, but spare (the helper). */
 void pr_kill_all(pid_t pgid, pid_t spare);
