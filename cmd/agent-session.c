@@ -21,6 +21,7 @@ static const char *secrets[4];
 
 static const char usage[] =
 	"usage: agent-session [-C DIR] --list\n"
+	"       agent-session [-C DIR] --claim ID\n"
 	"       agent-session [-C DIR] [files] --begin ID [--todo FILE]\n"
 	"                     [--stdin-bytes N] [--parent ID --call ID] < TASK\n"
 	"       agent-session [-C DIR] [files] --reopen continue|resume\n"
@@ -57,6 +58,9 @@ static const char usage[] =
 	"  -C, --directory DIR  the working directory (default .)\n"
 	"      --list           print the records of DIR's sessions, newest\n"
 	"                       first, one JSON object a line\n"
+	"      --claim ID       session ID is the user's own: mark its record\n"
+	"                       for its transcript as it is, so that agent-run\n"
+	"                       goes on with it (read the transcript first)\n"
 	"      --begin ID       start the record of session ID (the task is\n"
 	"                       stdin) and print its session event\n"
 	"      --todo FILE      the session's todo list, with --begin (or\n"
@@ -99,7 +103,8 @@ static const char usage[] =
 	"                       waits for the lock of --lock FILE, then stops\n"
 	"                       the stages recorded in DIR (pid.NAME), kills\n"
 	"                       what is left after a second, removes DIR and\n"
-	"                       the --drafts DIR's .transcript-new.* files\n"
+	"                       the --drafts DIR's .transcript-new.PID.* files,\n"
+	"                       PID its caller's (agent-run's)\n"
 	"      --interrupt DIR  SIGINT to the stages recorded in DIR that act\n"
 	"                       on it\n"
 	"      --stop DIR       the end of agent-run's run: kill the reaper,\n"
@@ -174,7 +179,8 @@ static const char usage[] =
 	"else ask, and --reopen sets it to $AGENT_MODE when that is set.\n"
 	"\n"
 	"Exit status: 0 done, 1 not ours (--todos-ours), or --answer: no\n"
-	"answer, or the plan not written, or --first: no such skill, 2\n"
+	"answer, or the plan not written, or --first: no such skill, or\n"
+	"--claim: no such session, or agent-run works there, 2\n"
 	"usage, 3 a file could not be read or written, or the state\n"
 	"directory cannot be used, 4 --answer: not written to --output FILE,\n"
 	"5 a record is not one; --prepare, --open and --close exit as\n"
@@ -183,7 +189,8 @@ static const char usage[] =
 /* (agent-run's own: from M_REAPER on, the files are given) */
 enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT, M_CONFIG,
 	    M_PREPARE, M_OPEN, M_CLOSE, M_OURS,
-	    M_REAPER, M_INTERRUPT, M_STOP, M_ANSWER, M_FIRST, M_SHOWTODOS };
+	    M_REAPER, M_INTERRUPT, M_STOP, M_ANSWER, M_FIRST, M_SHOWTODOS,
+	    M_CLAIM };
 
 struct opts {
 	enum mode mode;
@@ -347,6 +354,42 @@ set_mode_mark(cJSON *rec)
 	return set_string(rec, "mode_mark", hex);
 }
 
+/* The record's session_mark: what lets the session go on (agent-run(1),
+ * Sessions).  --begin marks none of the transcript (made after it);
+ * --end moves the mark on to the transcript's whole lines, from a mark
+ * that checks only.  Without the user's key (no HOME), or from a mark
+ * that does not check, none: the session cannot go on (said then). */
+static int
+set_session_mark(cJSON *rec, const char *transcript, int fresh)
+{
+	struct ah_error err = { 0 };
+
+	return sessmark_set(rec, transcript, fresh, &err) < 0 &&
+	       err.code == AH_ENOMEM;
+}
+
+/* --claim ID: the user's word that a session the mark refuses is theirs */
+static int
+do_claim(const struct opts *o)
+{
+	struct ah_error err = { 0 };
+	char *transcript = NULL;
+
+	if (strcmp(o->dir, ".") && chdir(o->dir) < 0) {
+		cli_warn("cannot change to '%s': %s", o->dir, strerror(errno));
+		return ES_IO;
+	}
+	if (state_dir_check(".", 0, &err) < 0 ||
+	    sessmark_claim(o->id, &transcript, &err) < 0) {
+		cli_report(&err);
+		return err.code == AH_EFORMAT ? ES_REJECTED : ES_IO;
+	}
+	cli_note("session %s (%s) is marked as yours: agent-run -c or "
+		 "--session %s goes on with it", o->id, transcript, o->id);
+	free(transcript);
+	return ES_OK;
+}
+
 static int
 do_begin(const struct opts *o)
 {
@@ -383,7 +426,7 @@ do_begin(const struct opts *o)
 	     set_number(rec, "stdin_bytes", (double)o->stdin_bytes)) ||
 	    (o->parent && (set_string(rec, "parent", o->parent) ||
 			   set_string(rec, "call", o->call ? o->call : ""))) ||
-	    set_mode_mark(rec)) {
+	    set_mode_mark(rec) || set_session_mark(rec, NULL, 1)) {
 		cli_warn("out of memory");
 		goto out;
 	}
@@ -501,7 +544,8 @@ do_end(const struct opts *o)
 	    set_number(rec, "tokens", st.tokens + kids[2]) ||
 	    set_value(rec, "cost_usd", cost(st.cost + kids[3],
 					    st.cost_unknown || kids[4] > 0)) ||
-	    set_item(rec, "children", children)) {
+	    set_item(rec, "children", children) ||
+	    set_session_mark(rec, o->transcript, 0)) {
 		cJSON_Delete(children);
 		cli_warn("out of memory");
 		goto out;
@@ -930,7 +974,8 @@ do_answer(const struct opts *o)
 	 * into place */
 	if (o->plan) {
 		fd = -1;
-		if (buf_printf(&path, "%s/.transcript-new.XXXXXX", o->drafts) < 0 ||
+		if (buf_printf(&path, "%s/.transcript-new.%ld.XXXXXX", o->drafts,
+			       (long)getppid()) < 0 ||
 		    !have || (fd = mkostemp(path.data, O_CLOEXEC)) < 0 ||
 		    put_file(fd, &r.text) < 0 ||
 		    rename(path.data, o->plan) < 0) {
@@ -1086,7 +1131,8 @@ main(int argc, char **argv)
 	       OPT_REAPER, OPT_LOCK, OPT_DRAFTS, OPT_INTERRUPT, OPT_STOP,
 	       OPT_ANSWER, OPT_PRINT, OPT_STREAMED, OPT_OUTPUT, OPT_PLAN,
 	       OPT_WALK, OPT_FIRST, OPT_PROMPT, OPT_WORKDIR, OPT_ADD,
-	       OPT_PROJECTTEXT, OPT_SKILLS, OPT_SKILL, OPT_SHOWTODOS };
+	       OPT_PROJECTTEXT, OPT_SKILLS, OPT_SKILL, OPT_SHOWTODOS,
+	       OPT_CLAIM };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -1147,6 +1193,7 @@ main(int argc, char **argv)
 		{ "project-text", required_argument, NULL, OPT_PROJECTTEXT },
 		{ "skills", no_argument, NULL, OPT_SKILLS },
 		{ "skill", required_argument, NULL, OPT_SKILL },
+		{ "claim", required_argument, NULL, OPT_CLAIM },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
@@ -1373,6 +1420,10 @@ main(int argc, char **argv)
 		case OPT_SKILL:
 			o.first.skill = optarg;
 			break;
+		case OPT_CLAIM:
+			rc = set_mode(&o, M_CLAIM);
+			o.id = optarg;
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -1479,6 +1530,8 @@ main(int argc, char **argv)
 		free(o.task);
 		return cli_finish(rc);
 	}
+	if (o.mode == M_CLAIM)
+		return cli_finish(do_claim(&o));
 	if (o.mode == M_REOPEN && strcmp(o.how, "continue") &&
 	    strcmp(o.how, "resume"))
 		return cli_usage_error("--reopen: '%s' is neither continue nor "

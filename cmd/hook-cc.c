@@ -18,6 +18,8 @@ static const char usage[] =
 	"               [--transcript FILE] < MESSAGES\n"
 	"       hook-cc [-C DIR] [--hooks FILE]... --event EVENT [--match S]\n"
 	"               [< FIELDS]\n"
+	"       hook-cc [-C DIR] [--hooks FILE]... [--transcript FILE]\n"
+	"               [--add FILE] MOMENT\n"
 	"       hook-cc [-C DIR] [--hooks FILE]... --configured\n"
 	"       hook-cc [-C DIR] --trust [FILE]\n"
 	"\n"
@@ -45,6 +47,19 @@ static const char usage[] =
 	"                        context is printed; a block exits 1, its\n"
 	"                        reason printed\n"
 	"      --match S         what the matchers of --event are tried on\n"
+	"  MOMENT, the hooks of one moment of an agent-run session, as it runs\n"
+	"  them: what agent-run says of them printed (a block, a failure):\n"
+	"      --start SOURCE    SessionStart (startup, resume): its context\n"
+	"                        for the model\n"
+	"      --prompt          UserPromptSubmit, the prompt on stdin: its\n"
+	"                        context for the model; a block exits 1\n"
+	"      --stop            Stop (SubagentStop with --subagent; with\n"
+	"                        --active, stop_hook_active): a block exits 1,\n"
+	"                        its reason for the model\n"
+	"      --compact         PreCompact (trigger auto)\n"
+	"      --end STATUS      SessionEnd (reason exit when STATUS is 0)\n"
+	"      --add FILE        where the message for the model goes, as\n"
+	"                        JSON Lines (emptied first)\n"
 	"      --configured      exit 0 when hooks are in force, 1 when none\n"
 	"  -q, --quiet           do not say which settings are left out\n"
 	"      --trust [FILE]    trust the project's settings files (or FILE)\n"
@@ -52,8 +67,8 @@ static const char usage[] =
 	"  -h, --help            print this help and exit\n"
 	"      --version         print the version and exit\n"
 	"\n"
-	"Exit status: 0 done, 1 blocked (--event) or no hooks (--configured),\n"
-	"2 usage, 3 I/O error, 4 bad settings, 5 bad input.\n";
+	"Exit status: 0 done, 1 blocked (--event, a MOMENT) or no hooks\n"
+	"(--configured), 2 usage, 3 I/O error, 4 bad settings, 5 bad input.\n";
 
 /* The project's settings files, relative to DIR. */
 static const char *const project_files[] = {
@@ -529,6 +544,83 @@ out:
 	return rc;
 }
 
+/* A MOMENT: the hooks of one moment of an agent-run session, as it runs
+ * them (hook-cc(1), "Other events"): the message for the model into the
+ * file add, made as hook-audit --message makes one, for the driver to
+ * pass through hook-audit like every message; what agent-run says of
+ * them on stdout. */
+static int
+moment(struct cc *c, int event, const char *arg, const char *add)
+{
+	struct ah_error err = { 0 };
+	struct hook_answer a = { .decision = -1 };
+	struct buf text = BUF_INIT(0), say = BUF_INIT(0);
+	cJSON *in = base_input(c, event);
+	char *raw = NULL, *prompt = NULL, *line = NULL;
+	const char *subject;
+	size_t len = 0;
+	int fd = -1, rc = ES_IO, k;
+
+	/* emptied first: what an earlier moment added is never added again */
+	if (add && (fd = open(add, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+			      O_CLOEXEC, 0600)) < 0) {
+		cli_warn("cannot open '%s': %s", add, strerror(errno));
+		goto out;
+	}
+	if (event == HOOK_USER_PROMPT_SUBMIT) {
+		/* the prompt, as hook-audit --message reads a message's text */
+		if (fd_read(STDIN_FILENO, "stdin", JSONL_MAX_LINE, &raw, &len,
+			    &err) < 0) {
+			cli_report(&err);
+			goto out;
+		}
+		if (!(prompt = utf8_sanitize(raw ? raw : "", len,
+					     UTF8_REPLACE_NUL, NULL)))
+			goto nomem;
+		arg = prompt;
+	}
+	if (!in || hook_moment_input(in, event, arg, &subject) < 0)
+		goto nomem;
+	if (run(c, event, subject, in, &a, &err) < 0) {
+		cli_report(&err);
+		goto out;
+	}
+	if ((k = hook_moment_answer(event, &a, &text, &say)) < 0)
+		goto nomem;
+	if (text.len && !(line = chat_text_message("user", text.data, text.len,
+						    &len, &err))) {
+		cli_report(&err);
+		goto out;
+	}
+	if (line && fd >= 0 && (write_all(fd, line, len) < 0 ||
+				write_all(fd, "\n", 1) < 0)) {
+		cli_warn("cannot write '%s': %s", add, strerror(errno));
+		goto out;
+	}
+	if (fd >= 0 && close(fd) < 0) {
+		fd = -1;
+		cli_warn("cannot write '%s': %s", add, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	rc = say.len && cli_put_line(say.data, say.len, 1) ? ES_IO :
+	     k ? ES_REJECTED : ES_OK;
+	goto out;
+nomem:
+	cli_warn("out of memory");
+out:
+	if (fd >= 0)
+		close(fd);
+	hook_answer_free(&a);
+	buf_free(&text);
+	buf_free(&say);
+	cJSON_Delete(in);
+	free(line);
+	free(prompt);
+	free(raw);
+	return rc;
+}
+
 /* --trust: the user has read the settings and wants their hooks run. */
 static int
 trust(struct cc *c, const char *arg)
@@ -589,7 +681,8 @@ int
 main(int argc, char **argv)
 {
 	enum { OPT_HOOKS = 256, OPT_OPEN, OPT_TRANSCRIPT, OPT_EVENT, OPT_MATCH,
-	       OPT_CONFIGURED, OPT_TRUST };
+	       OPT_CONFIGURED, OPT_TRUST, OPT_START, OPT_PROMPT, OPT_STOP,
+	       OPT_SUBAGENT, OPT_ACTIVE, OPT_COMPACT, OPT_END, OPT_ADD };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "hooks", required_argument, NULL, OPT_HOOKS },
@@ -599,6 +692,14 @@ main(int argc, char **argv)
 		{ "match", required_argument, NULL, OPT_MATCH },
 		{ "configured", no_argument, NULL, OPT_CONFIGURED },
 		{ "trust", no_argument, NULL, OPT_TRUST },
+		{ "start", required_argument, NULL, OPT_START },
+		{ "prompt", no_argument, NULL, OPT_PROMPT },
+		{ "stop", no_argument, NULL, OPT_STOP },
+		{ "subagent", no_argument, NULL, OPT_SUBAGENT },
+		{ "active", no_argument, NULL, OPT_ACTIVE },
+		{ "compact", no_argument, NULL, OPT_COMPACT },
+		{ "end", required_argument, NULL, OPT_END },
+		{ "add", required_argument, NULL, OPT_ADD },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
@@ -608,7 +709,9 @@ main(int argc, char **argv)
 	struct ah_error err = { 0 };
 	const char *dir = getenv("AGENT_WORKDIR"), *tr = getenv("AGENT_TRANSCRIPT");
 	const char *match = NULL, *yes = getenv("AGENT_YES");
+	const char *arg = "", *add = NULL;
 	int ch, event = -1, configured = 0, trusting = 0, quiet = 0, rc;
+	int when = -1, moments = 0, subagent = 0, active = 0;
 
 	while ((ch = getopt_long(argc, argv, ":C:qh", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -647,6 +750,37 @@ main(int argc, char **argv)
 		case OPT_TRUST:
 			trusting = 1;
 			break;
+		case OPT_START:
+			if (strcmp(optarg, "startup") && strcmp(optarg, "resume"))
+				return cli_usage_error("--start: '%s' is not "
+						       "startup or resume", optarg);
+			when = HOOK_SESSION_START, arg = optarg, moments++;
+			break;
+		case OPT_PROMPT:
+			when = HOOK_USER_PROMPT_SUBMIT, moments++;
+			break;
+		case OPT_STOP:
+			when = HOOK_STOP, moments++;
+			break;
+		case OPT_SUBAGENT:
+			subagent = 1;
+			break;
+		case OPT_ACTIVE:
+			active = 1;
+			break;
+		case OPT_COMPACT:
+			when = HOOK_PRE_COMPACT, moments++;
+			break;
+		case OPT_END:
+			if (!*optarg || strspn(optarg, "0123456789") !=
+			    strlen(optarg) || strlen(optarg) > 3)
+				return cli_usage_error("--end: '%s' is not an exit "
+						       "status", optarg);
+			when = HOOK_SESSION_END, arg = optarg, moments++;
+			break;
+		case OPT_ADD:
+			add = optarg;
+			break;
 		case 'q':
 			quiet = 1;
 			break;
@@ -662,11 +796,21 @@ main(int argc, char **argv)
 	if (optind < argc && !(trusting && optind == argc - 1))
 		return cli_usage_error("unexpected argument '%s'",
 				       argv[optind + trusting]);
-	if (trusting + configured + (event >= 0) > 1)
-		return cli_usage_error("--trust, --configured and --event go one "
-				       "at a time");
+	if (trusting + configured + (event >= 0) + moments > 1)
+		return cli_usage_error("--trust, --configured, --event, --start, "
+				       "--prompt, --stop, --compact and --end go "
+				       "one at a time");
 	if (match && event < 0)
 		return cli_usage_error("--match goes with --event");
+	if ((subagent || active) && when != HOOK_STOP)
+		return cli_usage_error("--subagent and --active go with --stop");
+	if (add && when < 0)
+		return cli_usage_error("--add goes with --start, --prompt, --stop, "
+				       "--compact or --end");
+	if (subagent)
+		when = HOOK_SUBAGENT_STOP;
+	if (active)
+		arg = "1";
 	if (!dir || !*dir)
 		dir = ".";
 	if (!realpath(dir, c.workdir)) {
@@ -726,8 +870,13 @@ main(int argc, char **argv)
 		sigaction(SIGTERM, &sa, NULL);
 		sigaction(SIGHUP, &sa, NULL);
 	}
-	rc = event >= 0 ? one_event(&c, event, match ? match : "") : filter(&c);
+	rc = when >= 0 ? moment(&c, when, arg, add) :
+	     event >= 0 ? one_event(&c, event, match ? match : "") : filter(&c);
 out:
+	/* what agent-run says when a moment's hooks fail */
+	if (when >= 0 && rc > ES_REJECTED &&
+	    printf("the %s hooks failed\n", hooks_event_name(when)) < 0)
+		rc = ES_IO;
 	proc_env_free(c.env);
 	calls_free(&c.calls);
 	hooks_free(&c.hooks);

@@ -243,7 +243,6 @@ proc_limits_free(struct proc_limits *l)
 long
 cg_count_tree(pid_t pid, long max)
 {
-	char path[64], buf[4096], *p, *end;
 	pid_t *queue;
 	long n = 1, i;
 
@@ -251,19 +250,8 @@ cg_count_tree(pid_t pid, long max)
 	if (!queue)
 		return 0;
 	queue[0] = pid;
-	for (i = 0; i < n && n <= max; i++) {
-		snprintf(path, sizeof path, "/proc/%d/task/%d/children",
-			 (int)queue[i], (int)queue[i]);
-		if (read_text(path, buf, sizeof buf) < 0)
-			continue;
-		for (p = buf; n <= max; p = end) {
-			long v = strtol(p, &end, 10);
-
-			if (end == p)
-				break;
-			queue[n++] = (pid_t)v;
-		}
-	}
+	for (i = 0; i < n && n <= max; i++)
+		n += pr_children(queue[i], queue + n, (int)(max + 1 - n));
 	free(queue);
 	return n - 1; /* the supervisor does not count */
 }

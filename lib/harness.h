@@ -455,11 +455,13 @@ pid_t reaper_running(const char *dir, const char *name);
  * trap). */
 void reaper_interrupt(const char *dir);
 /* Stops the recorded stages (SIGINT, then SIGKILL after a second),
- * removes dir, and drafts/.transcript-new.* (drafts may be NULL). */
-void reaper_reap(const char *dir, const char *drafts);
+ * removes dir, and drafts/.transcript-new.RUN.* (drafts may be NULL),
+ * the drafts of the agent-run whose pid is run. */
+void reaper_reap(const char *dir, const char *drafts, pid_t run);
 /* Starts the watcher, not a child of the caller's caller: it waits for
- * the lock of the file lock, then reaper_reap(dir, drafts), then lets
- * the lock go.  Its stat line goes into dir/pid.watcher.  0, or -1. */
+ * the lock of the file lock, then reaper_reap(dir, drafts, the caller's
+ * pid: agent-run's), then lets the lock go.  Its stat line goes into
+ * dir/pid.watcher.  0, or -1. */
 int reaper_start(const char *dir, const char *lock, const char *drafts,
 		 struct ah_error *err);
 /* The end of a run: the watcher killed (and gone), the policy server
@@ -1025,6 +1027,26 @@ void hooks_answer(const struct hook_result *r, int n, int event,
 		  int fail_open, struct hook_answer *a);
 void hook_answer_free(struct hook_answer *a);
 
+/* --- hookmoment.c: the moments of agent-run's session (hook-cc --add) - */
+
+/* Adds to in the fields of event's input at its moment of an agent-run
+ * session, from arg: SessionStart's source (arg, also *subject, what
+ * the matchers are tried on; else ""), UserPromptSubmit's prompt (arg),
+ * Stop's and SubagentStop's stop_hook_active (arg not ""), PreCompact's
+ * trigger "auto" (also *subject), SessionEnd's reason ("exit" when arg,
+ * the run's exit status, is "0", else "other").  -1 out of memory, or
+ * for another event. */
+int hook_moment_input(cJSON *in, int event, const char *arg,
+		      const char **subject);
+/* What agent-run makes of a, the answer of event's hooks: the text of
+ * the message for the model into add ("Context from a ... hook", or a
+ * Stop hook's reason), nothing when there is none; the words it says
+ * into say (a UserPromptSubmit block, a Stop block).  1 when the hooks
+ * blocked (the task, or the model's stop), 0 when not, -1 out of
+ * memory. */
+int hook_moment_answer(int event, const struct hook_answer *a,
+		       struct buf *add, struct buf *say);
+
 /* --- policysrv.c: the compiled rules, kept for other processes ------- */
 
 /* Creates the socket at path, for this user only; it must not exist. */
@@ -1256,6 +1278,28 @@ int sessdir_todos_ours(const char *transcript, const char *todo,
  * err. */
 int sessdir_mode_mark(const char *id, const char *mode, char hex[65],
 		      struct ah_error *err);
+
+/* --- sessmark.c: the session mark, what makes a session the user's own */
+
+/* A session is continued (-c, --resume, --session, --fork, --rewind)
+ * only when its record's session_mark checks: a hash of the user's key,
+ * the state directory's device and inode, the session's id and the first
+ * marked_bytes bytes of its transcript (agent-run(1), Sessions).
+ * sessmark_set puts it in rec for transcript's whole lines (NULL: none
+ * yet); unless fresh, only when rec's mark checks for transcript as it
+ * was marked: 1 marked, 0 not (rec as it was, why in err), -1 on error. */
+int sessmark_set(cJSON *rec, const char *transcript, int fresh,
+		 struct ah_error *err);
+/* The record at path is that of session id (NULL: any) and its mark
+ * checks for transcript: 1; 0 when not (why in err->msg, "its record has
+ * no mark" ...); -1 when it cannot be told (no key: err). */
+int sessmark_check(const char *record, const char *transcript,
+		   const char *id, struct ah_error *err);
+/* agent-session --claim ID: the user says session id (the current one,
+ * or one kept in sessions/) is theirs: its record is marked for its
+ * transcript as it is, under the state directory's lock.  *transcript:
+ * its path (the caller's).  0, or -1 with err. */
+int sessmark_claim(const char *id, char **transcript, struct ah_error *err);
 
 /* --- file.c: whole files, atomically ----------------------------------- */
 

@@ -773,21 +773,54 @@ sha_block(uint32_t h[8], const unsigned char *b)
 }
 
 void
-policy_hash(const char *text, size_t len, char hex[65])
+sha256_init(struct sha256 *c)
 {
-	uint32_t h[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-			  0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
-	const unsigned char *p = (const unsigned char *)text;
-	unsigned char last[128] = { 0 };
-	uint64_t bits = (uint64_t)len * 8;
-	size_t rest, n, i;
+	static const uint32_t h0[8] = {
+		0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+		0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
 
-	for (n = 0; n + 64 <= len; n += 64)
-		sha_block(h, p + n);
-	rest = len - n;
-	memcpy(last, p + n, rest);
-	last[rest] = 0x80;
-	n = rest < 56 ? 64 : 128;
+	memcpy(c->h, h0, sizeof c->h);
+	c->n = 0;
+	c->len = 0;
+}
+
+void
+sha256_update(struct sha256 *c, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	size_t k;
+
+	c->len += len;
+	if (c->n) {
+		k = 64 - c->n < len ? 64 - c->n : len;
+		memcpy(c->buf + c->n, p, k);
+		c->n += k;
+		p += k;
+		len -= k;
+		if (c->n < 64)
+			return;
+		sha_block(c->h, c->buf);
+		c->n = 0;
+	}
+	for (; len >= 64; p += 64, len -= 64)
+		sha_block(c->h, p);
+	memcpy(c->buf, p, len);
+	c->n = len;
+}
+
+/* The digest of what c has had so far, in hex; c itself goes on. */
+void
+sha256_hex(const struct sha256 *c, char hex[65])
+{
+	uint32_t h[8];
+	unsigned char last[128] = { 0 };
+	uint64_t bits = c->len * 8;
+	size_t n, i;
+
+	memcpy(h, c->h, sizeof h);
+	memcpy(last, c->buf, c->n);
+	last[c->n] = 0x80;
+	n = c->n < 56 ? 64 : 128;
 	for (i = 0; i < 8; i++)
 		last[n - 1 - i] = (unsigned char)(bits >> (8 * i));
 	sha_block(h, last);
@@ -795,6 +828,16 @@ policy_hash(const char *text, size_t len, char hex[65])
 		sha_block(h, last + 64);
 	for (i = 0; i < 8; i++)
 		snprintf(hex + 8 * i, 9, "%08x", h[i]);
+}
+
+void
+policy_hash(const char *text, size_t len, char hex[65])
+{
+	struct sha256 c;
+
+	sha256_init(&c);
+	sha256_update(&c, text, len);
+	sha256_hex(&c, hex);
 }
 
 int

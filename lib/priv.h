@@ -10,6 +10,7 @@
 #define PRIV_H
 
 #include "harness.h"
+#include <stdint.h>
 
 /* --- the data of share/, compiled in (see the Makefile) ---------------- */
 
@@ -540,6 +541,10 @@ int proc_run(const struct proc_opts *o, struct proc_result *r,
  * environment), cgroup.c (limits, cgroups), supervisor.c (the supervisor
  * and the command), helper.c (the helper and its protocol) */
 
+/* proc.c: the children of process pid (0: this process, which as a
+ * subreaper has every orphan its commands left), as /proc lists them:
+ * their number, at most max; 0 when the list cannot be read. */
+int pr_children(pid_t pid, pid_t *pids, int max);
 /* proc.c: kills what is left of a command: its process group, then
  * every orphan reparented to us, but spare (the helper). */
 void pr_kill_all(pid_t pgid, pid_t spare);
@@ -624,6 +629,17 @@ int say_into(char *msg, size_t size, int rc, const char *fmt, ...)
  * at most size - 1 bytes, into buf with a NUL after: its length, or -1
  * when it cannot be opened or read or is empty. */
 ssize_t read_text(const char *path, char *buf, size_t size);
+/* SHA-256 a piece at a time (policy.c): init, update as the data comes,
+ * then sha256_hex for the digest of what came so far (c goes on). */
+struct sha256 {
+	uint32_t h[8];
+	unsigned char buf[64];
+	size_t n;
+	uint64_t len;
+};
+void sha256_init(struct sha256 *c);
+void sha256_update(struct sha256 *c, const void *data, size_t len);
+void sha256_hex(const struct sha256 *c, char hex[65]);
 /* The user's secret key (64 hex digits), made once, for marks that only
  * the harness can make for this user (snap.c). */
 int user_key(char key[65], struct ah_error *err);

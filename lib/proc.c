@@ -56,17 +56,19 @@ mono_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The children of this process, which as a subreaper include every orphan
- * its commands left.  Returns their number (at most max). */
-static int
-children(pid_t *pids, int max)
+int
+pr_children(pid_t pid, pid_t *pids, int max)
 {
 	char path[64], buf[4096];
 	int k = 0;
 	char *p, *end;
 
-	snprintf(path, sizeof path, "/proc/self/task/%d/children",
-		 (int)getpid());
+	if (pid)
+		snprintf(path, sizeof path, "/proc/%d/task/%d/children",
+			 (int)pid, (int)pid);
+	else
+		snprintf(path, sizeof path, "/proc/self/task/%d/children",
+			 (int)getpid());
 	if (read_text(path, buf, sizeof buf) < 0)
 		return 0;
 	for (p = buf; k < max; p = end) {
@@ -96,7 +98,7 @@ pr_kill_children(pid_t spare)
 	int i, k, n, round;
 
 	for (round = 0; round < 100; round++) {
-		n = children(pids, 256);
+		n = pr_children(0, pids, 256);
 		for (i = k = 0; i < n; i++)
 			if (pids[i] != spare)
 				pids[k++] = pids[i];

@@ -34,11 +34,12 @@
 static const char *const on_int[] = {
 	"step", "hookpre", "perm", "exec", "hookpost", NULL
 };
-/* All of them, hook-audit and the MCP bridge too: what the reaper waits
- * for, then kills. */
+/* All of them, hook-audit, the checkpoint stage (agent-snap, which
+ * ignores SIGINT as the stages' subshells left it) and the MCP bridge
+ * too: what the reaper waits for, then kills. */
 static const char *const every[] = {
-	"step", "hookpre", "perm", "audit1", "exec", "hookpost", "audit2",
-	"mcp", NULL
+	"step", "hookpre", "perm", "audit1", "snap", "exec", "hookpost",
+	"audit2", "mcp", NULL
 };
 
 /* The pid, state and start time of a /proc/PID/stat line.  The command's
@@ -196,15 +197,19 @@ remove_dir(const char *dir)
 	rmdir(dir);
 }
 
-/* rm -f drafts/.transcript-new.*: the new transcripts agent-run was
- * making (beside the transcript, to be renamed into place). */
+/* rm -f drafts/.transcript-new.RUN.*: the new transcripts agent-run
+ * (pid RUN) was making, beside the transcript, to be renamed into place.
+ * Only its own: a child session of a task call keeps its drafts in the
+ * same directory, and may still run. */
 static void
-remove_drafts(const char *drafts)
+remove_drafts(const char *drafts, pid_t run)
 {
-	static const char prefix[] = ".transcript-new.";
+	char prefix[64];
 	struct dirent *e;
 	int fd = open(drafts, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	size_t n = (size_t)snprintf(prefix, sizeof prefix, ".transcript-new.%ld.",
+				    (long)run);
 
 	if (!d) {
 		if (fd >= 0)
@@ -212,13 +217,13 @@ remove_drafts(const char *drafts)
 		return;
 	}
 	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, prefix, sizeof prefix - 1))
+		if (!strncmp(e->d_name, prefix, n))
 			unlinkat(fd, e->d_name, 0);
 	closedir(d);
 }
 
 void
-reaper_reap(const char *dir, const char *drafts)
+reaper_reap(const char *dir, const char *drafts, pid_t run)
 {
 	char ring[4096];
 	struct stat st;
@@ -240,7 +245,7 @@ reaper_reap(const char *dir, const char *drafts)
 	signal_all(dir, every, SIGKILL);
 	remove_dir(dir);
 	if (drafts)
-		remove_drafts(drafts);
+		remove_drafts(drafts, run);
 }
 
 int
@@ -251,7 +256,7 @@ reaper_start(const char *dir, const char *lock, const char *drafts,
 	long max = sysconf(_SC_OPEN_MAX);
 	int lfd, fd, nul;
 	ssize_t n;
-	pid_t pid;
+	pid_t pid, run = getppid();
 
 	if (snprintf(path, sizeof path, "%s/pid.watcher", dir) >=
 	    (int)sizeof path)
@@ -294,7 +299,7 @@ reaper_start(const char *dir, const char *lock, const char *drafts,
 		while (flock(lfd, LOCK_EX) < 0)
 			if (errno != EINTR)
 				_exit(1);
-		reaper_reap(dir, drafts);
+		reaper_reap(dir, drafts, run);
 		_exit(0);
 	}
 	close(lfd);

@@ -535,6 +535,66 @@ no_session(struct sessdir *sd)
 		      "a task", sd->workdir);
 }
 
+/* ours: the session whose record and transcript these are (id: that
+ * session's, NULL: the one the record names) is the user's own, marked
+ * for this state directory (sessmark.c says what the mark proves, and
+ * what it does not); else it is not continued, and the user is told
+ * why, and what to do.  The allow-list of what goes to the model as the
+ * user's conversation: a session that carries no mark that checks, for
+ * whatever reason, is refused. */
+static int
+ours(struct sessdir *sd, const char *record, const char *transcript,
+     const char *id)
+{
+	struct ah_error err = { 0 };
+	char *named = id ? NULL : session_of(record);
+	const char *sid = id ? id : named ? named : "old-session";
+	int rc = sessmark_check(record, transcript, id, &err);
+
+	if (rc == 1)
+		rc = 0;
+	else if (rc < 0)
+		rc = failed(sd, 1, "cannot tell whether session %s in '%s' is "
+			    "yours (%s), so it does not go on: start a new "
+			    "session", sid, sd->workdir, err.msg);
+	else
+		rc = failed(sd, 1, "session %s in '%s' does not go on: %s. A "
+			    "cloned repository, an archive or a copied tree "
+			    "may ship a session whose conversation someone "
+			    "else wrote: start a new session (a task, without "
+			    "-c, --resume, --session, --fork or --rewind). If "
+			    "it is yours (from before agent-run marked its "
+			    "sessions, or from a state directory moved or "
+			    "remounted), read '%s' first, then: agent-session "
+			    "-C '%s' --claim %s", sid, sd->workdir, err.msg,
+			    shown(sd, transcript), sd->workdir, sid);
+	free(named);
+	return rc;
+}
+
+/* kept_ours: ours for a transcript kept in sessions/ (ID.jsonl, its
+ * record ID.json), or the current one */
+static int
+kept_ours(struct sessdir *sd, const char *transcript)
+{
+	size_t n = strlen(transcript), a = strlen(sd->A);
+	char *rec, *id;
+	int rc;
+
+	if (!strcmp(transcript, sd->T))
+		return ours(sd, sd->S, sd->T, NULL);
+	if (n < a + 7 || strncmp(transcript, sd->A, a) ||
+	    transcript[a] != '/' || strcmp(transcript + n - 6, ".jsonl"))
+		return failed(sd, 1, "'%s' is not a session's transcript",
+			      shown(sd, transcript));
+	rec = strndup(transcript, n - 1);
+	id = strndup(transcript + a + 1, n - a - 7);
+	rc = rec && id ? ours(sd, rec, transcript, id) : oom(sd);
+	free(rec);
+	free(id);
+	return rc;
+}
+
 /* going_on_with_none: -c or --resume of the last session, and there is
  * none; refused before anything is written (before the state directory
  * is made, and before its lock; --session names one put aside, found
@@ -1026,17 +1086,23 @@ branch_files(struct sessdir *sd, size_t *n)
 }
 
 /* agent-snap restore --lock-fd FD ID: the workspace put back, under our
- * lock; *before gets the id of the snapshot taken before (to undo it) */
+ * lock; *before gets the id of the snapshot taken before (to undo it).
+ * The agent-snap installed beside us (harness_program), never one found
+ * on PATH: it runs outside the sandbox. */
 static int
 restore(struct sessdir *sd, char **before)
 {
-	char fd[16], *out = NULL, *p, *q;
+	char fd[16], *out = NULL, *p, *q, snap[PATH_MAX];
 	size_t len = 0;
 	struct ah_error err = { 0 };
 	int pfd[2], st = -1, null;
 	pid_t pid;
 
 	snprintf(fd, sizeof fd, "%d", sd->lock_fd);
+	if (harness_program("agent-snap", snap, sizeof snap, &err) < 0) {
+		note(sd, 'e', "%s", err.msg);
+		return -1;
+	}
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return -1;
 	pid = fork();
@@ -1044,8 +1110,8 @@ restore(struct sessdir *sd, char **before)
 		null = open("/dev/null", O_RDONLY);
 		if (dup2(pfd[1], 1) < 0 || (null >= 0 && dup2(null, 0) < 0))
 			_exit(127);
-		execlp("agent-snap", "agent-snap", "restore", "--lock-fd", fd,
-		       sd->rewind, (char *)NULL);
+		execl(snap, "agent-snap", "restore", "--lock-fd", fd,
+		      sd->rewind, (char *)NULL);
 		_exit(127);
 	}
 	close(pfd[1]);
@@ -1113,6 +1179,8 @@ branch_find(struct sessdir *sd, int *done)
 			       : "to fork", sd->workdir);
 			goto out;
 		}
+		if (kept_ours(sd, sd->bfile) < 0)
+			goto out;
 		sd->bkeep = lines_of(sd->bfile);
 		rc = sd->bkeep < 0 ? failed(sd, 1, "cannot read '%s'",
 					    shown(sd, sd->bfile)) : 0;
@@ -1170,6 +1238,10 @@ branch_find(struct sessdir *sd, int *done)
 		failed(sd, 1, "'%s' is not a regular file", shown(sd, sd->bfile));
 		goto out;
 	}
+	/* (--rewind-code puts back the files only, from the user's own
+	 * snapshots: agent-snap(1) checks those; no conversation goes on) */
+	if (strcmp(sd->rewind_what, "code") && kept_ours(sd, sd->bfile) < 0)
+		goto out;
 	sd->bkeep = hit - 1;
 	if (!strcmp(sd->bfile, sd->T))
 		take(&sd->bsrc, (cur = session_of(sd->S)) ? cur : strdup(""));
@@ -1230,7 +1302,9 @@ out:
 static int
 branch_copy(struct sessdir *sd)
 {
-	char *tmp = format("%s/.transcript-new.XXXXXX", sd->state);
+	/* (named after agent-run, our caller: its reaper removes it) */
+	char *tmp = format("%s/.transcript-new.%ld.XXXXXX", sd->state,
+			   (long)sd->pid);
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
@@ -1454,7 +1528,7 @@ sessdir_open(struct sessdir *sd)
 	const char *mode;
 	char *old = NULL, *cur = NULL;
 	long from = 0;
-	int done = 0, rc = -1;
+	int done = 0, checked = 0, rc = -1;
 
 	if (paths(sd) < 0 || lock_held(sd) < 0)
 		return -1;
@@ -1468,14 +1542,31 @@ sessdir_open(struct sessdir *sd)
 			if (resolve_session(sd) < 0)
 				goto out;
 			cur = session_of(sd->S);
-			if ((!cur || strcmp(sd->resolved, cur)) &&
-			    take_up(sd, sd->resolved) < 0)
-				goto out;
+			if (!cur || strcmp(sd->resolved, cur)) {
+				/* (checked before it is taken up) */
+				char *t = format("%s/%s.jsonl", sd->A,
+						 sd->resolved);
+
+				checked = 1;
+				if (!t || !regular(t)) {
+					free(t);
+					t = NULL;
+				}
+				if (t && kept_ours(sd, t) < 0) {
+					free(t);
+					goto out;
+				}
+				free(t);
+				if (take_up(sd, sd->resolved) < 0)
+					goto out;
+			}
 		}
 		if (!nonempty(sd->T)) {
 			no_session(sd);
 			goto out;
 		}
+		if (!checked && ours(sd, sd->S, sd->T, NULL) < 0)
+			goto out;
 		if (fix_tail(sd) < 0)
 			goto out;
 		from = lines_of(sd->T);

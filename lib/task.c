@@ -667,35 +667,13 @@ reap(struct child *c, int n)
  * us (tool-exec is a subreaper): a process that left a child's session
  * (setsid) and outlived it.  Called when no child runs: every child of
  * ours but the sandbox helper (spare; with it would go the shell it
- * started ahead) is such a process. */
+ * started ahead) is such a process, killed as bash's are. */
 static void
 sweep(pid_t spare)
 {
-	char path[64], buf[4096], *p, *end;
-	int round, killed;
-	long v;
-
-	snprintf(path, sizeof path, "/proc/self/task/%d/children",
-		 (int)getpid());
-	for (round = 0; round < 100; round++) {
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			;
-		if (read_text(path, buf, sizeof buf) < 0)
-			return;
-		killed = 0;
-		for (p = buf; (v = strtol(p, &end, 10)), end != p; p = end) {
-			if ((pid_t)v == spare)
-				continue;
-			kill((pid_t)-v, SIGKILL);
-			kill((pid_t)v, SIGKILL);
-			killed++;
-		}
-		if (!killed)
-			return;
-		for (p = buf; (v = strtol(p, &end, 10)), end != p; p = end)
-			if ((pid_t)v != spare)
-				waitpid((pid_t)v, NULL, 0);
-	}
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	pr_kill_children(spare);
 }
 
 /* SIGCHLD only wakes ppoll, so that an exit is seen at once. */

@@ -206,6 +206,31 @@ test_expect_success 'limits: a fork bomb ends as a tool error at --max-procs, an
 	test_grep "^after$" after
 '
 
+# no_cgroups CMD...: CMD where no cgroup can be made (an empty /sys/fs/cgroup
+# in a user and mount namespace of its own): the supervisor counts the
+# command's processes in /proc.
+no_cgroups() {
+	unshare -rm sh -c 'mount -t tmpfs none /sys/fs/cgroup && exec "$@"' sh "$@"
+}
+if no_cgroups true 2>/dev/null; then
+	test_expect_success 'limits: where no cgroup can be made, a fork bomb counted in /proc ends at --max-procs, and the next call runs' '
+		mkdir ws &&
+		bash_msg "b() { [ \$1 -gt 0 ] && { b \$((\$1 - 1)) & b \$((\$1 - 1)) & }; sleep 20; }; b 7; wait" "echo after" >in &&
+		start=$(date +%s) &&
+		no_cgroups tool-exec --yes -C ws --max-procs 40 --max-memory 1G --timeout 15 <in >out 2>err &&
+		end=$(date +%s) &&
+		test_grep "no memory cgroup of our own can be made here" err &&
+		test $((end - start)) -lt 10 &&
+		jq -r "select(.tool_call_id == \"call_1\") | .content" out >actual &&
+		test_grep "^Error: bash: the command went over the limit of 40 processes" actual &&
+		jq -r "select(.tool_call_id == \"call_2\") | .content" out >after &&
+		test_grep "^after$" after
+	'
+else
+	test_skip 'limits: where no cgroup can be made, a fork bomb counted in /proc ends at --max-procs' \
+		'no user and mount namespace of our own here (unshare -rm)'
+fi
+
 test_expect_success 'limits: yes >big ends as a tool error at --max-file-size' '
 	mkdir ws &&
 	bash_msg "yes >big" "echo after" >in &&

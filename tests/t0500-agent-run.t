@@ -270,6 +270,7 @@ test_expect_success 'a torn last line is cut back, and the run goes on' '
 	start_model script && mkdir -p w/.agent &&
 	printf "%s\n" "{\"role\":\"system\",\"content\":\"s\"}" "{\"role\":\"user\",\"content\":\"go\"}" >w/.agent/transcript.jsonl &&
 	printf "{\"role\":\"assistant\",\"content\":\"half wri" >>w/.agent/transcript.jsonl &&
+	agent-session -C w --claim torn 2>/dev/null &&
 	agent-run -y --resume -C w >answer 2>progress &&
 	test "$(cat answer)" = "After the repair." &&
 	test_contains progress "the last line of .agent/transcript.jsonl was torn (39 bytes): cut back" &&

@@ -109,6 +109,7 @@ test_expect_success '--resume refuses a transcript without a user message, calls
 	echo "{\"content\": \"I had no task.\"}" >script &&
 	start_model script && mkdir -p w/.agent &&
 	echo "{\"role\":\"system\",\"content\":\"You are a coding assistant.\"}" >w/.agent/transcript.jsonl &&
+	agent-session -C w --claim notask 2>/dev/null &&
 	test_must_fail 1 agent-run -y --resume -C w >answer 2>err &&
 	test_contains err "has no user message (no task)" &&
 	test ! -s answer && test ! -e requests.jsonl &&

@@ -170,7 +170,7 @@ test_expect_success 'a crash between todo.json and the call result: resume shows
 		"{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"run_todo_write\",\"arguments\":\"{}\"}}]}" \
 		>.agent/transcript.jsonl &&
 	echo "{\"todos\":[{\"id\":\"t1\",\"content\":\"written before the crash\",\"status\":\"pending\"}]}" >todo.json &&
-	cd .. &&
+	cd .. && agent-session -C w --claim crashed 2>/dev/null &&
 	echo "{\"content\": \"resumed\"}" >script &&
 	start_model script &&
 	agent-run -C w --resume >answer 2>progress &&

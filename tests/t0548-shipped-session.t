@@ -1,7 +1,8 @@
 #!/bin/sh
 # A session that came with the directory (a cloned repository, a copied
 # tree, an archive may ship .agent with a transcript and a record) does
-# not choose how the calls of the session that goes on with it are
+# not go on at all until the user claims it (t0547); claimed, it still
+# does not choose how the calls of the session that goes on with it are
 # decided: the mode its record names is kept only when agent-run wrote
 # it, for this user, in this state directory (its mode_mark); else the
 # session goes on in the mode a new one would get.
@@ -28,10 +29,13 @@ script() {
 	} >script
 }
 
-test_expect_success 'a shipped record in auto or edit mode: -c goes on in ask mode, said; without a terminal the call is denied' '
+test_expect_success 'a shipped record in auto or edit mode: refused; claimed, -c goes on in ask mode, said; without a terminal the call is denied' '
 	for m in auto edit; do
 		script && stop_models && start_model script &&
 		rm -rf w && shipped w $m &&
+		test_expect_code 1 agent-run -c -C w "go on" </dev/null 2>progress &&
+		test_grep "does not go on: its record has no mark" progress &&
+		agent-session -C w --claim 20260101T000000Z-1 2>/dev/null &&
 		agent-run -c -C w "go on" </dev/null >answer 2>progress &&
 		test "$(cat answer)" = "went on" &&
 		test ! -e w/pwned &&
@@ -57,6 +61,9 @@ test_expect_success 'a record copied with its directory, or edited by hand to an
 	echo "{\"content\": \"first\"}" >first && start_model first &&
 	agent-run -y -C a "first" </dev/null >answer 2>progress &&
 	cp -R a b && script && stop_models && start_model script &&
+	test_expect_code 1 agent-run -c -C b "go on" </dev/null 2>progress &&
+	test_grep "its mark does not check" progress &&
+	agent-session -C b --claim "$(jq -r .id b/.agent/session.json)" 2>/dev/null &&
 	agent-run -c -C b "go on" </dev/null >answer 2>progress &&
 	test ! -e b/pwned && test_grep "was not set by agent-run here" progress &&
 	jq -c ".permission_mode = \"edit\"" b/.agent/session.json >rec &&
@@ -66,9 +73,9 @@ test_expect_success 'a record copied with its directory, or edited by hand to an
 	test ! -e b/pwned && test_grep "mode '\''edit'\'' of .* was not set by agent-run here" progress
 '
 
-test_expect_success 'plan mode named by a shipped record is kept: it takes nothing away from the user' '
+test_expect_success 'plan mode named by a shipped record (claimed) is kept: it takes nothing away from the user' '
 	echo "{\"content\": \"a plan\"}" >script && start_model script &&
-	shipped w plan &&
+	shipped w plan && agent-session -C w --claim 20260101T000000Z-1 2>/dev/null &&
 	agent-run -c -C w "go on" </dev/null >answer 2>progress &&
 	jq -e ".permission_mode == \"plan\"" w/.agent/session.json &&
 	test_grep ! "was not set by agent-run here" progress

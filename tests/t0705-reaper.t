@@ -14,7 +14,7 @@ stage() { exec env --default-signal=INT sleep 100; }
 # locked FILE: another process holds the lock of FILE
 locked() { ! flock -n "$1" true; }
 
-test_expect_success 'agent-session --reaper: once the lock is free, the stages are interrupted, killed after a second; not a process that got a recorded pid; the directory and the drafts go, then the lock' '
+test_expect_success 'agent-session --reaper: once the lock is free, the stages are interrupted, killed after a second; not a process that got a recorded pid; the directory goes (not a draft named after no run), then the lock' '
 	mkdir run drafts && : >lock &&
 	: >drafts/.transcript-new.abc && : >drafts/keep &&
 	{ stage & step=$!; } && { sleep 100 & deaf=$!; } && { stage & other=$!; } &&
@@ -29,11 +29,32 @@ test_expect_success 'agent-session --reaper: once the lock is free, the stages a
 	sleep 0.3 && ! gone $step && test -d run &&
 	kill $holder &&
 	wait_until 10 gone $step &&
-	flock -w 10 lock sh -c "test ! -e run && test ! -e drafts/.transcript-new.abc" &&
-	test -e drafts/keep &&
+	flock -w 10 lock sh -c "test ! -e run" &&
+	test -e drafts/keep && test -e drafts/.transcript-new.abc &&
 	test_expect_code 130 wait $step &&
 	test_expect_code 137 wait $deaf &&
 	! gone $other
+'
+
+test_expect_success 'agent-session --reaper: the checkpoint stage (agent-snap, deaf to SIGINT) is killed too; only the drafts of its own agent-run go' '
+	mkdir run drafts && : >lock &&
+	{ sleep 100 & snap=$!; } &&
+	{ { flock 7 && exec sleep 100; } 7>>lock & holder=$!; } &&
+	test_when_finished "kill -9 $snap $holder 2>/dev/null || :" &&
+	wait_until 5 locked lock &&
+	stat_of $snap >run/pid.snap &&
+	sh -c "echo \$\$ >run-pid && agent-session --reaper run --lock lock --drafts drafts </dev/null && :" &&
+	read -r run <run-pid &&
+	: >drafts/.transcript-new.$run.abc &&
+	: >drafts/.transcript-new.$((run + 1)).abc && : >drafts/.transcript-new.${run}0.abc &&
+	read -r w _ <run/pid.watcher &&
+	test_when_finished "kill -9 $w 2>/dev/null || :" &&
+	kill $holder &&
+	wait_until 10 gone $snap &&
+	flock -w 10 lock sh -c "test ! -e run && test ! -e drafts/.transcript-new.$run.abc" &&
+	test -e drafts/.transcript-new.$((run + 1)).abc &&
+	test -e drafts/.transcript-new.${run}0.abc &&
+	test_expect_code 137 wait $snap
 '
 
 test_expect_success 'agent-session --reaper: not a child of its caller; ignores SIGINT and SIGHUP' '

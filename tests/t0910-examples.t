@@ -158,9 +158,12 @@ same_output() {
 }
 
 # run_example ID WHERE: runs the example in a copy of the project, and
-# compares what its commands printed with the display.
+# compares what its commands printed with the display.  (The copy's
+# session is claimed, as the user of a copied tree would: agent-run goes
+# on only with a session marked for its own state directory.)
 run_example() {
 	cp -R "$PROJECT" project && cd project &&
+	agent-session --claim "$(jq -r .id .agent/session.json)" 2>/dev/null &&
 	prepare_example "$2" "$EX/$1.sh" &&
 	sh -n "$EX/$1.sh" &&
 	{
