@@ -344,6 +344,16 @@ snap_git_out(struct snap *s, const char *const *args, struct buf *out,
 	return git_out(s, args, NULL, 0, out, err);
 }
 
+int
+snap_ignored(struct snap *s, struct buf *out, struct ah_error *err)
+{
+	const char *args[] = { "ls-files", "-z", "-o", "-i", "--directory",
+			       "--exclude-standard", "--", ".", SNAP_EXCLUDE,
+			       NULL };
+
+	return git_out(s, args, NULL, 0, out, err);
+}
+
 static int
 is_hex(const char *p, size_t n)
 {
