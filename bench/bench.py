@@ -2,7 +2,11 @@
 """The loop's own cost: agent-run against the scripted model server.
 
 For sessions of N steps, each step one bash call of `echo step-K`, in the
-ring and in --step mode, several runs each, it prints per-step overhead
+ring and in --step mode, several runs each, in a workspace that is a small
+repository (--workspace repo, the default: 88 files committed in a .git
+of their own, and build output git ignores; the steps change none of
+them, but agent-run's checkpoints, on by default, snapshot it before
+each) or empty (--workspace empty), it prints per-step overhead
 measured at the server (from the last byte of answer K to the arrival of
 request K+1: median and p10-p90 over all steps of all runs), the time to
 the first request, wall and CPU time, and peak memory (the largest process,
@@ -17,6 +21,7 @@ round also measures the floors the figures are divided by:
 
   bench/bench.py [--steps 20,100,400] [--runs 5] [--modes ring,step]
                  [--bin DIR | --bin NAME=DIR,NAME=DIR]  (builds side by side)
+                 [--workspace repo|empty]
                  [--big MB]   (a session whose transcript grows to MB)
   bench/bench.py --context 300 [--windows 32000,200000] [--output 8192]
   bench/bench.py --checkpoints 2000,20000,200000 [--steps 20] [--runs 5]
@@ -149,6 +154,70 @@ def fill(w, files):
                 f.write("file %d of directory %d\n" % (i, d))
 
 
+# The workspace of the ring and --step sessions (--workspace): a small
+# repository by default, as a session meets one; "empty" for none.
+REPO_DIRS = [("src", ".c", 30, 2400), ("src/util", ".c", 10, 1200),
+             ("include", ".h", 12, 600), ("tests", ".sh", 20, 900),
+             ("docs", ".md", 8, 3000), ("tools", ".py", 5, 1500)]
+
+
+def fill_repo(w):
+    """A small repository in w: 85 text files in 6 directories (about
+    160 kB), a README, a Makefile and a .gitignore at the top, build
+    output git ignores (build/, 30 files), and a git repository of its
+    own (.git) with the files committed.  Deterministic, so that two
+    builds meet the same one.  Returns (files, directories, bytes) of
+    what a snapshot takes (the files not ignored)."""
+    files = dirs = size = 0
+
+    def put(path, n, mode=0o644):
+        nonlocal files, size
+        line = "%s: line of text, some code, some words %s\n" % (path, "x" * 20)
+        body = (line * (n // len(line) + 1))[:n]
+        with open(os.path.join(w, path), "w") as f:
+            f.write(body)
+        os.chmod(os.path.join(w, path), mode)
+        files += 1
+        size += n
+
+    for d, ext, n, each in REPO_DIRS:
+        os.makedirs(os.path.join(w, d))
+        dirs += 1
+        for i in range(n):
+            put("%s/f%02d%s" % (d, i, ext), each + 37 * i,
+                0o755 if ext in (".sh", ".py") else 0o644)
+    put("README.md", 4000)
+    put("Makefile", 1500)
+    with open(os.path.join(w, ".gitignore"), "w") as f:
+        f.write("build/\n*.o\n*.log\n")
+    files += 1
+    size += os.path.getsize(os.path.join(w, ".gitignore"))
+    os.makedirs(os.path.join(w, "build"))
+    for i in range(30):
+        with open(os.path.join(w, "build", "f%02d.o" % i), "wb") as f:
+            f.write(b"\0" * 4096)
+    git = ["git", "-C", w, "-c", "user.name=bench", "-c", "user.email=bench@localhost",
+           "-c", "init.defaultBranch=main"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "the bench's repository"], check=True)
+    return files, dirs, size
+
+
+def workspace_words(kind):
+    """What the workspace of the sessions holds, said in the output."""
+    if kind == "empty":
+        return "workspace: empty (--workspace empty): no file, its snapshots of the empty tree"
+    d = tempfile.mkdtemp(prefix="ah-bench.")
+    try:
+        files, dirs, size = fill_repo(d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    return ("workspace: a small repository (--workspace repo): %d files in %d directories "
+            "and the top, %.0f kB, committed in a .git of its own; build/ of 30 files "
+            "ignored" % (files, dirs, size / 1024))
+
+
 def du(path):
     total = 0
     for root, _, names in os.walk(path):
@@ -161,7 +230,7 @@ def du(path):
 
 
 def one_run(steps, mode, bindir, payload=0, max_output=30000, latency=0,
-            files=0, checkpoints=None, rewrite=False):
+            files=0, checkpoints=None, rewrite=False, workspace="empty"):
     work = tempfile.mkdtemp(prefix="ah-bench.")
     try:
         with open(os.path.join(work, "script"), "w") as f:
@@ -179,6 +248,8 @@ def one_run(steps, mode, bindir, payload=0, max_output=30000, latency=0,
         os.mkdir(os.path.join(work, "w"))
         if files:
             fill(os.path.join(work, "w"), files)
+        elif workspace == "repo":
+            fill_repo(os.path.join(work, "w"))
         env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"],
                    AGENT_BASE_URL="http://127.0.0.1:%s/v1" % open(port).read().strip(),
                    AGENT_MODEL="bench", AGENT_MAX_OUTPUT=str(max_output))
@@ -625,6 +696,8 @@ def main():
                     help="instead: a long session of N steps under each window")
     ap.add_argument("--windows", default="32000,200000")
     ap.add_argument("--output", type=int, default=8192)
+    ap.add_argument("--workspace", choices=("repo", "empty"), default="repo",
+                    help="the sessions' workspace: a small repository (repo), or none")
     ap.add_argument("--latency", type=float, default=0,
                     help="ms the server waits before each answer (0)")
     ap.add_argument("--checkpoints", default="",
@@ -669,12 +742,14 @@ def main():
             name, d, mode, steps, payload = c
             results[c].append(one_run(steps, mode, d or bins[0][1], payload,
                                       max_output=max(30000, payload + 1024),
-                                      latency=a.latency / 1000))
+                                      latency=a.latency / 1000,
+                                      workspace=a.workspace))
     spawn = statistics.median(p[0] for p in phys)
     rtt = statistics.median(p[1] for p in phys)
     floor_phys = spawn + rtt
     print("physical floor: %.2f ms (bash -c true %.2f ms + loopback round trip %.3f ms), "
           "medians of %d rounds" % (floor_phys, spawn, rtt, a.runs))
+    print(workspace_words(a.workspace))
     if a.latency:
         print("the server waits %g ms before each answer (not counted)" % a.latency)
     print("%-5s %5s %4s | %-22s %6s %6s %8s | %8s %8s | %7s %7s | %8s %8s %8s" % (

@@ -618,6 +618,9 @@ int snap_ref_is(struct snap *s, unsigned long seq, const char *commit);
 /* git with args, its output into out (trailing newlines cut). */
 int snap_git_out(struct snap *s, const char *const *args, struct buf *out,
 		 struct ah_error *err);
+/* What git ignores, untracked (ls-files -o -i --directory -z): each path
+ * followed by a NUL, a directory's with a '/' before it. */
+int snap_ignored(struct snap *s, struct buf *out, struct ah_error *err);
 /* The message fmt into msg (size bytes, cut to fit); returns rc: the
  * reporting of the parsers that answer in a caller's buffer. */
 int say_into(char *msg, size_t size, int rc, const char *fmt, ...)
@@ -640,4 +643,6 @@ void sha256_hex(const struct sha256 *c, char hex[65]);
 /* The user's secret key (64 hex digits), made once, for marks that only
  * the harness can make for this user (snap.c). */
 int user_key(char key[65], struct ah_error *err);
+/* Its directory (dir: room for a name of 80 bytes after it). */
+int user_key_dir(char *dir, size_t size, struct ah_error *err);
 #endif

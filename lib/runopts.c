@@ -860,13 +860,17 @@ combine(struct ro *o)
 			   "session: not with -c, --resume, --session, --rewind "
 			   "or --fork");
 	if (*r || o->fork) {
+		/* (the option as it was given) */
+		const char *opt = !strcmp(o->rewind_what, "code")
+			? "rewind-code" : !strcmp(o->rewind_what, "conversation")
+			? "rewind-conversation" : "rewind";
+
 		if (strspn(r, "0123456789abcdef") != strlen(r) ||
 		    (*r && strlen(r) < 4))
 			return bad(o, "--%s: '%s' is not a checkpoint id "
-				   "(agent-snap list shows them)",
-				   o->rewind_what, r);
+				   "(agent-snap list shows them)", opt, r);
 		if (strlen(r) > 40)
-			return bad(o, "--rewind: '%s' is not a checkpoint id", r);
+			return bad(o, "--%s: '%s' is not a checkpoint id", opt, r);
 		if (o->resume || o->cont || *o->child || o->list)
 			return bad(o, "--rewind and --fork start a session: no "
 				   "--continue, --resume, --child or --sessions");
@@ -1079,7 +1083,8 @@ programs_check(struct ro *o, const char *dir)
 {
 	static const char *const progs[] = {
 		"agent-step", "agent-session", "agent-compact", "hook-perm",
-		"hook-audit", "tool-exec", "todo-write", "agent-snap", NULL,
+		"hook-audit", "tool-exec", "todo-write", "agent-snap", "hook-cc",
+		NULL,
 	};
 	const char *const *p;
 	char f[PATH_MAX + 32];

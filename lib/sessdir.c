@@ -1086,17 +1086,23 @@ branch_files(struct sessdir *sd, size_t *n)
 }
 
 /* agent-snap restore --lock-fd FD ID: the workspace put back, under our
- * lock; *before gets the id of the snapshot taken before (to undo it) */
+ * lock; *before gets the id of the snapshot taken before (to undo it).
+ * The agent-snap installed beside us (harness_program), never one found
+ * on PATH: it runs outside the sandbox. */
 static int
 restore(struct sessdir *sd, char **before)
 {
-	char fd[16], *out = NULL, *p, *q;
+	char fd[16], *out = NULL, *p, *q, snap[PATH_MAX];
 	size_t len = 0;
 	struct ah_error err = { 0 };
 	int pfd[2], st = -1, null;
 	pid_t pid;
 
 	snprintf(fd, sizeof fd, "%d", sd->lock_fd);
+	if (harness_program("agent-snap", snap, sizeof snap, &err) < 0) {
+		note(sd, 'e', "%s", err.msg);
+		return -1;
+	}
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return -1;
 	pid = fork();
@@ -1104,8 +1110,8 @@ restore(struct sessdir *sd, char **before)
 		null = open("/dev/null", O_RDONLY);
 		if (dup2(pfd[1], 1) < 0 || (null >= 0 && dup2(null, 0) < 0))
 			_exit(127);
-		execlp("agent-snap", "agent-snap", "restore", "--lock-fd", fd,
-		       sd->rewind, (char *)NULL);
+		execl(snap, "agent-snap", "restore", "--lock-fd", fd,
+		      sd->rewind, (char *)NULL);
 		_exit(127);
 	}
 	close(pfd[1]);

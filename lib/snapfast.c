@@ -20,7 +20,8 @@
  * overflowed; an event about a directory (made, removed, renamed, its
  * mode), about a name that starts with ".git" (.gitignore,
  * .gitattributes, a repository), with no name, or from a watch not known;
- * a path that is new (whether git ignores it is git's to say), that has
+ * a path that is new (whether git ignores it is git's to say: but a file
+ * it ignored at the last whole walk is still ignored, below), that has
  * more than one link (it may have been written through another name),
  * that is neither a file nor a symbolic link, or that hash-object's
  * --stdin-paths cannot take (a newline in it); a directory left without
@@ -32,6 +33,18 @@
  * another file system mounted in it; a watch that cannot be added
  * (fs.inotify.max_user_watches); the last snapshot dropped meanwhile
  * (gc); any failure of the long-lived git programs.
+ *
+ * The files git ignored at the last whole walk (ls-files -o -i) are left
+ * out without one when an event names them: whether git ignores a path
+ * is its .gitignore files' to say (the shadow repository's own excludes
+ * are fixed, the user's are /dev/null), and a change to any of those, or
+ * to a directory above the path, is a whole walk, after which the list
+ * is made anew.  Only files: a directory git lists (one it ignores, or
+ * one all of whose files it ignores: ls-files does not tell them apart)
+ * is not taken, and a change under it is walked for.  No file is taken
+ * as ignored while a .gitignore is a symbolic link (a git before 2.32
+ * reads its target, which may be outside the workspace, unwatched), nor
+ * with --include-ignored (which takes them all).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -103,6 +116,9 @@ struct snap_fast {
 	size_t ne;
 	struct fdir *d;
 	size_t nd;
+	struct buf ignbuf;  /* the files git ignored at the last whole walk */
+	char **ign;         /* into ignbuf, sorted */
+	size_t nign;
 };
 
 /* --- objects ------------------------------------------------------------- */
@@ -558,6 +574,10 @@ forget(struct snap_fast *f)
 	f->e = NULL;
 	f->d = NULL;
 	f->ne = f->nd = 0;
+	free(f->ign);
+	f->ign = NULL;
+	f->nign = 0;
+	buf_free(&f->ignbuf);
 	cJSON_Delete(f->dirs);
 	f->dirs = NULL;
 	f->have = 0;
@@ -616,6 +636,70 @@ hex_to_bin(const char *hex, unsigned char bin[20])
 }
 
 static int write_dirty(struct snap *s, struct snap_fast *f, int dry);
+
+static int
+str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int
+is_gitignore(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return !strcmp(slash ? slash + 1 : path, ".gitignore");
+}
+
+/* Did git ignore the file path at the last whole walk? */
+static int
+ignored(const struct snap_fast *f, const char *path)
+{
+	return f->nign && bsearch(&path, f->ign, f->nign, sizeof *f->ign,
+				  str_cmp);
+}
+
+/* The files git ignores now (just after a whole walk, the table loaded),
+ * into f->ign; none (the changes to them are walked for) when a
+ * .gitignore is a symbolic link, with --include-ignored, or when git
+ * fails. */
+static void
+load_ignored(struct snap *s, struct snap_fast *f)
+{
+	struct ah_error err = { 0 };
+	struct stat st;
+	size_t i, n = 0;
+	char *p;
+
+	if (s->include_ignored)
+		return;
+	for (i = 0; i < f->ne; i++)
+		if (f->e[i].mode == 0120000 && is_gitignore(f->e[i].path))
+			return;
+	if (snap_ignored(s, &f->ignbuf, &err) < 0)
+		goto none;
+	for (i = 0; i < f->ignbuf.len; i++)
+		n += !f->ignbuf.data[i];
+	if (!n || !(f->ign = calloc(n, sizeof *f->ign)))
+		goto none;
+	for (p = f->ignbuf.data; p < f->ignbuf.data + f->ignbuf.len;
+	     p += strlen(p) + 1) {
+		size_t len = strlen(p);
+
+		if (!len || p[len - 1] == '/')
+			continue; /* a directory: not taken */
+		if (is_gitignore(p) && (lstat(p, &st) < 0 || !S_ISREG(st.st_mode)))
+			goto none;
+		f->ign[f->nign++] = p;
+	}
+	qsort(f->ign, f->nign, sizeof *f->ign, str_cmp);
+	return;
+none:
+	free(f->ign);
+	f->ign = NULL;
+	f->nign = 0;
+	buf_free(&f->ignbuf);
+}
 
 /* The tree of the snapshot commit (whose empty directories are dirs,
  * taken), from git ls-tree. */
@@ -682,6 +766,7 @@ load(struct snap *s, struct snap_fast *f, const char *commit,
 	memcpy(f->tree, tree, 41);
 	f->seq = s->seq;
 	f->have = 1;
+	load_ignored(s, f);
 	rc = 0;
 out:
 	if (rc < 0)
@@ -833,12 +918,6 @@ out:
 	return rc;
 }
 
-static int
-str_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Marks the directories above the entry e to be written anew, its own
  * body patched (or, e removed, made anew). */
 static int
@@ -959,6 +1038,8 @@ from_changes(struct snap *s, struct snap_fast *f, const struct snap_meta *m,
 		if (strchr(v[i], '\n') || v[i][0] == '"')
 			goto out;
 		e = find_ent(f, v[i]);
+		if (!e && ignored(f, v[i]))
+			continue; /* git ignores it, as at the last walk */
 		r = rehash(s, v[i], &mode, oid);
 		if (r < 0)
 			goto out;

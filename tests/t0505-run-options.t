@@ -95,6 +95,17 @@ test_expect_success 'a missing value, an unknown option, a value where none goes
 	test_grep "^usage: agent-run" out
 '
 
+test_expect_success 'a program of the harness missing beside agent-run (hook-cc, agent-snap): said before anything runs' '
+	for p in hook-cc agent-snap; do
+		rm -rf bin w && mkdir bin w &&
+		for f in "$AH_BIN"/*; do cp "$f" bin/ || return 1; done &&
+		rm "bin/$p" &&
+		AGENT_BASE_URL=http://127.0.0.1:9/v1 test_expect_code 1 bin/agent-run -m m -C w "task" </dev/null >out 2>err &&
+		test_grep "agent-run: '\''.*/bin/$p'\'' is missing: the harness is not installed whole" err &&
+		test ! -e w/.agent || return 1
+	done
+'
+
 test_expect_success '--state-dir and AGENT_STATE_DIR: from where agent-run started, exported; an empty one refused' '
 	mkdir w &&
 	agent-session --run-options "$BIN" -- -m m -C w --state-dir st t </dev/null >opts &&

@@ -68,6 +68,19 @@ open_locked() {
 	 agent-session --open --lock-fd 3 "$@" </dev/null)
 }
 
+test_expect_success '--open --rewind: the agent-snap installed beside it puts the files back, never one found on PATH' '
+	mkdir -p w/.agent fake &&
+	printf "%s\n" "{\"role\":\"user\",\"content\":\"go\"}" \
+		"{\"role\":\"assistant\",\"content\":\"ok\",\"checkpoint\":\"abcd1234\"}" \
+		>w/.agent/transcript.jsonl &&
+	printf "#!/bin/sh\n: >\"%s/fake-ran\"\n" "$PWD" >fake/agent-snap &&
+	chmod +x fake/agent-snap &&
+	(PATH=$PWD/fake:$PATH && test_expect_code 1 open_locked --rewind abcd1234 \
+		--rewind-what code >out 2>err) &&
+	test ! -e fake-ran &&
+	test_grep "the workspace could not be put back to checkpoint '\''abcd1234'\''" err
+'
+
 # a session kept in w/.agent/sessions: ID.jsonl and its record (made by
 # hand: claimed as the user's own, agent-session --claim)
 kept() {

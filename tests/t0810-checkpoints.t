@@ -199,7 +199,12 @@ test_expect_success '--fork: a new session from the whole conversation; the old 
 
 test_expect_success '--rewind and --fork: usage, and a checkpoint no session has' '
 	mkdir w &&
-	test_expect_code 2 agent-run -C w --rewind xyz 2>err && test_grep "not a checkpoint id" err &&
+	test_expect_code 2 agent-run -C w --rewind xyz 2>err &&
+	test_grep "^agent-run: --rewind: '\''xyz'\'' is not a checkpoint id (agent-snap list shows them)" err &&
+	test_expect_code 2 agent-run -C w --rewind-code xyz 2>err &&
+	test_grep "^agent-run: --rewind-code: '\''xyz'\'' is not a checkpoint id" err &&
+	test_expect_code 2 agent-run -C w --rewind-conversation "$(printf %041d 0)" x 2>err &&
+	test_grep "^agent-run: --rewind-conversation: '\''0*'\'' is not a checkpoint id" err &&
 	test_expect_code 2 agent-run -C w --rewind abc 2>err &&
 	test_expect_code 2 agent-run -C w --fork 2>err && test_grep "needs a task" err &&
 	test_expect_code 2 agent-run -C w --rewind-code abcdef "task" 2>err &&

@@ -163,6 +163,51 @@ test_expect_success 'what the changes may not tell: a whole walk' '
 	stop_stage
 '
 
+test_expect_success 'a file git ignores written again: no whole walk; one new, or no longer ignored, walked for' '
+	fill && echo log >b/x.log && start_stage &&
+	test_when_finished "exec 3>&-; wait $stage" &&
+	step && walked full &&
+	echo more >>b/x.log && step && walked changes &&
+	rm b/x.log && step && walked changes &&
+	echo again >b/x.log && echo edit >>a/f1 && step && walked changes &&
+	echo new >b/y.log && step && walked full &&
+	echo more >>b/y.log && step && walked changes &&
+	mkdir -p logs/deep && echo x >logs/deep/z.log && step && walked full &&
+	echo more >>logs/deep/z.log && step && walked changes &&
+	printf "*.txt\n" >.gitignore && step && walked full &&
+	echo taken >>b/x.log && step && walked changes &&
+	git --git-dir=.agent/snap/git cat-file -p "$cp:b/x.log" >../got &&
+	printf "again\ntaken\n" >../want && test_cmp ../want ../got &&
+	stop_stage
+'
+
+test_expect_success 'a directory git ignores: what changes in it is walked for' '
+	fill && printf "build/\n" >>.gitignore && mkdir build && echo o >build/a.o && start_stage &&
+	test_when_finished "exec 3>&-; wait $stage" &&
+	step && walked full &&
+	echo more >>build/a.o && step && walked full &&
+	echo new >build/keep.txt && step && walked full &&
+	stop_stage
+'
+
+test_expect_success 'a .gitignore that is a symbolic link: no file taken as ignored without a walk' '
+	fill && printf "*.log\n" >../rules && mkdir r && ln -s ../../rules r/.gitignore &&
+	printf "*.log\n" >.gitignore && echo x >r/x.log && start_stage &&
+	test_when_finished "exec 3>&-; wait $stage" &&
+	step && walked full &&
+	echo more >>r/x.log && step && walked full &&
+	stop_stage
+'
+
+test_expect_success 'a .gitignore that is a symbolic link git ignores: no file taken as ignored without a walk' '
+	fill && printf "*.log\n" >../rules && mkdir r && ln -s ../../rules r/.gitignore &&
+	printf "*.log\nr/.gitignore\n" >.gitignore && echo x >r/x.log && start_stage &&
+	test_when_finished "exec 3>&-; wait $stage" &&
+	step && walked full &&
+	echo more >>r/x.log && step && walked full &&
+	stop_stage
+'
+
 test_expect_success 'a file of two links, written through the other one' '
 	fill && start_stage &&
 	test_when_finished "exec 3>&-; wait $stage" &&

@@ -6,6 +6,7 @@ test_expect_success 'bench/bench.py: 3 steps, both modes and the floors, a table
 	python3 "$SRC_DIR/bench/bench.py" --bin "$AH_BIN" --steps 3 --runs 1 >out &&
 	test_grep "per step ms (p10-p90)  xfloor  xphys" out &&
 	test_grep "^physical floor: [0-9.]* ms (bash -c true [0-9.]* ms + loopback round trip [0-9.]* ms)" out &&
+	test_grep "^workspace: a small repository (--workspace repo): 88 files in 6 directories and the top" out &&
 	test_grep "^floor     3    1 | .*  1\.00 " out &&
 	test_grep "^ring      3    1 |" out &&
 	test_grep "^step      3    1 |" out
@@ -13,7 +14,8 @@ test_expect_success 'bench/bench.py: 3 steps, both modes and the floors, a table
 
 test_expect_success 'bench/bench.py: two builds side by side, each row named' '
 	python3 "$SRC_DIR/bench/bench.py" --bin "a=$AH_BIN,b=$AH_BIN" --steps 2 --runs 1 \
-		--modes ring >out &&
+		--modes ring --workspace empty >out &&
+	test_grep "^workspace: empty (--workspace empty)" out &&
 	test_grep "^ring      2    1 |.*   a$" out &&
 	test_grep "^ring      2    1 |.*   b$" out
 '
