@@ -1449,6 +1449,45 @@ hx_tick(void *ctx, long long sent)
 	return 0;
 }
 
+/* POSTs text over h with the headers of every message (the session's,
+ * the protocol version when given, the configured ones), the answer
+ * read into x as it comes.  http_post's result. */
+static int
+hx_post(struct hx *x, struct http *h, const char *text, const char *version,
+	long *status, char *errbuf, size_t size)
+{
+	struct mcp_server *s = x->s;
+	struct http_io io = { 0 };
+	const char *hdr[40];
+	char *sid = NULL, *ver = NULL;
+	size_t n = 0, i;
+	int r;
+
+	hdr[n++] = "Content-Type: application/json";
+	hdr[n++] = "Accept: application/json, text/event-stream";
+	if (s->session && asprintf(&sid, "Mcp-Session-Id: %s", s->session) >= 0)
+		hdr[n++] = sid;
+	else
+		sid = NULL;
+	if (version && version[0] && asprintf(&ver, "MCP-Protocol-Version: %s",
+					      version) >= 0)
+		hdr[n++] = ver;
+	else
+		ver = NULL;
+	for (i = 0; s->headers[i] && n < sizeof hdr / sizeof *hdr - 1; i++)
+		hdr[n++] = s->headers[i];
+	hdr[n] = NULL;
+	io.header = hx_header;
+	io.body = hx_body;
+	io.tick = hx_tick;
+	io.ctx = x;
+	io.secrets = (const char *const *)x->m->secrets;
+	r = http_post(h, hdr, text, strlen(text), &io, status, errbuf, size);
+	free(sid);
+	free(ver);
+	return r;
+}
+
 /* POSTs msg; with w, reads the answer until the response w waits for.
  * W_DONE, W_TIMEOUT, W_CANCELLED or W_FAILED (the server failed). */
 static int
@@ -1458,12 +1497,9 @@ http_send(struct mcp *m, struct mcp_server *s, const cJSON *msg,
 	struct hx x = { m, s, w, deadline, 0, 0, 0, 0,
 			BUF_INIT(m->opts.max_message),
 			BUF_INIT(m->opts.max_message) };
-	struct http_io io = { 0 };
 	struct ah_error err = { 0 };
-	const char *hdr[40];
-	char *text = cJSON_PrintUnformatted(msg), *sid = NULL, *ver = NULL;
+	char *text = cJSON_PrintUnformatted(msg);
 	char errbuf[512];
-	size_t n = 0, i;
 	long status;
 	int r, rc = W_FAILED;
 
@@ -1472,29 +1508,15 @@ http_send(struct mcp *m, struct mcp_server *s, const cJSON *msg,
 		return W_FAILED;
 	}
 	/* a message sent while an answer streams in (an answer to the
-	 * server's ping) goes on a connection of its own */
+	 * server's ping) goes on a connection of its own, without
+	 * MCP-Protocol-Version */
 	if (s->busy) {
 		struct http *h = http_open(s->url, 10, m->opts.cafile, &err);
 
 		if (!h)
 			goto out;
-		hdr[0] = "Content-Type: application/json";
-		hdr[1] = "Accept: application/json, text/event-stream";
-		n = 2;
-		if (s->session && asprintf(&sid, "Mcp-Session-Id: %s",
-					   s->session) >= 0)
-			hdr[n++] = sid;
-		for (i = 0; s->headers[i] && n < sizeof hdr / sizeof *hdr - 1; i++)
-			hdr[n++] = s->headers[i];
-		hdr[n] = NULL;
 		x.w = NULL;
-		io.header = hx_header;
-		io.body = hx_body;
-		io.tick = hx_tick;
-		io.ctx = &x;
-		io.secrets = (const char *const *)m->secrets;
-		r = http_post(h, hdr, text, strlen(text), &io, &status, errbuf,
-			      sizeof errbuf);
+		r = hx_post(&x, h, text, NULL, &status, errbuf, sizeof errbuf);
 		http_free(h);
 		rc = r == 0 && status >= 200 && status <= 299 ? W_DONE
 							       : W_FAILED;
@@ -1504,24 +1526,9 @@ http_send(struct mcp *m, struct mcp_server *s, const cJSON *msg,
 		server_fail(m, s, "%s", err.msg);
 		goto out;
 	}
-	hdr[n++] = "Content-Type: application/json";
-	hdr[n++] = "Accept: application/json, text/event-stream";
-	if (s->session && asprintf(&sid, "Mcp-Session-Id: %s", s->session) >= 0)
-		hdr[n++] = sid;
-	if (s->version[0] && asprintf(&ver, "MCP-Protocol-Version: %s",
-				      s->version) >= 0)
-		hdr[n++] = ver;
-	for (i = 0; s->headers[i] && n < sizeof hdr / sizeof *hdr - 1; i++)
-		hdr[n++] = s->headers[i];
-	hdr[n] = NULL;
-	io.header = hx_header;
-	io.body = hx_body;
-	io.tick = hx_tick;
-	io.ctx = &x;
-	io.secrets = (const char *const *)m->secrets;
 	s->busy = 1;
-	r = http_post(s->http, hdr, text, strlen(text), &io, &status, errbuf,
-		      sizeof errbuf);
+	r = hx_post(&x, s->http, text, s->version, &status, errbuf,
+		    sizeof errbuf);
 	s->busy = 0;
 	if (x.failed)
 		goto out;
@@ -1567,8 +1574,6 @@ http_send(struct mcp *m, struct mcp_server *s, const cJSON *msg,
 		    "id)" : "");
 out:
 	free(text);
-	free(sid);
-	free(ver);
 	buf_free(&x.body);
 	buf_free(&x.data);
 	return rc;
