@@ -166,6 +166,36 @@ server_free(struct mcp_server *s)
 	free(s);
 }
 
+/* The members of obj (a server's "headers" or "env") as NAME SEP VALUE
+ * into out (room for them all and the NULL), each value a secret:
+ * redacted wherever it shows.  0; 1 with *bad the member that is not a
+ * name of at most max letters, digits, _ and - with a string (one_line:
+ * a string of one line); -1 out of memory. */
+static int
+secret_pairs(struct mcp *m, const cJSON *obj, const char *sep, size_t max,
+	     int one_line, char **out, const char **bad)
+{
+	const cJSON *v;
+	size_t i = 0;
+
+	cJSON_ArrayForEach(v, obj) {
+		if (!cJSON_IsString(v) || !name_ok(v->string, max) ||
+		    (one_line && strpbrk(v->valuestring, "\r\n"))) {
+			*bad = v->string;
+			return 1;
+		}
+		if (asprintf(&out[i], "%s%s%s", v->string, sep,
+			     v->valuestring) < 0) {
+			out[i] = NULL;
+			return -1;
+		}
+		i++;
+		if (add_secret(m, v->valuestring) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Is url one a Streamable HTTP server may have: http:// or https://, a
  * host, no user name or password (they would show in messages)? */
 static int
@@ -193,8 +223,9 @@ parse_http(struct mcp *m, const char *file, const cJSON *def,
 	const cJSON *url = cJSON_GetObjectItemCaseSensitive(def, "url");
 	const cJSON *hd = cJSON_GetObjectItemCaseSensitive(def, "headers");
 	const cJSON *v;
+	const char *bad = NULL;
 	struct mcp_server *s;
-	size_t i;
+	int rc;
 
 	cJSON_ArrayForEach(v, def)
 		if (strcmp(v->string, "type") && strcmp(v->string, "url") &&
@@ -228,24 +259,15 @@ parse_http(struct mcp *m, const char *file, const cJSON *def,
 	    !(s->url = strdup(url->valuestring)) ||
 	    !(s->argv[0] = strdup(url->valuestring)))
 		goto nomem;
-	i = 0;
-	cJSON_ArrayForEach(v, hd) {
-		if (!cJSON_IsString(v) || !name_ok(v->string, 100) ||
-		    strpbrk(v->valuestring, "\r\n")) {
-			server_free(s);
-			return ah_fail(err, AH_EFORMAT, "'%s': server '%s': "
-				       "header '%.100s' must be a name with a "
-				       "one-line string", file, name, v->string);
-		}
-		if (asprintf(&s->headers[i], "%s: %s", v->string,
-			     v->valuestring) < 0) {
-			s->headers[i] = NULL;
-			goto nomem;
-		}
-		i++;
-		if (add_secret(m, v->valuestring) < 0)
-			goto nomem;
+	rc = secret_pairs(m, hd, ": ", 100, 1, s->headers, &bad);
+	if (rc > 0) {
+		server_free(s);
+		return ah_fail(err, AH_EFORMAT, "'%s': server '%s': header "
+			       "'%.100s' must be a name with a one-line string",
+			       file, name, bad);
 	}
+	if (rc < 0)
+		goto nomem;
 	*out = s;
 	return 0;
 nomem:
@@ -270,8 +292,10 @@ parse_server(struct mcp *m, const char *file, const cJSON *def, int trusted,
 	const cJSON *sb = cJSON_GetObjectItemCaseSensitive(def, "sandbox");
 	const cJSON *net = cJSON_GetObjectItemCaseSensitive(def, "network");
 	const cJSON *v;
+	const char *bad = NULL;
 	struct mcp_server *s;
 	size_t n, i, k;
+	int rc;
 
 	(void)trusted;
 	if (!cJSON_IsObject(def))
@@ -338,24 +362,15 @@ parse_server(struct mcp *m, const char *file, const cJSON *def, int trusted,
 		if (!(s->argv[i + 1] = strdup(v->valuestring)))
 			goto nomem;
 	}
-	i = 0;
-	cJSON_ArrayForEach(v, env) {
-		if (!cJSON_IsString(v) || !name_ok(v->string, 200)) {
-			server_free(s);
-			return ah_fail(err, AH_EFORMAT, "'%s': server '%s': "
-				       "\"env\": '%.100s' must be a name of "
-				       "letters, digits, _ and - with a string",
-				       file, name, v->string);
-		}
-		if (asprintf(&s->envset[i], "%s=%s", v->string,
-			     v->valuestring) < 0) {
-			s->envset[i] = NULL;
-			goto nomem;
-		}
-		i++;
-		if (add_secret(m, v->valuestring) < 0)
-			goto nomem;
+	rc = secret_pairs(m, env, "=", 200, 0, s->envset, &bad);
+	if (rc > 0) {
+		server_free(s);
+		return ah_fail(err, AH_EFORMAT, "'%s': server '%s': \"env\": "
+			       "'%.100s' must be a name of letters, digits, _ "
+			       "and - with a string", file, name, bad);
 	}
+	if (rc < 0)
+		goto nomem;
 	*out = s;
 	return 0;
 nomem:

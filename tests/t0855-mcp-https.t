@@ -136,6 +136,16 @@ test_expect_success 'every POST carries the session, the configured headers and,
 	test_grep "^response s-1 [^ ]* t0k$" actual
 '
 
+test_expect_success 'the value of a configured header is a secret: never in a result' '
+	start plain mcp-http.py &&
+	jq -nc --arg u "http://127.0.0.1:$(cat plain.port)/mcp" \
+		"{mcpServers: {h: {type: \"http\", url: \$u, headers: {\"X-Token\": \"t0k-secret-value\"}}}}" >cfg &&
+	call 1 "{\"text\":\"say t0k-secret-value\"}" >calls &&
+	bridge --mcp-config cfg <calls >out &&
+	test "$(jq -r .content out)" = "say [REDACTED] (over http)" &&
+	test_grep ! t0k-secret out
+'
+
 test_expect_success 'a proxy out of reach: the server could not start, said' '
 	start plain mcp-http.py &&
 	config cfg "http://127.0.0.1:$(cat plain.port)/mcp" &&
