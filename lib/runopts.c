@@ -1422,10 +1422,11 @@ put_all(struct ro *o, const char **model_args, const char *dir)
 	put_var(o, "hooks_open", o->hooks_open ? "1" : "");
 	put_var(o, "amode", o->amode);
 	/* agent-session --prepare's, --open's and --close's options */
-	buf_printf(&flags, "%s%s%s%s%s", o->resume ? " --resume" : o->cont ?
+	buf_printf(&flags, "%s%s%s%s%s%s", o->resume ? " --resume" : o->cont ?
 		   " --continue" : "", o->fork ? " --fork" : "",
 		   o->quiet ? " -q" : "", *o->amode_opt ? " --mode-given" : "",
-		   o->sandbox_opt ? " --sandbox-given" : "");
+		   o->sandbox_opt ? " --sandbox-given" : "",
+		   o->ephemeral ? " --ephemeral" : "");
 	put_var(o, "flags", flags.len ? flags.data + 1 : "");
 	/* the stages' options: a line per model call (its tokens, the share
 	 * of the window in use), streamed on a terminal */
