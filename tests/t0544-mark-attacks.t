@@ -102,4 +102,18 @@ test_expect_success 'a shipped record whose id no file can be named after (too l
 	test_must_fail grep -q FORGED requests.jsonl
 '
 
+test_expect_success 'a shipped record that holds a line looking like another record'\''s start: the refusal names the session its claim takes, the one the user is told to read' '
+	mkdir -p w/.agent/sessions && user "benign looking" >w/.agent/transcript.jsonl &&
+	printf "{\"id\": \"Y\", \"n\": [\n{\"id\":\"X\"}\n]}\n" >w/.agent/session.json &&
+	user FORGED >w/.agent/sessions/X.jsonl && printf "{\"id\":\"X\"}\n" >w/.agent/sessions/X.json &&
+	script_said first >script && start_model script &&
+	test_expect_code 1 agent-run -c -C w "go on" </dev/null >answer 2>err &&
+	test_grep "session Y in .* does not go on" err &&
+	test_grep "read .agent/transcript.jsonl first, then: agent-session -C .* --claim Y\$" err &&
+	test_grep ! "claim X" err &&
+	agent-session -C w --claim Y 2>err &&
+	test_grep "session Y (.agent/transcript.jsonl) is marked as yours" err &&
+	test_must_fail jq -e .session_mark w/.agent/sessions/X.json
+'
+
 test_done
