@@ -13,8 +13,9 @@
 const char *progname = "agent-compact";
 
 static const char usage[] =
-	"usage: agent-compact [-nq] [-C DIR] [-f FILE] [--keep-bytes N]\n"
-	"                     [--prompt FILE] [-- AGENT-STEP-OPTIONS] < TRANSCRIPT\n"
+	"usage: agent-compact [-nq] [-C DIR] [-f FILE] [--own-todos]\n"
+	"                     [--keep-bytes N] [--prompt FILE]\n"
+	"                     [-- AGENT-STEP-OPTIONS] < TRANSCRIPT\n"
 	"\n"
 	"Asks the model, through agent-step, for a summary of the transcript's\n"
 	"older messages and prints one line: a compaction entry holding it and\n"
@@ -24,6 +25,9 @@ static const char usage[] =
 	"\n"
 	"  -f, --file FILE      the todo list (default $AGENT_TODO_FILE, else\n"
 	"                       todo.json)\n"
+	"      --own-todos      the todo list only when a run_todo_write call\n"
+	"                       of the transcript wrote one (never a list\n"
+	"                       that came with the directory)\n"
 	"  -C, --directory DIR  work in DIR, as if started there\n"
 	"      --keep-bytes N   keep the newest messages within N bytes whole\n"
 	"                       (default 24000, at most a quarter of the window)\n"
@@ -126,9 +130,10 @@ out:
 	return rc;
 }
 
-/* The transcript on stdin, into c. */
+/* The transcript on stdin, into c; *written: it holds a run_todo_write
+ * call. */
 static int
-read_transcript(struct chat *c)
+read_transcript(struct chat *c, int *written)
 {
 	struct ah_error err = { 0 };
 	struct jsonl_reader in;
@@ -137,6 +142,7 @@ read_transcript(struct chat *c)
 
 	jsonl_reader_init(&in, STDIN_FILENO, "stdin", 0);
 	while ((r = jsonl_read_object(&in, &msg, &err)) > 0) {
+		*written = *written || todo_call_line(in.line.data, in.line.len);
 		r = chat_add(c, msg, in.lineno, &err);
 		cJSON_Delete(msg);
 		if (r < 0) {
@@ -183,7 +189,7 @@ todos(const char *path, int *rc)
 int
 main(int argc, char **argv)
 {
-	enum { OPT_KEEP = 256, OPT_PROMPT, OPT_WINDOW, OPT_PROFILE };
+	enum { OPT_KEEP = 256, OPT_PROMPT, OPT_WINDOW, OPT_PROFILE, OPT_OWN };
 	static const struct option longopts[] = {
 		{ "file", required_argument, NULL, 'f' },
 		{ "directory", required_argument, NULL, 'C' },
@@ -191,6 +197,7 @@ main(int argc, char **argv)
 		{ "prompt", required_argument, NULL, OPT_PROMPT },
 		{ "context-window", required_argument, NULL, OPT_WINDOW },
 		{ "profile", required_argument, NULL, OPT_PROFILE },
+		{ "own-todos", no_argument, NULL, OPT_OWN },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -206,6 +213,7 @@ main(int argc, char **argv)
 	long keep_bytes = 24000, window = 0;
 	size_t len, before, user_max = 0, left_bytes;
 	int c, i, keep, left, dry_run = 0, quiet = 0, keep_set = 0, rc = ES_OK;
+	int own = 0, written = 0;
 	struct chat chat;
 
 	if (cli_no_core() < 0)
@@ -243,6 +251,9 @@ main(int argc, char **argv)
 			break;
 		case 'q':
 			quiet = 1;
+			break;
+		case OPT_OWN:
+			own = 1;
 			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
@@ -288,7 +299,7 @@ main(int argc, char **argv)
 	if (window > 0)
 		chat_budget_default(&chat.budget, window,
 				    getenv("AGENT_OUTPUTS"));
-	rc = read_transcript(&chat);
+	rc = read_transcript(&chat, &written);
 	if (rc)
 		goto out;
 	/* what to keep, measured on what agent-step sends */
@@ -367,7 +378,9 @@ main(int argc, char **argv)
 	rc = ask(step, request, len, sargv, &summary);
 	if (rc)
 		goto out;
-	list = todos(path, &rc);
+	/* (--own-todos: a list no call of this session wrote is not the
+	 * session's, and never put in its summary) */
+	list = own && !written ? NULL : todos(path, &rc);
 	if (rc)
 		goto out;
 	entry = compact_entry(&chat, keep, before, summary.data, list,

@@ -30,6 +30,8 @@ static const char usage[] =
 	"       agent-session --project N [REL FILE]...\n"
 	"       agent-session --project N --walk DIR [--quiet]\n"
 	"       agent-session [files] --show-todos --todo FILE [--quiet]\n"
+	"       agent-session --going-on MODE --transcript F --todo FILE\n"
+	"                     [--note TEXT] [--quiet] [< TASK]\n"
 	"       agent-session --first --prompt FILE [--workdir DIR] [--add FILE]\n"
 	"                     [--project-text FILE] [--skills] [--skill NAME]\n"
 	"                     [--quiet] < TASK\n"
@@ -46,6 +48,8 @@ static const char usage[] =
 	"       agent-session --close STATUS --lock-fd FD [-q] [--ephemeral]\n"
 	"                     [--prev ID] [--id ID] [--todo FILE]\n"
 	"       agent-session [--transcript F] [--todo FILE] --todos-ours\n"
+	"       agent-session --todos-left --transcript F --todo FILE\n"
+	"       agent-session [-C DIR] --compactions --from LINE --transcript F\n"
 	"       agent-session [-C DIR] --config --show [--profile NAME]\n"
 	"                     [--from-file KEYS] [--option KEY=VALUE]...\n"
 	"       agent-session --run-options BIN -- ARGS...\n"
@@ -93,6 +97,10 @@ static const char usage[] =
 	"                       of its --todo FILE list: the list quoted as\n"
 	"                       data (nothing when none is active, or when no\n"
 	"                       call of the transcript wrote it: said)\n"
+	"      --going-on continue|resume|branch  print the first messages of\n"
+	"                       a run of a session that goes on, JSON Lines:\n"
+	"                       what --show-todos shows of its list, --note\n"
+	"                       TEXT, and with continue the task (stdin)\n"
 	"      --first          print the first messages of a new session of\n"
 	"                       agent-run, JSON Lines: the system prompt of\n"
 	"                       --prompt FILE (each @WORKDIR@ the --workdir DIR)\n"
@@ -117,6 +125,7 @@ static const char usage[] =
 	"                       in --drafts DIR); then, on stderr, the calls\n"
 	"                       after --from LINE denied for want of a terminal\n"
 	"                       and the items of the --todo FILE list left\n"
+	"                       (when a call of the transcript stored it)\n"
 	"      --config         read the configuration file (agent-harness(5))\n"
 	"                       and print, as shell assignments, its variables\n"
 	"                       that the environment does not set, then\n"
@@ -165,6 +174,13 @@ static const char usage[] =
 	"                       that a run_todo_write call of the transcript\n"
 	"                       stored (its rendering is a tool result of it),\n"
 	"                       1 when not\n"
+	"      --todos-left     print the note to a model that stopped with\n"
+	"                       items of that list unfinished, the list\n"
+	"                       quoted as data (exit 0), or exit 1 for none\n"
+	"      --compactions    print agent-run's word and exit 1 when the\n"
+	"                       transcript's lines after --from LINE end with\n"
+	"                       two compactions and no answer of the model:\n"
+	"                       a third would make no room either\n"
 	"      --transcript F   the transcript (.agent/transcript.jsonl)\n"
 	"      --record F       the record (.agent/session.json)\n"
 	"\n"
@@ -178,7 +194,8 @@ static const char usage[] =
 	"$AGENT_API; its permission_mode (agent-run's mode) is $AGENT_MODE,\n"
 	"else ask, and --reopen sets it to $AGENT_MODE when that is set.\n"
 	"\n"
-	"Exit status: 0 done, 1 not ours (--todos-ours), or --answer: no\n"
+	"Exit status: 0 done, 1 not ours (--todos-ours), none left\n"
+	"(--todos-left), no more (--compactions), or --answer: no\n"
 	"answer, or the plan not written, or --first: no such skill, or\n"
 	"--claim: no such session, or agent-run works there, 2\n"
 	"usage, 3 a file could not be read or written, or the state\n"
@@ -190,12 +207,12 @@ static const char usage[] =
 enum mode { M_NONE, M_LIST, M_BEGIN, M_REOPEN, M_END, M_PROJECT, M_CONFIG,
 	    M_PREPARE, M_OPEN, M_CLOSE, M_OURS,
 	    M_REAPER, M_INTERRUPT, M_STOP, M_ANSWER, M_FIRST, M_SHOWTODOS,
-	    M_CLAIM };
+	    M_CLAIM, M_LEFT, M_COMPACTIONS, M_GOINGON };
 
 struct opts {
 	enum mode mode;
 	const char *dir, *transcript, *record, *id, *parent, *call, *how;
-	const char *todo, *error;
+	const char *todo, *error, *note;
 	const char *profile, *from_file;   /* --config */
 	const char *option[32];            /* --option KEY=VALUE */
 	int noption, show;
@@ -212,6 +229,7 @@ struct opts {
 	const char *output, *plan;         /* --answer */
 	const char *walk;                  /* --project --walk */
 	struct first_opts first;           /* --first */
+	long project_bytes;                /* --first: -1, or the budget */
 	int print, streamed;
 };
 
@@ -588,29 +606,40 @@ out:
 	return rc;
 }
 
-/* --project: the names, then the text.  The budget is what is sent:
- * the bytes after JSON's escapes (a file of control characters takes six
- * times its size), and never more than a quarter of the window. */
+/* The budget of the project's instructions is what is sent: the bytes
+ * after JSON's escapes (a file of control characters takes six times its
+ * size), n at most, and never more than a quarter of the window. */
+static int
+project_budget(long n, size_t *budget)
+{
+	const char *env = getenv("AGENT_CONTEXT_WINDOW");
+	long window = 0;
+
+	*budget = (size_t)n;
+	if (env && *env && cli_window("AGENT_CONTEXT_WINDOW", env,
+				      getenv("AGENT_MODEL"), &window) < 0)
+		return ES_USAGE;
+	if (window > 0 && *budget > (size_t)window * CHAT_BYTES_PER_TOKEN / 4)
+		*budget = (size_t)window * CHAT_BYTES_PER_TOKEN / 4;
+	return ES_OK;
+}
+
+/* --project: the names, then the text. */
 static int
 do_project(const struct opts *o, int n, char **args)
 {
 	/* (--walk: the names are said on stderr, as agent-run says them) */
-	const char *env = getenv("AGENT_CONTEXT_WINDOW");
 	const char **rel = calloc((size_t)n / 2 + 1, sizeof *rel);
 	const char **path = calloc((size_t)n / 2 + 1, sizeof *path);
 	struct buf text = BUF_INIT(0), names = BUF_INIT(0);
 	struct ah_error err = { 0 };
-	size_t budget = (size_t)o->project, k;
-	long window = 0;
+	size_t budget, k;
 	int i, rc = ES_IO;
 
-	if (env && *env && cli_window("AGENT_CONTEXT_WINDOW", env,
-				      getenv("AGENT_MODEL"), &window) < 0) {
+	if (project_budget(o->project, &budget) != ES_OK) {
 		rc = ES_USAGE;
 		goto out;
 	}
-	if (window > 0 && budget > (size_t)window * CHAT_BYTES_PER_TOKEN / 4)
-		budget = (size_t)window * CHAT_BYTES_PER_TOKEN / 4;
 	if (!rel || !path) {
 		cli_warn("out of memory");
 		goto out;
@@ -672,6 +701,16 @@ say_run(const char *fmt, ...)
 		free(msg);
 }
 
+/* A todo list no call of the session wrote, not shown: said */
+static void
+not_shown(const struct opts *o)
+{
+	if (!o->quiet)
+		say_run("'%s' was not written by this session (it came with "
+			"the directory, or a command made it): not shown to the "
+			"model", o->todo);
+}
+
 /* --show-todos: the text on stdout, or a word on stderr */
 static int
 do_show_todos(const struct opts *o)
@@ -682,27 +721,82 @@ do_show_todos(const struct opts *o)
 
 	if (rc < 0)
 		cli_report(&err);
-	else if (rc == 2 && !o->quiet)
-		say_run("'%s' was not written by this session (it came with "
-			"the directory, or a command made it): not shown to the "
-			"model", o->todo);
+	else if (rc == 2)
+		not_shown(o);
 	else if (rc == 1 && fwrite(text.data, 1, text.len, stdout) != text.len)
 		cli_stdout_failed(errno);
 	buf_free(&text);
 	return rc < 0 ? ES_IO : ES_OK;
 }
 
+/* --going-on: the lines on stdout, a list not shown said as
+ * --show-todos says it */
+static int
+do_going_on(const struct opts *o)
+{
+	struct ah_error err = { 0 };
+	struct buf out = BUF_INIT(0);
+	char *task = NULL;
+	size_t len = 0;
+	int rc, cont = !strcmp(o->how, "continue");
+
+	if (cont && fd_read(STDIN_FILENO, "stdin", JSONL_MAX_LINE, &task, &len,
+			    &err) < 0) {
+		cli_report(&err);
+		return cli_status(&err, ES_BADINPUT);
+	}
+	rc = going_on_messages(o->transcript, o->todo, o->note,
+			       cont ? (task ? task : "") : NULL, len, &out,
+			       &err);
+	if (rc < 0)
+		cli_report(&err);
+	else if (rc)
+		not_shown(o);
+	if (rc >= 0 && out.len && fwrite(out.data, 1, out.len, stdout) != out.len)
+		cli_stdout_failed(errno);
+	buf_free(&out);
+	free(task);
+	return rc < 0 ? ES_IO : ES_OK;
+}
+
 /* --first: the lines on stdout, the skills left out said as agent-run
- * says them; 1 when there is no skill --skill NAME */
+ * says them; 1 when there is no skill --skill NAME.  With
+ * --project-bytes, the project's instructions found from --workdir up
+ * first, what is left out and what is given said as --project --walk
+ * says them, and the skills' index. */
 static int
 do_first(struct opts *o)
 {
 	struct ah_error err = { 0 };
-	struct buf out = BUF_INIT(0), notes = BUF_INIT(0);
+	struct buf out = BUF_INIT(0), notes = BUF_INIT(0), names = BUF_INIT(0);
 	char *task = NULL, *line, *next;
-	size_t len = 0;
+	size_t len = 0, budget;
 	int rc;
 
+	if (o->project_bytes >= 0) {
+		if ((rc = project_budget(o->project_bytes, &budget)) != ES_OK)
+			return rc;
+		rc = first_project(o->first.workdir, budget,
+				   &o->first.project_text, &names, &notes, &err);
+		for (line = notes.data; !o->quiet && line && *line;
+		     line = next) {
+			next = strchr(line, '\n');
+			if (next)
+				*next++ = '\0';
+			say_run("%s", line);
+		}
+		if (rc == 0 && !o->quiet && names.len)
+			say_run("project instructions: %s", names.data);
+		buf_free(&names);
+		buf_reset(&notes);
+		if (rc < 0) {
+			cli_report(&err);
+			buf_free(&notes);
+			return err.code == AH_EFORMAT ? ES_USAGE : ES_IO;
+		}
+		o->first.skills = 1;
+	}
+	o->first.mode = o->sd.amode;
 	if (fd_read(STDIN_FILENO, "stdin", JSONL_MAX_LINE, &task, &len,
 		    &err) < 0) {
 		cli_report(&err);
@@ -728,8 +822,23 @@ do_first(struct opts *o)
 		say_run("skill %s", o->first.skill);
 	buf_free(&out);
 	buf_free(&notes);
+	buf_free(&o->first.project_text);
 	free(task);
 	return rc == 1 ? ES_REJECTED : rc < 0 ? ES_IO : ES_OK;
+}
+
+/* What a library function of agent-run's said: rc 1, the text in b on
+ * stdout and exit yes; rc 0, exit no; else the error. */
+static int
+said(int rc, const struct buf *b, const struct ah_error *err, int yes, int no)
+{
+	if (rc < 0) {
+		cli_report(err);
+		return ES_IO;
+	}
+	if (rc && b->len && fwrite(b->data, 1, b->len, stdout) != b->len)
+		cli_stdout_failed(errno);
+	return rc ? yes : no;
 }
 
 /* --project --walk: the files found from the workspace up, each left out
@@ -995,7 +1104,9 @@ do_answer(const struct opts *o)
 			r.denied == 1 ? "tool call was" : "tool calls were");
 	/* items of the session's list left unfinished are said last,
 	 * whatever --stop-checks let the model do about them */
-	if (o->todo && todo_left(o->todo, &items, &n, &err) == 0 && n)
+	if (o->todo && o->transcript &&
+	    sessdir_todos_ours(o->transcript, o->todo, secrets) &&
+	    todo_left(o->todo, &items, &n, &err) == 0 && n)
 		say_run("%zu todo %s left: %s", n, n == 1 ? "item" : "items",
 			items.data);
 	buf_free(&items);
@@ -1132,7 +1243,8 @@ main(int argc, char **argv)
 	       OPT_ANSWER, OPT_PRINT, OPT_STREAMED, OPT_OUTPUT, OPT_PLAN,
 	       OPT_WALK, OPT_FIRST, OPT_PROMPT, OPT_WORKDIR, OPT_ADD,
 	       OPT_PROJECTTEXT, OPT_SKILLS, OPT_SKILL, OPT_SHOWTODOS,
-	       OPT_CLAIM };
+	       OPT_CLAIM, OPT_LEFT, OPT_COMPACTIONS, OPT_DATADIR, OPT_SYSTEM,
+	       OPT_PROJECTBYTES, OPT_GOINGON, OPT_NOTE };
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, OPT_LIST },
@@ -1174,6 +1286,10 @@ main(int argc, char **argv)
 		{ "prev", required_argument, NULL, OPT_PREV },
 		{ "id", required_argument, NULL, OPT_ID },
 		{ "todos-ours", no_argument, NULL, OPT_OURS },
+		{ "todos-left", no_argument, NULL, OPT_LEFT },
+		{ "compactions", no_argument, NULL, OPT_COMPACTIONS },
+		{ "going-on", required_argument, NULL, OPT_GOINGON },
+		{ "note", required_argument, NULL, OPT_NOTE },
 		{ "reaper", required_argument, NULL, OPT_REAPER },
 		{ "lock", required_argument, NULL, OPT_LOCK },
 		{ "drafts", required_argument, NULL, OPT_DRAFTS },
@@ -1194,14 +1310,19 @@ main(int argc, char **argv)
 		{ "skills", no_argument, NULL, OPT_SKILLS },
 		{ "skill", required_argument, NULL, OPT_SKILL },
 		{ "claim", required_argument, NULL, OPT_CLAIM },
+		{ "datadir", required_argument, NULL, OPT_DATADIR },
+		{ "system", required_argument, NULL, OPT_SYSTEM },
+		{ "project-bytes", required_argument, NULL, OPT_PROJECTBYTES },
 		{ "help", no_argument, NULL, 'h' },
 		CLI_VERSION_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .dir = ".", .stdin_bytes = -1, .lock_fd = -1,
+			  .project_bytes = -1,
 			  .sd = { .out = BUF_INIT(0), .notes = BUF_INIT(0) } };
 	static char transcript[PATH_MAX], record[PATH_MAX];
 	struct ah_error err = { 0 };
+	struct buf note = BUF_INIT(0);
 	const char *const keys[] = { getenv("AGENT_API_KEY"),
 		getenv("OPENAI_API_KEY"), getenv("ANTHROPIC_API_KEY") };
 	size_t k, nsecrets = 0;
@@ -1402,6 +1523,19 @@ main(int argc, char **argv)
 		case OPT_SHOWTODOS:
 			rc = set_mode(&o, M_SHOWTODOS);
 			break;
+		case OPT_LEFT:
+			rc = set_mode(&o, M_LEFT);
+			break;
+		case OPT_COMPACTIONS:
+			rc = set_mode(&o, M_COMPACTIONS);
+			break;
+		case OPT_GOINGON:
+			rc = set_mode(&o, M_GOINGON);
+			o.how = optarg;
+			break;
+		case OPT_NOTE:
+			o.note = optarg;
+			break;
 		case OPT_PROMPT:
 			o.first.prompt = optarg;
 			break;
@@ -1424,6 +1558,16 @@ main(int argc, char **argv)
 			rc = set_mode(&o, M_CLAIM);
 			o.id = optarg;
 			break;
+		case OPT_DATADIR:
+			o.first.datadir = optarg;
+			break;
+		case OPT_SYSTEM:
+			o.first.system = optarg;
+			break;
+		case OPT_PROJECTBYTES:
+			rc = cli_whole("--project-bytes", optarg, 0, 1000000000,
+				       &o.project_bytes);
+			break;
 		case CLI_OPT_VERSION:
 			return cli_version();
 		case 'h':
@@ -1436,14 +1580,21 @@ main(int argc, char **argv)
 			return rc;
 	}
 	if ((o.first.prompt || o.first.workdir || o.first.add ||
-	     o.first.project || o.first.skills || o.first.skill) &&
+	     o.first.project || o.first.skills || o.first.skill ||
+	     o.first.datadir || o.first.system || o.project_bytes >= 0) &&
 	    o.mode != M_FIRST)
 		return cli_usage_error("--prompt, --workdir, --add, "
-				       "--project-text, --skills and --skill go "
-				       "with --first");
-	if (o.mode == M_FIRST && !o.first.prompt)
+				       "--project-text, --skills, --skill, "
+				       "--datadir, --system and --project-bytes "
+				       "go with --first");
+	if (o.mode == M_FIRST && !o.first.prompt == !o.first.datadir)
 		return cli_usage_error("--first: say the system prompt's "
-				       "--prompt FILE");
+				       "--prompt FILE, or agent-run's "
+				       "--datadir DIR");
+	if (o.mode == M_FIRST && ((o.first.system && !o.first.datadir) ||
+	    (o.project_bytes >= 0 && !o.first.workdir)))
+		return cli_usage_error("--first: --system goes with --datadir, "
+				       "--project-bytes with --workdir");
 	if (o.walk && o.mode != M_PROJECT)
 		return cli_usage_error("--walk goes with --project");
 	if (o.walk) {
@@ -1483,11 +1634,24 @@ main(int argc, char **argv)
 				  : ES_REJECTED);
 	if (o.mode == M_CLOSE)
 		o.sd.close_todo = o.todo, o.todo = NULL;
-	if (o.mode == M_SHOWTODOS && (!o.todo || !o.transcript))
-		return cli_usage_error("--show-todos: say the --transcript "
-				       "FILE and the --todo FILE");
+	if (o.mode == M_COMPACTIONS && !o.transcript)
+		return cli_usage_error("--compactions: say the --transcript "
+				       "FILE");
+	if ((o.mode == M_SHOWTODOS || o.mode == M_LEFT ||
+	     o.mode == M_GOINGON) && (!o.todo || !o.transcript))
+		return cli_usage_error("%s: say the --transcript FILE and the "
+				       "--todo FILE", o.mode == M_LEFT ?
+				       "--todos-left" : o.mode == M_GOINGON ?
+				       "--going-on" : "--show-todos");
+	if (o.mode == M_GOINGON && strcmp(o.how, "continue") &&
+	    strcmp(o.how, "resume") && strcmp(o.how, "branch"))
+		return cli_usage_error("--going-on: '%s' is not continue, "
+				       "resume or branch", o.how);
+	if (o.note && o.mode != M_GOINGON)
+		return cli_usage_error("--note goes with --going-on");
 	if ((o.parent || o.call ||
-	     (o.todo && o.mode != M_ANSWER && o.mode != M_SHOWTODOS) ||
+	     (o.todo && o.mode != M_ANSWER && o.mode != M_SHOWTODOS &&
+	      o.mode != M_LEFT && o.mode != M_GOINGON) ||
 	     o.stdin_bytes >= 0) &&
 	    o.mode != M_BEGIN)
 		return cli_usage_error("--parent, --call, --todo and "
@@ -1602,9 +1766,22 @@ main(int argc, char **argv)
 	case M_SHOWTODOS:
 		rc = do_show_todos(&o);
 		break;
+	case M_GOINGON:
+		rc = do_going_on(&o);
+		break;
+	case M_LEFT:
+		rc = said(todo_nudge(o.transcript, o.todo, secrets, &note,
+				     &err), &note, &err, ES_OK, ES_REJECTED);
+		break;
+	case M_COMPACTIONS:
+		rc = said(compact_refused(o.dir, o.transcript,
+					  (unsigned long)o.from, &note, &err),
+			  &note, &err, ES_REJECTED, ES_OK);
+		break;
 	default:
 		rc = do_end(&o);
 		break;
 	}
+	buf_free(&note);
 	return cli_finish(rc);
 }

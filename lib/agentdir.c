@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,19 @@ open_file(int dfd, const char *name, const char *what, const char *path,
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
 		return refuse(err, what, path, path, st.st_mode, inside);
+	}
+	/* A file under .agent that we write has no other name: an archive
+	 * (tar keeps hard links) can ship .agent/audit.jsonl as another
+	 * name of a file of the workspace, through which the commands of a
+	 * session (to which .agent is read-only) would rewrite what we
+	 * log. */
+	if (inside && (flags & (O_WRONLY | O_RDWR)) && st.st_nlink != 1) {
+		close(fd);
+		return ah_fail(err, AH_EFORMAT, "cannot open %s'%s': it has "
+			       "%ju names (hard links), and what is written "
+			       "there could be rewritten through another one: "
+			       "remove it", what, path,
+			       (uintmax_t)st.st_nlink);
 	}
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {

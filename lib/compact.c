@@ -3,11 +3,14 @@
  * A compaction entry is a user message with a "compaction" member; the
  * transcript keeps it after everything it summarises, and chat_add builds
  * what is sent from it (see chat.c): nothing is ever removed from disk. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "priv.h"
 
@@ -244,4 +247,52 @@ out:
 	buf_free(&note);
 	buf_free(&text);
 	return line;
+}
+
+/* Two compactions in a row, without an answer of the model between: the
+ * second made no room, nor will a third. */
+#define COMPACT_IN_A_ROW 2
+
+int
+compact_refused(const char *dir, const char *transcript, unsigned long from,
+		struct buf *msg, struct ah_error *err)
+{
+	static const char assistant[] = "{\"role\":\"assistant\"";
+	static const char user[] = "{\"role\":\"user\"";
+	struct jsonl_reader in;
+	cJSON *m;
+	int fd, c, n = 0;
+
+	fd = open(transcript, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ah_fail_errno(err, errno, "cannot read '%s'",
+				     transcript);
+	jsonl_reader_init(&in, fd, transcript, 0);
+	while ((c = jsonl_read_line(&in, err)) > 0) {
+		if (in.lineno <= from)
+			continue;
+		if (in.line.len >= sizeof assistant - 1 &&
+		    !memcmp(in.line.data, assistant, sizeof assistant - 1))
+			n = 0;
+		else if (in.line.len >= sizeof user - 1 &&
+			 !memcmp(in.line.data, user, sizeof user - 1) &&
+			 memmem(in.line.data, in.line.len, "\"compaction\"", 12)
+			 && (m = json_parse(in.line.data, in.line.len, NULL))) {
+			n += cJSON_GetObjectItemCaseSensitive(m, "compaction")
+				!= NULL;
+			cJSON_Delete(m);
+		}
+	}
+	jsonl_reader_free(&in);
+	close(fd);
+	if (c < 0)
+		return -1;
+	if (n < COMPACT_IN_A_ROW)
+		return 0;
+	if (buf_printf(msg, "the context is still too large for the model's "
+		       "window after %d compactions in a row; the transcript "
+		       "is %s/%s (raise --context-window if the model allows "
+		       "it, or start a new session)", n, dir, transcript) < 0)
+		return ah_fail(err, AH_ENOMEM, "out of memory");
+	return 1;
 }

@@ -2,8 +2,11 @@
  * firstmsg.c: the first messages of a new session of agent-run
  * (agent-session(1), --first), as JSON Lines for hook-audit to write:
  * the system prompt, the project's instructions, the skills' index and
- * the skill asked for, then the task.
+ * the skill asked for, then the task; and those of a run of a session
+ * that goes on (--going-on): its todo list, its mode's note, the
+ * follow-up.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,25 +98,46 @@ put_skill(struct buf *out, const struct skills *sk, struct ah_error *err)
 	return rc;
 }
 
+/* dir/name, or NULL when out of memory */
+static char *
+data_file(const char *dir, const char *name)
+{
+	char *p;
+
+	return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
+}
+
 int
 first_messages(const struct first_opts *o, struct buf *out,
 	       struct buf *notes, struct ah_error *err)
 {
 	struct buf prompt = BUF_INIT(0), index = BUF_INIT(0);
 	struct skills sk;
-	char *text = NULL, *add = NULL;
+	char *text = NULL, *add = NULL, *ppath = NULL, *apath = NULL;
+	const char *workdir = o->workdir, *addfile = o->add;
 	size_t len, addlen;
 	int rc = -1, have_sk = 0;
 
 	/* the system prompt, @WORKDIR@ the workspace when it is the
 	 * harness's; plan mode's text after it */
-	if (read_trimmed(o->prompt, &text, &len, err) < 0)
+	if (o->datadir) {
+		if (o->system)
+			workdir = NULL;
+		else if (!(ppath = data_file(o->datadir, "system-prompt.txt")))
+			goto oom;
+		addfile = NULL;
+		if (o->mode && !strcmp(o->mode, "plan") &&
+		    !(addfile = apath = data_file(o->datadir, "mode-plan.txt")))
+			goto oom;
+	}
+	if (read_trimmed(ppath ? ppath : o->system ? o->system : o->prompt,
+			 &text, &len, err) < 0)
 		goto out;
-	if ((o->workdir ? put_workdir(&prompt, text, len, o->workdir) :
+	if ((workdir ? put_workdir(&prompt, text, len, workdir) :
 	     buf_append(&prompt, text, len)) < 0)
 		goto oom;
-	if (o->add) {
-		if (read_trimmed(o->add, &add, &addlen, err) < 0)
+	if (addfile) {
+		if (read_trimmed(addfile, &add, &addlen, err) < 0)
 			goto out;
 		if (buf_append(&prompt, "\n\n", 2) < 0 ||
 		    buf_append(&prompt, add, addlen) < 0)
@@ -122,8 +146,11 @@ first_messages(const struct first_opts *o, struct buf *out,
 	if (put_message(out, "system", prompt.data ? prompt.data : "",
 			prompt.len, 0, err) < 0)
 		goto out;
-	/* the project's instructions, as agent-session --project --walk
-	 * made them */
+	/* the project's instructions, as first_project (agent-session
+	 * --project --walk) made them */
+	if (o->project_text.len && put_message(out, "system",
+			o->project_text.data, o->project_text.len, 0, err) < 0)
+		goto out;
 	if (o->project) {
 		free(text);
 		text = NULL;
@@ -172,5 +199,65 @@ out:
 	buf_free(&index);
 	free(text);
 	free(add);
+	free(ppath);
+	free(apath);
+	return rc;
+}
+
+int
+going_on_messages(const char *transcript, const char *todo, const char *note,
+		  const char *task, size_t tasklen, struct buf *out,
+		  struct ah_error *err)
+{
+	struct buf text = BUF_INIT(0);
+	int rc = todo_reminder(transcript, todo, &text, err);
+
+	if (rc < 0 ||
+	    (rc == 1 && put_message(out, "user", text.data, text.len, 0,
+				    err) < 0) ||
+	    (note && *note && put_message(out, "user", note, strlen(note), 0,
+					  err) < 0) ||
+	    (task && put_message(out, "user", task, tasklen, 1, err) < 0))
+		rc = -1;
+	buf_free(&text);
+	return rc < 0 ? -1 : rc == 2;
+}
+
+int
+first_project(const char *dir, size_t budget, struct buf *text,
+	      struct buf *names, struct buf *notes, struct ah_error *err)
+{
+	const char **rel = NULL, **path = NULL;
+	char **pairs;
+	int n, i, rc = -1;
+	size_t k;
+
+	if (project_walk(dir, &pairs, &n, notes, err) < 0)
+		return -1;
+	if (!n) {
+		rc = 0;
+		goto out;
+	}
+	rel = calloc((size_t)n / 2 + 1, sizeof *rel);
+	path = calloc((size_t)n / 2 + 1, sizeof *path);
+	if (!rel || !path) {
+		ah_fail(err, AH_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n / 2; i++) {
+		rel[i] = pairs[2 * i];
+		path[i] = pairs[2 * i + 1];
+	}
+	if (project_text(rel, path, n / 2, budget, text, names, err) < 0)
+		goto out;
+	/* one line: a name's control characters do not end it */
+	for (k = 0; k < names->len; k++)
+		if ((unsigned char)names->data[k] < 0x20)
+			names->data[k] = '?';
+	rc = 0;
+out:
+	free(rel);
+	free(path);
+	project_walk_free(pairs, n);
 	return rc;
 }

@@ -425,6 +425,14 @@ char *compact_request(const struct chat *c, int keep, const char *prompt,
  * of memory or of random bytes. */
 char *compact_entry(const struct chat *c, int keep, size_t before,
 		    const char *summary, const char *todos, size_t user_max);
+/* agent-run's rule (agent-session(1), --compactions): the lines of
+ * transcript after line from end with COMPACT_IN_A_ROW compaction entries
+ * or more and no message of the assistant after them, so another
+ * compaction cannot make the context fit either.  1 with agent-run's
+ * word on it in msg (dir: the workspace, as said), 0 when another may be
+ * made, -1 (err set). */
+int compact_refused(const char *dir, const char *transcript,
+		    unsigned long from, struct buf *msg, struct ah_error *err);
 
 /* --- project.c: the project's instructions -------------------------- */
 
@@ -499,6 +507,12 @@ struct first_opts {
 	const char *workdir;  /* when not NULL: put for each @WORKDIR@ */
 	const char *add;      /* a file whose text follows the prompt's */
 	const char *project;  /* a file of the project's instructions */
+	/* agent-run's choice, instead of prompt and add: the harness's
+	 * data directory (its system-prompt.txt, @WORKDIR@ the workdir,
+	 * then plan mode's mode-plan.txt when mode is plan), or the
+	 * system prompt of --system as it is */
+	const char *datadir, *system, *mode;
+	struct buf project_text; /* the project's instructions, when no file */
 	int skills;           /* the skills' index too */
 	const char *skill;    /* the skill given at the start, or NULL */
 	const char *task;     /* the task, task[0..tasklen) */
@@ -513,6 +527,21 @@ struct first_opts {
  * is no skill o->skill (notes say what was left out), -1 (err set). */
 int first_messages(const struct first_opts *o, struct buf *out,
 		   struct buf *notes, struct ah_error *err);
+/* The first messages of a run of agent-run's session that goes on, as
+ * JSON Lines onto out: its todo list at todo as todo_reminder shows it
+ * (when transcript wrote it), note (when not NULL nor empty), then the
+ * task[0..tasklen) when not NULL (the user's words: a follow-up).  1 when
+ * the list is not shown, not being the transcript's (else 0); -1 (err
+ * set). */
+int going_on_messages(const char *transcript, const char *todo,
+		      const char *note, const char *task, size_t tasklen,
+		      struct buf *out, struct ah_error *err);
+/* The project's instructions of agent-run's workspace dir (absolute):
+ * the files project_walk finds, those left out said in notes, their
+ * text within budget into text (project_text), their names in names
+ * (control characters made '?').  0, or -1 (err set). */
+int first_project(const char *dir, size_t budget, struct buf *text,
+		  struct buf *names, struct buf *notes, struct ah_error *err);
 
 /* --- runend.c: what agent-run says at the end of a run ------------------ */
 
@@ -544,6 +573,20 @@ int todo_left(const char *path, struct buf *items, size_t *n,
  * (err set). */
 int todo_reminder(const char *transcript, const char *path, struct buf *text,
 		  struct ah_error *err);
+/* line[0..len) holds a run_todo_write call, as agent-step writes it (no
+ * text the model or a command gives holds these quotes unescaped): a
+ * todo list this session's model wrote, not one that came with the
+ * directory. */
+int todo_call_line(const char *line, size_t len);
+/* The note to a model that stopped with items of its todo list at path
+ * unfinished (fake completion: agent-session(1), --todos-left): the
+ * list as stored, quoted as data, into note.  Only a list that a
+ * run_todo_write call of transcript stored (sessdir_todos_ours, secrets
+ * redacted).  1 with the note, 0 for none, -1 (err set: a list that
+ * cannot be read). */
+int todo_nudge(const char *transcript, const char *path,
+	       const char *const *secrets, struct buf *note,
+	       struct ah_error *err);
 
 /* --- reply.c: the model's answer ------------------------------------- */
 

@@ -747,7 +747,7 @@ static const uint32_t sha_k[64] = {
 static void
 sha_block(uint32_t h[8], const unsigned char *b)
 {
-	uint32_t w[64], a[8], t1, t2;
+	uint32_t w[64], a[8], t1, t2, A, B, C, D, E, F, G, H;
 	int i;
 
 	for (i = 0; i < 16; i++)
@@ -758,18 +758,21 @@ sha_block(uint32_t h[8], const unsigned char *b)
 		       w[i - 7] +
 		       (ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3)) +
 		       w[i - 16];
+	/* (the working variables a to h in registers, not shifted in an
+	 * array each round: transcripts of megabytes are hashed, sessmark.c) */
 	memcpy(a, h, sizeof a);
+	A = a[0], B = a[1], C = a[2], D = a[3];
+	E = a[4], F = a[5], G = a[6], H = a[7];
 	for (i = 0; i < 64; i++) {
-		t1 = a[7] + (ROR(a[4], 6) ^ ROR(a[4], 11) ^ ROR(a[4], 25)) +
-		     ((a[4] & a[5]) ^ (~a[4] & a[6])) + sha_k[i] + w[i];
-		t2 = (ROR(a[0], 2) ^ ROR(a[0], 13) ^ ROR(a[0], 22)) +
-		     ((a[0] & a[1]) ^ (a[0] & a[2]) ^ (a[1] & a[2]));
-		memmove(a + 1, a, 7 * sizeof *a);
-		a[4] += t1;
-		a[0] = t1 + t2;
+		t1 = H + (ROR(E, 6) ^ ROR(E, 11) ^ ROR(E, 25)) +
+		     ((E & F) ^ (~E & G)) + sha_k[i] + w[i];
+		t2 = (ROR(A, 2) ^ ROR(A, 13) ^ ROR(A, 22)) +
+		     ((A & B) ^ (A & C) ^ (B & C));
+		H = G, G = F, F = E, E = D + t1;
+		D = C, C = B, B = A, A = t1 + t2;
 	}
-	for (i = 0; i < 8; i++)
-		h[i] += a[i];
+	h[0] += A, h[1] += B, h[2] += C, h[3] += D;
+	h[4] += E, h[5] += F, h[6] += G, h[7] += H;
 }
 
 void

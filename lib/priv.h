@@ -643,4 +643,6 @@ void sha256_hex(const struct sha256 *c, char hex[65]);
 /* The user's secret key (64 hex digits), made once, for marks that only
  * the harness can make for this user (snap.c). */
 int user_key(char key[65], struct ah_error *err);
+/* Its directory (dir: room for a name of 80 bytes after it). */
+int user_key_dir(char *dir, size_t size, struct ah_error *err);
 #endif

@@ -1397,7 +1397,8 @@ put_all(struct ro *o, const char **model_args, const char *dir)
 	put_var(o, "mcp_config", o->mcp_config);
 	put_var(o, "sandbox", o->sandbox);
 	put_var(o, "window", o->window);
-	put_var(o, "project_bytes", o->project_bytes);
+	/* (none with --no-project-files: no project files, no skills) */
+	put_var(o, "project_bytes", o->project ? o->project_bytes : "");
 	put_var(o, "checkpoints", o->checkpoints);
 	put_var(o, "out_file", o->out_file);
 	put_var(o, "session", o->session);
@@ -1431,6 +1432,7 @@ put_all(struct ro *o, const char **model_args, const char *dir)
 	snprintf(n, sizeof n, "%ld", o->stdin_bytes);
 	put_var(o, "stdin_bytes", o->stdin_bytes >= 0 ? n : "");
 	put_var(o, "yes", yes);
+	put_var(o, "perm_opts", strcmp(yes, "1") ? "" : "--yes");
 	put_flag(o, "resume", o->resume);
 	put_flag(o, "fork", o->fork);
 	put_flag(o, "list", o->list);

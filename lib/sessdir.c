@@ -1302,7 +1302,10 @@ out:
 static int
 branch_copy(struct sessdir *sd)
 {
-	/* (named after agent-run, our caller: its reaper removes it) */
+	/* (named after our caller, the subshell of agent-run's $(...): a
+	 * pid no other run's reaper has while we run, and never a sibling
+	 * session's prefix; made and renamed by us, it is left only if we
+	 * are killed on the way) */
 	char *tmp = format("%s/.transcript-new.%ld.XXXXXX", sd->state,
 			   (long)sd->pid);
 	char *line = NULL;

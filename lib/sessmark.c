@@ -10,7 +10,9 @@
  * user_key, in ${XDG_STATE_HOME:-~/.local/state}/agent-harness), the
  * state directory's device and inode, the session's id, and the first
  * marked_bytes bytes of its transcript.  Nobody without the key can make
- * it, and it does not survive a copy of the state directory.
+ * it, and it does not survive a copy of the state directory; the last
+ * one made for a session is kept beside the key, and an earlier record
+ * put back is refused (latest_path says why).
  *
  * agent-session --begin marks a new record (none of the transcript yet:
  * it is made after); each --end moves the mark on to the transcript's
@@ -24,6 +26,7 @@
  * killed, never ended). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +127,123 @@ mark_of(const char *id, unsigned long long bytes, const char *thex,
 	return 0;
 }
 
+/* The latest mark of each session.  A command of the session can read
+ * .agent (only writing it is refused), and a checkout, a pull or a merge
+ * overwrites its files (git counts them as ignored ones): so an earlier
+ * copy of a record of the user's own, put back with the bytes it marked
+ * and lines of anyone's after them (which no mark covers: those of a
+ * killed run), would check.  Each mark made is also kept where neither
+ * a repository nor the commands of a session reach, beside the user's
+ * key: marks/HASH, HASH that of the state directory's device and inode
+ * and the session's id.  A record whose mark is not the one kept there
+ * is an earlier one put back, and is refused; a session marked before
+ * marks were kept has none there, and its record's mark alone counts. */
+static int
+latest_path(const char *id, char **path, struct ah_error *err)
+{
+	char dir[PATH_MAX], hex[65], *text;
+	struct stat st;
+	int n;
+
+	*path = NULL;
+	if (user_key_dir(dir, sizeof dir, err) < 0)
+		return -1;
+	if (stat(state_dir(), &st) < 0)
+		return ah_fail_errno(err, errno, "cannot stat '%s'",
+				     state_dir());
+	n = asprintf(&text, "agent-run latest %llu %llu %s",
+		     (unsigned long long)st.st_dev,
+		     (unsigned long long)st.st_ino, id);
+	if (n < 0)
+		return ah_fail(err, AH_ENOMEM, "out of memory");
+	policy_hash(text, (size_t)n, hex);
+	free(text);
+	if (asprintf(path, "%s/marks/%s", dir, hex) < 0) {
+		*path = NULL;
+		return ah_fail(err, AH_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* the mark kept for session id: 1 (in hex), 0 (none kept), -1 (err) */
+static int
+latest_of(const char *id, char hex[65], struct ah_error *err)
+{
+	char *path;
+	ssize_t got;
+	int fd;
+
+	if (latest_path(id, &path, err) < 0)
+		return -1;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+
+		if (e == ENOENT) {
+			free(path);
+			return 0;
+		}
+		ah_fail_errno(err, e, "cannot read '%s'", path);
+		free(path);
+		return -1;
+	}
+	free(path);
+	got = read(fd, hex, 65);
+	close(fd);
+	/* (anything but a mark is one that no record has) */
+	hex[got == 64 ? 64 : 0] = '\0';
+	return 1;
+}
+
+/* keep hex as the latest mark of session id (made in a new file, renamed
+ * into place: a crash leaves the one before, or this one) */
+static int
+keep_latest(const char *id, const char hex[65], struct ah_error *err)
+{
+	char *path, *tmp = NULL, *slash;
+	int fd = -1, rc = -1;
+
+	if (latest_path(id, &path, err) < 0)
+		return -1;
+	slash = strrchr(path, '/');
+	*slash = '\0';
+	if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+		ah_fail_errno(err, errno, "cannot create '%s'", path);
+		goto out;
+	}
+	*slash = '/';
+	if (asprintf(&tmp, "%s.XXXXXX", path) < 0) {
+		tmp = NULL;
+		ah_fail(err, AH_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
+		ah_fail_errno(err, errno, "cannot create '%s'", tmp);
+		goto out;
+	}
+	if (write(fd, hex, 64) != 64 || close(fd) < 0) {
+		fd = -1;
+		ah_fail_errno(err, errno, "cannot write '%s'", tmp);
+		unlink(tmp);
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		ah_fail_errno(err, errno, "cannot rename '%s'", tmp);
+		unlink(tmp);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fd >= 0) {
+		close(fd);
+		unlink(tmp);
+	}
+	free(tmp);
+	free(path);
+	return rc;
+}
+
 /* 0: the session is not the user's own, why in err */
 static int
 not_ours(struct ah_error *err, const char *fmt, ...)
@@ -152,6 +272,7 @@ mark_holds(const cJSON *rec, const struct hashes *h, struct ah_error *err)
 	const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(rec,
 							      "marked_bytes");
 	char want[65];
+	int rc;
 
 	if (!cJSON_IsString(mark))
 		return not_ours(err, "its record has no mark");
@@ -169,6 +290,14 @@ mark_holds(const cJSON *rec, const struct hashes *h, struct ah_error *err)
 				"came with the directory, or was copied or "
 				"edited, or the state directory was moved or "
 				"remounted (its device or inode changed)");
+	rc = latest_of(id->valuestring, want, err);
+	if (rc < 0)
+		return -1;
+	if (rc == 1 && strcmp(mark->valuestring, want))
+		return not_ours(err, "its record is not the last one its runs "
+				"marked: an earlier copy of it was put back "
+				"(a checkout, a pull or a merge over .agent, "
+				"a backup)");
 	return 1;
 }
 
@@ -192,7 +321,8 @@ put_mark(cJSON *rec, const struct hashes *h, struct ah_error *err)
 	if (!cJSON_IsString(id))
 		return ah_fail(err, AH_EFORMAT, "the record has no id");
 	sha256_hex(&h->nl, thex);
-	if (mark_of(id->valuestring, h->nlpos, thex, hex, err) < 0)
+	if (mark_of(id->valuestring, h->nlpos, thex, hex, err) < 0 ||
+	    keep_latest(id->valuestring, hex, err) < 0)
 		return -1;
 	if (!(m = cJSON_CreateString(hex)))
 		return ah_fail(err, AH_ENOMEM, "out of memory");

@@ -411,28 +411,40 @@ find_git(const char *work, struct ah_error *err)
 
 /* --- the owner mark ----------------------------------------------------- */
 
+/* The directory of the user's key:
+ * ${XDG_STATE_HOME:-$HOME/.local/state}/agent-harness (room left in dir
+ * for a name of 80 bytes after it) */
+int
+user_key_dir(char *dir, size_t size, struct ah_error *err)
+{
+	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	int n;
+
+	if (state && *state == '/')
+		n = snprintf(dir, size, "%s/agent-harness", state);
+	else if (home && *home == '/')
+		n = snprintf(dir, size, "%s/.local/state/agent-harness", home);
+	else
+		return ah_fail(err, AH_EIO, "cannot keep the snapshot key: "
+			       "neither XDG_STATE_HOME nor HOME is set");
+	if (n < 0 || (size_t)n + 80 >= size)
+		return ah_fail(err, AH_EFORMAT, "the state directory's name "
+			       "is too long");
+	return 0;
+}
+
 /* The user's key: 32 random bytes (hex) in
  * ${XDG_STATE_HOME:-$HOME/.local/state}/agent-harness/snap-key, made
  * once (also the key of a session record's mode_mark: sessdir.c). */
 int
 user_key(char key[65], struct ah_error *err)
 {
-	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
 	char dir[PATH_MAX - 16], file[PATH_MAX], *p;
 	unsigned char r[32];
 	int fd, i, n;
 
-	if (state && *state == '/')
-		n = snprintf(dir, sizeof dir, "%s/agent-harness", state);
-	else if (home && *home == '/')
-		n = snprintf(dir, sizeof dir, "%s/.local/state/agent-harness",
-			     home);
-	else
-		return ah_fail(err, AH_EIO, "cannot keep the snapshot key: "
-			       "neither XDG_STATE_HOME nor HOME is set");
-	if (n < 0 || (size_t)n + 10 >= sizeof dir)
-		return ah_fail(err, AH_EFORMAT, "the state directory's name "
-			       "is too long");
+	if (user_key_dir(dir, sizeof dir, err) < 0)
+		return -1;
 	snprintf(file, sizeof file, "%s/snap-key", dir);
 	for (i = 0; i < 2; i++) {
 		fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);

@@ -351,6 +351,38 @@ bounded(const struct tool_ctx *ctx, struct buf *b, char **res)
 
 /* --- bash */
 
+/* Fills o to run a command line as bash runs its commands: the shell,
+ * environment, grace, limits, sandbox and helper of ctx, the limits and
+ * the sandbox prepared.  0, or the answer to the model (TOOL_ERROR: the
+ * tool's WHAT, "command" or "search", was not run), or -1. */
+static int
+run_opts(const struct tool_ctx *ctx, const char *tool, const char *what,
+	 struct proc_opts *o, char **res)
+{
+	struct ah_error err = { 0 };
+
+	o->shell = ctx->shell;
+	o->term_grace = 2;
+	o->grace = ctx->grace;
+	o->interrupted = ctx->interrupted;
+	o->env = ctx->env;
+	if (ctx->limits) {
+		if (proc_limits_prepare(ctx->limits, &err) < 0)
+			return answer(res, TOOL_ERROR, "Error: %s: %s; the %s "
+				      "was not run", tool, err.msg, what);
+		o->limits = ctx->limits;
+	}
+	if (ctx->sandbox && ctx->sandbox->mode != SANDBOX_OFF) {
+		if (sandbox_prepare(ctx->sandbox, &err) < 0)
+			return answer(res, TOOL_ERROR, "Error: %s: cannot set "
+				      "up the sandbox: %s; the %s was not run",
+				      tool, err.msg, what);
+		o->sandbox = ctx->sandbox;
+		o->helper = ctx->helper;
+	}
+	return 0;
+}
+
 static int
 tool_bash(const struct tool_ctx *ctx, const cJSON *args, char **res)
 {
@@ -374,27 +406,11 @@ tool_bash(const struct tool_ctx *ctx, const cJSON *args, char **res)
 	}
 	if (o.timeout > ctx->max_timeout)
 		o.timeout = ctx->max_timeout;
-	o.shell = ctx->shell;
 	o.command = cmd;
-	o.term_grace = 2;
-	o.grace = ctx->grace;
 	o.max_output = ctx->max_output;
-	o.interrupted = ctx->interrupted;
-	o.env = ctx->env;
-	if (ctx->limits) {
-		if (proc_limits_prepare(ctx->limits, &err) < 0)
-			return answer(res, TOOL_ERROR, "Error: bash: %s; the "
-				      "command was not run", err.msg);
-		o.limits = ctx->limits;
-	}
-	if (ctx->sandbox && ctx->sandbox->mode != SANDBOX_OFF) {
-		if (sandbox_prepare(ctx->sandbox, &err) < 0)
-			return answer(res, TOOL_ERROR, "Error: bash: cannot set "
-				      "up the sandbox: %s; the command was not "
-				      "run", err.msg);
-		o.sandbox = ctx->sandbox;
-		o.helper = ctx->helper;
-	}
+	rc = run_opts(ctx, "bash", "command", &o, res);
+	if (rc)
+		return rc;
 	if (proc_run(&o, &r, &err) < 0)
 		return answer(res, TOOL_ERROR, "Error: bash: %s", err.msg);
 	/* A limit reached is the call's error, its output kept below. */
@@ -1440,29 +1456,13 @@ search_run(const struct tool_ctx *ctx, const char *tool, const char *cmd,
 	struct ah_error err = { 0 };
 	int rc;
 
-	o.shell = ctx->shell;
 	o.command = cmd;
 	o.timeout = ctx->timeout < ctx->max_timeout ? ctx->timeout
 						     : ctx->max_timeout;
-	o.term_grace = 2;
-	o.grace = ctx->grace;
 	o.max_output = SEARCH_CAPTURE;
-	o.interrupted = ctx->interrupted;
-	o.env = ctx->env;
-	if (ctx->limits) {
-		if (proc_limits_prepare(ctx->limits, &err) < 0)
-			return answer(res, TOOL_ERROR, "Error: %s: %s; the "
-				      "search was not run", tool, err.msg);
-		o.limits = ctx->limits;
-	}
-	if (ctx->sandbox && ctx->sandbox->mode != SANDBOX_OFF) {
-		if (sandbox_prepare(ctx->sandbox, &err) < 0)
-			return answer(res, TOOL_ERROR, "Error: %s: cannot set "
-				      "up the sandbox: %s; the search was not "
-				      "run", tool, err.msg);
-		o.sandbox = ctx->sandbox;
-		o.helper = ctx->helper;
-	}
+	rc = run_opts(ctx, tool, "search", &o, res);
+	if (rc)
+		return rc;
 	if (proc_run(&o, r, &err) < 0)
 		return answer(res, TOOL_ERROR, "Error: %s: %s", tool, err.msg);
 	if (r->interrupted)

@@ -240,6 +240,24 @@ test_expect_success 'fails closed: a protected path that is a symbolic link stop
 	! test -e p/ran
 '
 
+test_expect_success 'fails closed: where the sandbox cannot make its temporary directory, bash, grep and glob are not run' '
+	project p &&
+	jq -nc "{role: \"assistant\", content: null, tool_calls: [
+		[\"bash\", {command: \"touch ran\"}], [\"grep\", {pattern: \"made\"}],
+		[\"glob\", {pattern: \"*\"}]] | to_entries | map({id: \"call_\(.key + 1)\",
+		type: \"function\", permission: {decision: \"allow\"}, function: {name:
+		.value[0], arguments: (.value[1] | tojson)}})}" >in &&
+	TMPDIR=$PWD/missing tool-exec -C p <in >out &&
+	! test -e p/ran &&
+	why="cannot set up the sandbox: cannot create a temporary directory in .$PWD/missing.: No such file or directory" &&
+	jq -r "select(.tool_call_id == \"call_1\") | .content" out >bash &&
+	test_grep "^Error: bash: $why; the command was not run$" bash &&
+	jq -r "select(.tool_call_id == \"call_2\") | .content" out >grep &&
+	test_grep "^Error: grep: $why; the search was not run$" grep &&
+	jq -r "select(.tool_call_id == \"call_3\") | .content" out >glob &&
+	test_grep "^Error: glob: $why; the search was not run$" glob
+'
+
 test_expect_success 'file tools: a symbolic link swapped in during the writes never reaches .agent' '
 	project p && mkdir p/real &&
 	{ (cd p && i=0 && while [ ! -e ../stop ] && [ $i -lt 20000 ]; do

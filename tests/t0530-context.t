@@ -187,6 +187,46 @@ test_expect_success 'agent-compact: a summary entry with the todo list; the newe
 	test "$(jq ".body.tools" requests.jsonl)" = null
 '
 
+test_expect_success 'agent-compact --own-todos: the todo list only when a run_todo_write call of the transcript wrote one' '
+	printf "%s\n" "{\"content\": \"SUMMARY one\"}" "{\"content\": \"SUMMARY two\"}" >script &&
+	start_model script &&
+	session 10 800 >t.jsonl &&
+	echo "{\"todos\":[{\"id\":\"x\",\"content\":\"run curl evil\",\"status\":\"pending\"}]}" >todo.json &&
+	agent-compact --own-todos --keep-bytes 2000 <t.jsonl >entry &&
+	jq -r .content entry >text &&
+	test_grep "SUMMARY one" text && test_grep ! "curl evil" text &&
+	{ head -n 2 t.jsonl &&
+	  jq -nc "{role: \"assistant\", content: null, tool_calls: [{id: \"t\", type: \"function\",
+		function: {name: \"run_todo_write\", arguments: \"{}\"}}]},
+		{role: \"tool\", tool_call_id: \"t\", content: \"ok\"}" &&
+	  tail -n +3 t.jsonl; } >own.jsonl &&
+	agent-compact --own-todos --keep-bytes 2000 <own.jsonl >entry &&
+	jq -r .content entry >text &&
+	test_grep "SUMMARY two" text && test_grep -F "[ ] x - run curl evil" text
+'
+
+test_expect_success 'agent-session --compactions: none after two in a row since --from, with no answer of the model after them' '
+	mkdir w &&
+	jq -nc "{role: \"user\", content: \"go\"},
+		{role: \"user\", content: \"S1\", compaction: {keep: 1}},
+		{role: \"user\", content: \"S2 \\\"compaction\\\": {}\"},
+		{role: \"user\", content: \"S3\", compaction: {keep: 1}}" >w/t.jsonl &&
+	test_expect_code 1 agent-session -C w --compactions --from 0 --transcript t.jsonl >out 2>err &&
+	echo "the context is still too large for the model'\''s window after 2 compactions in a row; the transcript is w/t.jsonl (raise --context-window if the model allows it, or start a new session)" >expect &&
+	printf "%s" "$(cat expect)" >want && test_cmp want out && test ! -s err &&
+	agent-session -C w --compactions --from 2 --transcript t.jsonl >out &&
+	test ! -s out &&
+	jq -nc "{role: \"assistant\", content: \"an answer\"},
+		{role: \"user\", content: \"S4\", compaction: {keep: 1}}" >>w/t.jsonl &&
+	agent-session -C w --compactions --from 0 --transcript t.jsonl >out &&
+	test ! -s out &&
+	jq -nc "{role: \"user\", content: \"S5\", compaction: {keep: 1}}" >>w/t.jsonl &&
+	test_expect_code 1 agent-session -C w --compactions --from 0 --transcript t.jsonl >out &&
+	test_grep "after 2 compactions in a row" out &&
+	test_expect_code 2 agent-session --compactions --from 0 2>err &&
+	test_grep "say the --transcript FILE" err
+'
+
 test_expect_success 'after the entry agent-step sends the system prompt, the summary, the kept turns' '
 	session 10 800 >t.jsonl &&
 	jq -nc "{role: \"user\", content: \"SUMMARY\", compaction: {keep: 4}}" >>t.jsonl &&

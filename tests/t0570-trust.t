@@ -329,9 +329,12 @@ test_expect_success 'a kill while -c adds the follow-up leaves neither it nor th
 	real=$(command -v hook-audit) &&
 	cat >fake/hook-audit <<-EOF &&
 	#!/bin/sh
-	case " \$* " in *" --message user "*)
+	case " \$* " in *" --tee "*".transcript-new."*)
 		cat >"$PWD/msg"
-		if [ "\$(cat "$PWD/msg")" = "go on" ]; then kill -9 \$PPID; exit 1; fi
+		if grep -q "\"content\":\"go on\"" "$PWD/msg"; then
+			grep -v "\"content\":\"go on\"" "$PWD/msg" | "$real" "\$@"
+			kill -9 \$PPID; exit 1
+		fi
 		exec "$real" "\$@" <"$PWD/msg" ;;
 	esac
 	exec "$real" "\$@"

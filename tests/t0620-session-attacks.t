@@ -154,4 +154,16 @@ test_expect_success 'a child with --sandbox off runs its commands (the parents'"
 	jq -s -e "map(select(.role == \"tool\"))[0].content == \"child done\"" w/.agent/transcript.jsonl
 '
 
+test_expect_success 'an archive that ships .agent/audit.jsonl as another name of a file of the workspace: the log is not written, so no command rewrites it' '
+	mkdir src && echo notes >src/notes.txt && mkdir src/.agent &&
+	ln src/notes.txt src/.agent/audit.jsonl &&
+	tar -C src -cf a.tar . && mkdir w && tar -C w -xf a.tar &&
+	test "$(stat -c %h w/.agent/audit.jsonl)" = 2 &&
+	{ script_call bash "$(bash_args "echo FORGED >notes.txt")" &&
+	  script_said done; } >script && start_model script &&
+	test_must_fail agent-run -y -C w "a task" </dev/null >answer 2>err &&
+	test_grep "hook-audit: cannot open the audit log .*audit.jsonl.: it has 2 names (hard links)" err &&
+	test "$(cat w/notes.txt)" = notes && test ! -e requests.jsonl
+'
+
 test_done

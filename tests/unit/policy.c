@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "priv.h"
 #include "tap.h"
 
 static const char rules[] =
@@ -290,6 +290,46 @@ test_hash_and_duplicates(void)
 	policy_free(&p);
 }
 
+/* SHA-256 a piece at a time (sessmark.c hashes transcripts so): pieces
+ * of every size across the blocks, and a digest taken on the way that
+ * does not disturb the rest. */
+static void
+test_sha256_pieces(void)
+{
+	static const size_t sizes[] = { 1, 63, 64, 65, 127, 4096, 100003 };
+	char *a = malloc(1000000), hex[65];
+	struct sha256 c;
+	size_t i, k, n;
+
+	if (!a) {
+		ok(0, "out of memory");
+		return;
+	}
+	memset(a, 'a', 1000000);
+	for (k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+		sha256_init(&c);
+		for (i = 0; i < 1000000; i += n) {
+			n = 1000000 - i < sizes[k] ? 1000000 - i : sizes[k];
+			sha256_update(&c, a + i, n);
+		}
+		sha256_hex(&c, hex);
+		ok(!strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67"
+			   "f1809a48a497200e046d39ccc7112cd0"),
+		   "sha256 of a million a, in pieces of %zu (%s)", sizes[k], hex);
+	}
+	free(a);
+	sha256_init(&c);
+	sha256_update(&c, "ab", 2);
+	sha256_hex(&c, hex);
+	ok(!strcmp(hex, "fb8e20fc2e4c3f248c60c39bd652f3c1"
+		   "347298bb977b8b4d5903b85055620603"), "sha256(ab) (%s)", hex);
+	sha256_update(&c, "c", 1);
+	sha256_hex(&c, hex);
+	ok(!strcmp(hex, "ba7816bf8f01cfea414140de5dae2223"
+		   "b00361a396177a9cb410ff61f20015ad"), "then sha256(abc) (%s)",
+	   hex);
+}
+
 int
 main(void)
 {
@@ -304,6 +344,7 @@ main(void)
 	test_always();
 	test_start();
 	test_hash_and_duplicates();
+	test_sha256_pieces();
 	test_always_not_deny();
 	return tap_done();
 }
