@@ -2,6 +2,7 @@
  * runs (hook-cc --add): the input of each event, and what agent-run
  * makes of the answer, the message for the model and the words it says.
  * See hook-cc(1), "Other events". */
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
@@ -66,9 +67,17 @@ hook_moment_answer(int event, const struct hook_answer *a, struct buf *add,
 	case HOOK_SESSION_START:
 	case HOOK_USER_PROMPT_SUBMIT:
 		if (deny && event == HOOK_USER_PROMPT_SUBMIT) {
+			/* said on the terminal by agent-run: the hook's words
+			 * may quote the task (and the stdin attached to it,
+			 * a file's), so they are made safe for it as any
+			 * diagnostic is (one line, no control acts) */
+			char *safe = utf8_for_terminal(text, (size_t)n, 0,
+						       NULL);
+
 			blocked = 1;
-			rc = buf_printf(say, "a %s hook blocked the task: %.*s",
-					name, n, text);
+			rc = safe ? buf_printf(say, "a %s hook blocked the "
+					       "task: %s", name, safe) : -1;
+			free(safe);
 		} else if (n) {
 			rc = buf_printf(add, "Context from a %s hook of the "
 					"user's settings:\n%.*s", name, n, text);

@@ -166,6 +166,36 @@ server_free(struct mcp_server *s)
 	free(s);
 }
 
+/* The members of obj (a server's "headers" or "env") as NAME SEP VALUE
+ * into out (room for them all and the NULL), each value a secret:
+ * redacted wherever it shows.  0; 1 with *bad the member that is not a
+ * name of at most max letters, digits, _ and - with a string (one_line:
+ * a string of one line); -1 out of memory. */
+static int
+secret_pairs(struct mcp *m, const cJSON *obj, const char *sep, size_t max,
+	     int one_line, char **out, const char **bad)
+{
+	const cJSON *v;
+	size_t i = 0;
+
+	cJSON_ArrayForEach(v, obj) {
+		if (!cJSON_IsString(v) || !name_ok(v->string, max) ||
+		    (one_line && strpbrk(v->valuestring, "\r\n"))) {
+			*bad = v->string;
+			return 1;
+		}
+		if (asprintf(&out[i], "%s%s%s", v->string, sep,
+			     v->valuestring) < 0) {
+			out[i] = NULL;
+			return -1;
+		}
+		i++;
+		if (add_secret(m, v->valuestring) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Is url one a Streamable HTTP server may have: http:// or https://, a
  * host, no user name or password (they would show in messages)? */
 static int
@@ -193,8 +223,9 @@ parse_http(struct mcp *m, const char *file, const cJSON *def,
 	const cJSON *url = cJSON_GetObjectItemCaseSensitive(def, "url");
 	const cJSON *hd = cJSON_GetObjectItemCaseSensitive(def, "headers");
 	const cJSON *v;
+	const char *bad = NULL;
 	struct mcp_server *s;
-	size_t i;
+	int rc;
 
 	cJSON_ArrayForEach(v, def)
 		if (strcmp(v->string, "type") && strcmp(v->string, "url") &&
@@ -228,24 +259,15 @@ parse_http(struct mcp *m, const char *file, const cJSON *def,
 	    !(s->url = strdup(url->valuestring)) ||
 	    !(s->argv[0] = strdup(url->valuestring)))
 		goto nomem;
-	i = 0;
-	cJSON_ArrayForEach(v, hd) {
-		if (!cJSON_IsString(v) || !name_ok(v->string, 100) ||
-		    strpbrk(v->valuestring, "\r\n")) {
-			server_free(s);
-			return ah_fail(err, AH_EFORMAT, "'%s': server '%s': "
-				       "header '%.100s' must be a name with a "
-				       "one-line string", file, name, v->string);
-		}
-		if (asprintf(&s->headers[i], "%s: %s", v->string,
-			     v->valuestring) < 0) {
-			s->headers[i] = NULL;
-			goto nomem;
-		}
-		i++;
-		if (add_secret(m, v->valuestring) < 0)
-			goto nomem;
+	rc = secret_pairs(m, hd, ": ", 100, 1, s->headers, &bad);
+	if (rc > 0) {
+		server_free(s);
+		return ah_fail(err, AH_EFORMAT, "'%s': server '%s': header "
+			       "'%.100s' must be a name with a one-line string",
+			       file, name, bad);
 	}
+	if (rc < 0)
+		goto nomem;
 	*out = s;
 	return 0;
 nomem:
@@ -270,8 +292,10 @@ parse_server(struct mcp *m, const char *file, const cJSON *def, int trusted,
 	const cJSON *sb = cJSON_GetObjectItemCaseSensitive(def, "sandbox");
 	const cJSON *net = cJSON_GetObjectItemCaseSensitive(def, "network");
 	const cJSON *v;
+	const char *bad = NULL;
 	struct mcp_server *s;
 	size_t n, i, k;
+	int rc;
 
 	(void)trusted;
 	if (!cJSON_IsObject(def))
@@ -338,24 +362,15 @@ parse_server(struct mcp *m, const char *file, const cJSON *def, int trusted,
 		if (!(s->argv[i + 1] = strdup(v->valuestring)))
 			goto nomem;
 	}
-	i = 0;
-	cJSON_ArrayForEach(v, env) {
-		if (!cJSON_IsString(v) || !name_ok(v->string, 200)) {
-			server_free(s);
-			return ah_fail(err, AH_EFORMAT, "'%s': server '%s': "
-				       "\"env\": '%.100s' must be a name of "
-				       "letters, digits, _ and - with a string",
-				       file, name, v->string);
-		}
-		if (asprintf(&s->envset[i], "%s=%s", v->string,
-			     v->valuestring) < 0) {
-			s->envset[i] = NULL;
-			goto nomem;
-		}
-		i++;
-		if (add_secret(m, v->valuestring) < 0)
-			goto nomem;
+	rc = secret_pairs(m, env, "=", 200, 0, s->envset, &bad);
+	if (rc > 0) {
+		server_free(s);
+		return ah_fail(err, AH_EFORMAT, "'%s': server '%s': \"env\": "
+			       "'%.100s' must be a name of letters, digits, _ "
+			       "and - with a string", file, name, bad);
 	}
+	if (rc < 0)
+		goto nomem;
 	*out = s;
 	return 0;
 nomem:
@@ -1449,6 +1464,45 @@ hx_tick(void *ctx, long long sent)
 	return 0;
 }
 
+/* POSTs text over h with the headers of every message (the session's,
+ * the protocol version when given, the configured ones), the answer
+ * read into x as it comes.  http_post's result. */
+static int
+hx_post(struct hx *x, struct http *h, const char *text, const char *version,
+	long *status, char *errbuf, size_t size)
+{
+	struct mcp_server *s = x->s;
+	struct http_io io = { 0 };
+	const char *hdr[40];
+	char *sid = NULL, *ver = NULL;
+	size_t n = 0, i;
+	int r;
+
+	hdr[n++] = "Content-Type: application/json";
+	hdr[n++] = "Accept: application/json, text/event-stream";
+	if (s->session && asprintf(&sid, "Mcp-Session-Id: %s", s->session) >= 0)
+		hdr[n++] = sid;
+	else
+		sid = NULL;
+	if (version && version[0] && asprintf(&ver, "MCP-Protocol-Version: %s",
+					      version) >= 0)
+		hdr[n++] = ver;
+	else
+		ver = NULL;
+	for (i = 0; s->headers[i] && n < sizeof hdr / sizeof *hdr - 1; i++)
+		hdr[n++] = s->headers[i];
+	hdr[n] = NULL;
+	io.header = hx_header;
+	io.body = hx_body;
+	io.tick = hx_tick;
+	io.ctx = x;
+	io.secrets = (const char *const *)x->m->secrets;
+	r = http_post(h, hdr, text, strlen(text), &io, status, errbuf, size);
+	free(sid);
+	free(ver);
+	return r;
+}
+
 /* POSTs msg; with w, reads the answer until the response w waits for.
  * W_DONE, W_TIMEOUT, W_CANCELLED or W_FAILED (the server failed). */
 static int
@@ -1458,12 +1512,9 @@ http_send(struct mcp *m, struct mcp_server *s, const cJSON *msg,
 	struct hx x = { m, s, w, deadline, 0, 0, 0, 0,
 			BUF_INIT(m->opts.max_message),
 			BUF_INIT(m->opts.max_message) };
-	struct http_io io = { 0 };
 	struct ah_error err = { 0 };
-	const char *hdr[40];
-	char *text = cJSON_PrintUnformatted(msg), *sid = NULL, *ver = NULL;
+	char *text = cJSON_PrintUnformatted(msg);
 	char errbuf[512];
-	size_t n = 0, i;
 	long status;
 	int r, rc = W_FAILED;
 
@@ -1472,29 +1523,15 @@ http_send(struct mcp *m, struct mcp_server *s, const cJSON *msg,
 		return W_FAILED;
 	}
 	/* a message sent while an answer streams in (an answer to the
-	 * server's ping) goes on a connection of its own */
+	 * server's ping) goes on a connection of its own, without
+	 * MCP-Protocol-Version */
 	if (s->busy) {
 		struct http *h = http_open(s->url, 10, m->opts.cafile, &err);
 
 		if (!h)
 			goto out;
-		hdr[0] = "Content-Type: application/json";
-		hdr[1] = "Accept: application/json, text/event-stream";
-		n = 2;
-		if (s->session && asprintf(&sid, "Mcp-Session-Id: %s",
-					   s->session) >= 0)
-			hdr[n++] = sid;
-		for (i = 0; s->headers[i] && n < sizeof hdr / sizeof *hdr - 1; i++)
-			hdr[n++] = s->headers[i];
-		hdr[n] = NULL;
 		x.w = NULL;
-		io.header = hx_header;
-		io.body = hx_body;
-		io.tick = hx_tick;
-		io.ctx = &x;
-		io.secrets = (const char *const *)m->secrets;
-		r = http_post(h, hdr, text, strlen(text), &io, &status, errbuf,
-			      sizeof errbuf);
+		r = hx_post(&x, h, text, NULL, &status, errbuf, sizeof errbuf);
 		http_free(h);
 		rc = r == 0 && status >= 200 && status <= 299 ? W_DONE
 							       : W_FAILED;
@@ -1504,24 +1541,9 @@ http_send(struct mcp *m, struct mcp_server *s, const cJSON *msg,
 		server_fail(m, s, "%s", err.msg);
 		goto out;
 	}
-	hdr[n++] = "Content-Type: application/json";
-	hdr[n++] = "Accept: application/json, text/event-stream";
-	if (s->session && asprintf(&sid, "Mcp-Session-Id: %s", s->session) >= 0)
-		hdr[n++] = sid;
-	if (s->version[0] && asprintf(&ver, "MCP-Protocol-Version: %s",
-				      s->version) >= 0)
-		hdr[n++] = ver;
-	for (i = 0; s->headers[i] && n < sizeof hdr / sizeof *hdr - 1; i++)
-		hdr[n++] = s->headers[i];
-	hdr[n] = NULL;
-	io.header = hx_header;
-	io.body = hx_body;
-	io.tick = hx_tick;
-	io.ctx = &x;
-	io.secrets = (const char *const *)m->secrets;
 	s->busy = 1;
-	r = http_post(s->http, hdr, text, strlen(text), &io, &status, errbuf,
-		      sizeof errbuf);
+	r = hx_post(&x, s->http, text, s->version, &status, errbuf,
+		    sizeof errbuf);
 	s->busy = 0;
 	if (x.failed)
 		goto out;
@@ -1567,8 +1589,6 @@ http_send(struct mcp *m, struct mcp_server *s, const cJSON *msg,
 		    "id)" : "");
 out:
 	free(text);
-	free(sid);
-	free(ver);
 	buf_free(&x.body);
 	buf_free(&x.data);
 	return rc;

@@ -1067,6 +1067,18 @@ home_check(struct ro *o, const char *dir)
 		if (exists(f))
 			buf_printf(&protect, "%s\n", f);
 	}
+	/* the user's key (made now if it is not yet) and the last marks of
+	 * the sessions beside it (agent-snap(1), agent-run(1) Sessions): a
+	 * command that replaced it would void every mark and snapshot of
+	 * the user's */
+	{
+		struct ah_error e = { 0 };
+		char key[65];
+
+		if (!o->list && user_key(key, &e) == 0 &&
+		    user_key_dir(f, sizeof f, &e) == 0 && exists(f))
+			buf_printf(&protect, "%s\n", f);
+	}
 	rc = export(o, "AGENT_PROTECT", protect.data ? protect.data : "");
 	buf_free(&protect);
 	if (rc < 0 || export(o, "AGENT_ALLOW_HOME", "1") < 0)
@@ -1410,10 +1422,11 @@ put_all(struct ro *o, const char **model_args, const char *dir)
 	put_var(o, "hooks_open", o->hooks_open ? "1" : "");
 	put_var(o, "amode", o->amode);
 	/* agent-session --prepare's, --open's and --close's options */
-	buf_printf(&flags, "%s%s%s%s%s", o->resume ? " --resume" : o->cont ?
+	buf_printf(&flags, "%s%s%s%s%s%s", o->resume ? " --resume" : o->cont ?
 		   " --continue" : "", o->fork ? " --fork" : "",
 		   o->quiet ? " -q" : "", *o->amode_opt ? " --mode-given" : "",
-		   o->sandbox_opt ? " --sandbox-given" : "");
+		   o->sandbox_opt ? " --sandbox-given" : "",
+		   o->ephemeral ? " --ephemeral" : "");
 	put_var(o, "flags", flags.len ? flags.data + 1 : "");
 	/* the stages' options: a line per model call (its tokens, the share
 	 * of the window in use), streamed on a terminal */

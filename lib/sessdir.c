@@ -557,17 +557,30 @@ ours(struct sessdir *sd, const char *record, const char *transcript,
 		rc = failed(sd, 1, "cannot tell whether session %s in '%s' is "
 			    "yours (%s), so it does not go on: start a new "
 			    "session", sid, sd->workdir, err.msg);
-	else
-		rc = failed(sd, 1, "session %s in '%s' does not go on: %s. A "
-			    "cloned repository, an archive or a copied tree "
-			    "may ship a session whose conversation someone "
-			    "else wrote: start a new session (a task, without "
-			    "-c, --resume, --session, --fork or --rewind). If "
-			    "it is yours (from before agent-run marked its "
+	else {
+		/* (the why first, as a note: the error, bounded, keeps
+		 * the command that claims it whole) */
+		note(sd, 'e', "a cloned repository, an archive or a copied "
+		     "tree may ship a session whose conversation someone else "
+		     "wrote: only a session marked as yours goes on "
+		     "(agent-run(1), Sessions)");
+		rc = failed(sd, 1, "session %s in '%s' does not go on: %s. "
+			    "Start a new session (a task, without -c, "
+			    "--resume, --session, --fork or --rewind); if it "
+			    "is yours (from before agent-run marked its "
 			    "sessions, or from a state directory moved or "
-			    "remounted), read '%s' first, then: agent-session "
+			    "remounted), read %s first, then: agent-session "
 			    "-C '%s' --claim %s", sid, sd->workdir, err.msg,
-			    shown(sd, transcript), sd->workdir, sid);
+			    transcript, sd->workdir, sid);
+		/* (a directory's name too long for that: the command run
+		 * in it) */
+		if (strlen(sd->err.msg) + 1 >= sizeof sd->err.msg)
+			rc = failed(sd, 1, "session %s does not go on: %s. "
+				    "Start a new session; if it is yours, read "
+				    "%s first, then, in the directory: "
+				    "agent-session --claim %s", sid, err.msg,
+				    transcript, sid);
+	}
 	free(named);
 	return rc;
 }

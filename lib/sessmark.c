@@ -179,7 +179,7 @@ latest_of(const char *id, char hex[65], struct ah_error *err)
 	if (fd < 0) {
 		int e = errno;
 
-		if (e == ENOENT) {
+		if (e == ENOENT || e == ENOTDIR) {
 			free(path);
 			return 0;
 		}
@@ -321,9 +321,18 @@ put_mark(cJSON *rec, const struct hashes *h, struct ah_error *err)
 	if (!cJSON_IsString(id))
 		return ah_fail(err, AH_EFORMAT, "the record has no id");
 	sha256_hex(&h->nl, thex);
-	if (mark_of(id->valuestring, h->nlpos, thex, hex, err) < 0 ||
-	    keep_latest(id->valuestring, hex, err) < 0)
+	if (mark_of(id->valuestring, h->nlpos, thex, hex, err) < 0)
 		return -1;
+	/* (a key's directory that cannot be written, the key there: the
+	 * session is marked all the same, and with no last mark kept for
+	 * it, an earlier record put back is not told apart) */
+	{
+		struct ah_error e = { 0 };
+
+		if (keep_latest(id->valuestring, hex, &e) < 0 &&
+		    e.code == AH_ENOMEM)
+			return ah_fail(err, AH_ENOMEM, "out of memory");
+	}
 	if (!(m = cJSON_CreateString(hex)))
 		return ah_fail(err, AH_ENOMEM, "out of memory");
 	if (!(b = cJSON_CreateNumber((double)h->nlpos))) {

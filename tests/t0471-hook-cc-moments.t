@@ -229,4 +229,14 @@ test_expect_success 'agent-run: a child session runs SubagentStop, its parent St
 	test_cmp expect seen
 '
 
+test_expect_success 'agent-run: the words of a UserPromptSubmit hook that blocks (which may quote the task) reach the terminal escaped, on one line' '
+	mkdir w &&
+	hook h "cat >/dev/null; printf \"{\\\"decision\\\":\\\"block\\\",\\\"reason\\\":\\\"no \\\\u001b]52;c;ZXZpbA==\\\\u0007 way\\\\nagent-run: forged\\\"}\"" &&
+	every UserPromptSubmit >h.json &&
+	test_expect_code 1 agent-run -y --hooks h.json -C w "say hi" >answer 2>progress &&
+	test_grep "^agent-run: a UserPromptSubmit hook blocked the task: no \\\\x1b\\]52;c;ZXZpbA==\\\\x07 way\\\\x0aagent-run: forged\$" progress &&
+	test_grep ! "^agent-run: forged" progress &&
+	! grep -q "$(printf "\033")" progress && ! grep -q "$(printf "\007")" progress
+'
+
 test_done

@@ -76,4 +76,15 @@ test_expect_success 'the user who read it claims it: it goes on, the mark kept a
 	test "$(grep -c FORGED requests.jsonl)" = 1
 '
 
+test_expect_success 'where no last mark can be kept beside the key (its directory not writable), the user'\''s session still goes on' '
+	mkdir -p .local/state/agent-harness && : >.local/state/agent-harness/marks &&
+	HOME=$PWD && export HOME &&
+	script_said first >script && start_model script &&
+	mkdir w && agent-run -C w "my own task" </dev/null >answer 2>err &&
+	jq -e "(.session_mark | length) == 64" w/.agent/session.json &&
+	stop_models && script_said "went on" >script && start_model script &&
+	agent-run -c -C w "go on" </dev/null >answer 2>err &&
+	test "$(cat answer)" = "went on"
+'
+
 test_done

@@ -42,7 +42,7 @@ test_expect_success 'a shipped session: -c and --resume refuse it, say why and w
 	cp w/.agent/session.json rec.before &&
 	test_expect_code 1 agent-run -c -C w "go on" </dev/null >answer 2>err &&
 	test_grep "session $ID in .*w'\'' does not go on: its record has no mark" err &&
-	test_grep "start a new session" err &&
+	test_grep "Start a new session" err && test_grep "a cloned repository, .* may ship a session" err &&
 	test_grep "agent-session -C '\''.*w'\'' --claim $ID" err &&
 	test_expect_code 1 agent-run --resume -C w </dev/null >answer 2>err &&
 	test_grep "does not go on: its record has no mark" err &&

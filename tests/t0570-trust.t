@@ -276,6 +276,18 @@ test_expect_success 'with --allow-home, start-up files, ~/.ssh and the trust sto
 	test "$(cat h/dotfiles/zshrc)" = "# zsh" &&
 	test "$(cat h/notes.txt)" = fine
 '
+
+test_expect_success 'with --allow-home, the user'\''s key and the marks beside it stay read-only: a command cannot void them' '
+	cmd="echo 0000000000000000000000000000000000000000000000000000000000000000 >~/.local/state/agent-harness/snap-key; rm -rf ~/.local/state/agent-harness/marks" &&
+	{ script_call bash "$(bash_args "$cmd")" && script_said done; } >script &&
+	start_model script && mkdir h &&
+	HOME="$PWD/h" agent-run -y --allow-home -C h "go" >answer 2>progress &&
+	key=$(cat h/.local/state/agent-harness/snap-key) &&
+	test "$key" != "$(printf %064d 0)" && test ${#key} = 64 &&
+	echo "{\"content\": \"went on\"}" >script && start_model script &&
+	HOME="$PWD/h" agent-run -y --allow-home -c -C h "go on" >answer 2>progress &&
+	test "$(cat answer)" = "went on"
+'
 fi
 
 # --- 10: AGENTS.md only from directories of the user (or root)

@@ -196,6 +196,21 @@ test_expect_success '--sandbox off (the session'"'"'s commands unconfined): serv
 	test_grep "unknown sandbox mode" err
 '
 
+test_expect_success 'an env or headers member that is not a name with a string (headers: of one line): exit 1, named' '
+	echo "{\"mcpServers\": {\"t\": {\"command\": \"x\", \"env\": {\"A=B\": \"x\"}}}}" >bad1 &&
+	echo "{\"mcpServers\": {\"t\": {\"command\": \"x\", \"env\": {\"OK\": 1}}}}" >bad2 &&
+	echo "{\"mcpServers\": {\"h\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:1/\", \"headers\": {\"X Bad\": \"v\"}}}}" >bad3 &&
+	echo "{\"mcpServers\": {\"h\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:1/\", \"headers\": {\"X-T\": \"a\\nb\"}}}}" >bad4 &&
+	test_expect_code 1 bridge --mcp-config bad1 --schema 2>err1 &&
+	test_grep "bad1.: server .t.: \"env\": .A=B. must be a name of letters, digits, _ and - with a string" err1 &&
+	test_expect_code 1 bridge --mcp-config bad2 --schema 2>err2 &&
+	test_grep "bad2.: server .t.: \"env\": .OK. must be a name of letters, digits, _ and - with a string" err2 &&
+	test_expect_code 1 bridge --mcp-config bad3 --schema 2>err3 &&
+	test_grep "bad3.: server .h.: header .X Bad. must be a name with a one-line string" err3 &&
+	test_expect_code 1 bridge --mcp-config bad4 --schema 2>err4 &&
+	test_grep "bad4.: server .h.: header .X-T. must be a name with a one-line string" err4
+'
+
 test_expect_success 'a configuration with an unknown key, a bad name, or no mcpServers: exit 1, named' '
 	echo "{\"mcpServers\": {\"t\": {\"command\": \"x\", \"cwd\": \"/\"}}}" >bad1 &&
 	echo "{\"mcpServers\": {\"a__b\": {\"command\": \"x\"}}}" >bad2 &&

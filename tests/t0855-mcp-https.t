@@ -116,6 +116,36 @@ test_expect_success 'http:// through the proxy of http_proxy (libcurl then, not 
 	! test -e proxy.log
 '
 
+test_expect_success 'every POST carries the session, the configured headers and, once agreed, the version; a ping in the middle of a streamed answer is answered on a connection of its own' '
+	start ping mcp-http.py --sse --ping --headers "$PWD/headers.log" &&
+	jq -nc --arg u "http://127.0.0.1:$(cat ping.port)/mcp" \
+		"{mcpServers: {h: {type: \"http\", url: \$u, headers: {\"X-Token\": \"t0k\"}}}}" >cfg &&
+	call 1 "{\"text\":\"pinged\"}" >calls &&
+	bridge --mcp-config cfg <calls >out 2>err &&
+	test "$(jq -r .content out)" = "pinged (over http)" &&
+	sed -n "1,4p" headers.log >actual &&
+	cat >expect <<-\EOF &&
+	initialize - - t0k
+	notifications/initialized s-1 2025-06-18 t0k
+	tools/list s-1 2025-06-18 t0k
+	tools/call s-1 2025-06-18 t0k
+	EOF
+	test_cmp expect actual &&
+	sed -n "5,\$p" headers.log >actual &&
+	test_line_count = 1 actual &&
+	test_grep "^response s-1 [^ ]* t0k$" actual
+'
+
+test_expect_success 'the value of a configured header is a secret: never in a result' '
+	start plain mcp-http.py &&
+	jq -nc --arg u "http://127.0.0.1:$(cat plain.port)/mcp" \
+		"{mcpServers: {h: {type: \"http\", url: \$u, headers: {\"X-Token\": \"t0k-secret-value\"}}}}" >cfg &&
+	call 1 "{\"text\":\"say t0k-secret-value\"}" >calls &&
+	bridge --mcp-config cfg <calls >out &&
+	test "$(jq -r .content out)" = "say [REDACTED] (over http)" &&
+	test_grep ! t0k-secret out
+'
+
 test_expect_success 'a proxy out of reach: the server could not start, said' '
 	start plain mcp-http.py &&
 	config cfg "http://127.0.0.1:$(cat plain.port)/mcp" &&
