@@ -257,6 +257,13 @@ session_of(const char *record)
 	}
 	free(line);
 	fclose(f);
+	/* none that --begin would not have written: a record a repository
+	 * shipped could name its session so that no file can be named
+	 * after it (300 bytes: put aside, it stopped every new session) */
+	if (id && !session_id_ok(id)) {
+		free(id);
+		id = NULL;
+	}
 	return id;
 }
 
