@@ -16,7 +16,8 @@
  *
  * It fails closed: whenever the events may not name every change, the
  * snapshot is a whole walk, after which the watches and the tree are made
- * again from it.  That is: the first snapshot; an event queue that
+ * again from it.  That is: the first two snapshots (the watches are made
+ * for the second: a stage of --step takes one); an event queue that
  * overflowed; an event about a directory (made, removed, renamed, its
  * mode), about a name that starts with ".git" (.gitignore,
  * .gitattributes, a repository), with no name, or from a watch not known;
@@ -104,6 +105,7 @@ struct fwatch {
 
 struct snap_fast {
 	int off;            /* a whole walk every time, from now on */
+	int walked;         /* a snapshot was taken (the first is unwatched) */
 	int ifd;            /* the inotify, -1 */
 	dev_t dev;
 	struct fwatch *w;
@@ -1139,28 +1141,39 @@ snap_fast_take(struct snap *s, struct snap_fast *f, const struct snap_meta *m,
 	struct buf gone = BUF_INIT(0);
 	char tree[41];
 	cJSON *dirs = NULL;
+	int watch;
 
 	if (!f->off && from_changes(s, f, m, id) == 0)
 		return 0;
 	/* a whole walk: what changed before it is in it, and the watches
-	 * are in place (made after the queue is read) before it begins */
-	if (!f->off) {
+	 * are in place (made after the queue is read) before it begins.
+	 * But not for the first snapshot: a stage of --step takes one only,
+	 * and would pay for watches it never reads (their making, the
+	 * tree's loading, and at its exit the kernel's freeing them, which
+	 * waits a grace period: 14 ms); so the second snapshot is a whole
+	 * walk too, and the third the first from the changes. */
+	watch = !f->off && f->walked;
+	f->walked = 1;
+	if (watch) {
 		drain(f, &gone);
 		buf_free(&gone);
 		if (rewalk(f) < 0) {
 			unwatch(f);
 			f->off = 1;
+			watch = 0;
 		}
 	}
 	if (snap_take_full(s, m, id, tree, &dirs, err) < 0)
 		return -1;
-	if (f->off || load(s, f, id, tree, dirs) < 0) {
+	if (!watch || load(s, f, id, tree, dirs) < 0) {
+		/* (load took dirs, and forgot them on failure) */
+		if (!watch)
+			cJSON_Delete(dirs);
 		/* a submodule, or ls-tree failed: walks from now on */
-		if (!f->off) {
+		else {
 			unwatch(f);
 			f->off = 1;
-		} else
-			cJSON_Delete(dirs);
+		}
 	}
 	return 0;
 }

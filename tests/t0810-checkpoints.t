@@ -79,8 +79,10 @@ for mode in ring step; do
 done
 
 # An empty workspace (no file at all): the ring's stage makes its
-# snapshots from the changes (the empty tree) but for the one after a new
-# file; the file is in it and --rewind-code brings it back, or removes it.
+# snapshots from the changes (the empty tree) but for its first two
+# (whole walks: the watches are made for the second) and the one after a
+# new file; the file is in it and --rewind-code brings it back, or
+# removes it.
 test_expect_success 'ring, an empty workspace: checkpoints from the changes; a file made in it restored and removed' '
 	for c in "echo one" "echo two" "echo new >new.txt" "rm new.txt" "echo five"; do
 		jq -nc --arg c "$c" "{tool_calls: [{name: \"bash\", arguments: {command: \$c}}]}" || return 1
@@ -89,7 +91,7 @@ test_expect_success 'ring, an empty workspace: checkpoints from the changes; a f
 	agent-run -y -C w "do the steps" >answer 2>progress &&
 	test "$(cat answer)" = done && test ! -e w/new.txt &&
 	agent-snap -C w list >list &&
-	jq -e -s "map(.scan) == [\"changes\", \"full\", \"changes\", \"changes\", \"full\"]" list &&
+	jq -e -s "map(.scan) == [\"changes\", \"full\", \"changes\", \"full\", \"full\"]" list &&
 	jq -r "select(.checkpoint) | .checkpoint" w/.agent/transcript.jsonl >ids &&
 	test_line_count = 5 ids &&
 	c3=$(sed -n 3p ids) && c4=$(sed -n 4p ids) &&

@@ -46,6 +46,12 @@ walked() {
 	echo "$1" >../want && test_cmp ../want ../scan
 }
 
+# first_two: the stage's first two snapshots, whole walks both (its
+# watches are made for the second: a stage of --step takes one only)
+first_two() {
+	step && walked full && step && walked full
+}
+
 # a workspace of a few directories and files
 fill() {
 	mkdir -p w/a/deep w/b w/c && cd w &&
@@ -73,7 +79,7 @@ fi
 test_expect_success 'a snapshot from the changes is the tree a whole walk finds' '
 	fill && start_stage &&
 	test_when_finished "exec 3>&-; wait $stage" &&
-	step && walked full &&
+	first_two &&
 	echo more >>a/f1 && step && walked changes &&
 	echo FILE 2 of b >b/f2 && chmod +x b/f2 && step && walked changes &&
 	chmod -x b/f2 && ln -sf a/f1 link && step && walked changes &&
@@ -86,11 +92,31 @@ test_expect_success 'a snapshot from the changes is the tree a whole walk finds'
 	stop_stage
 '
 
+# inotify_fds: how many inotify descriptors the stage holds
+inotify_fds() {
+	n_fds=0
+	for fd in /proc/"$stage"/fd/*; do
+		if [ "$(readlink "$fd")" = "anon_inode:inotify" ]; then
+			n_fds=$((n_fds + 1))
+		fi
+	done
+	echo "$n_fds"
+}
+
+test_expect_success 'the first snapshot makes no watches (a stage of --step takes one only), the second does' '
+	fill && start_stage &&
+	test_when_finished "exec 3>&-; wait $stage" &&
+	step && walked full && test "$(inotify_fds)" = 0 &&
+	step && walked full && test "$(inotify_fds)" = 1 &&
+	echo x >>a/f1 && step && walked changes &&
+	stop_stage
+'
+
 test_expect_success 'a file written through a descriptor kept open (never closed between snapshots)' '
 	fill && start_stage &&
 	test_when_finished "exec 3>&- 4>&-; wait $stage" &&
 	exec 4>>b/f1 &&
-	step && walked full &&
+	first_two &&
 	echo written >&4 && step && walked changes &&
 	echo again >&4 && step && walked changes &&
 	stop_stage
@@ -99,7 +125,7 @@ test_expect_success 'a file written through a descriptor kept open (never closed
 test_expect_success 'an edit of the same size in the second of the snapshot' '
 	fill && start_stage &&
 	test_when_finished "exec 3>&-; wait $stage" &&
-	echo aaaa >c/f1 && step && walked full &&
+	echo aaaa >c/f1 && first_two &&
 	echo bbbb >c/f1 && step && first=$cp &&
 	echo cccc >c/f1 && step &&
 	git --git-dir=.agent/snap/git cat-file -p "$first:c/f1" >../got &&
@@ -113,7 +139,7 @@ test_expect_success 'an edit of the same size in the second of the snapshot' '
 test_expect_success 'an empty workspace: its snapshots from the changes too (the empty tree), a file made in it still taken' '
 	mkdir w && cd w && start_stage &&
 	test_when_finished "exec 3>&-; wait $stage || :" &&
-	step && walked full && test "$(git --git-dir=.agent/snap/git rev-parse "$cp^{tree}")" = 4b825dc642cb6eb9a060e54bf8d69288fbee4904 &&
+	first_two && test "$(git --git-dir=.agent/snap/git rev-parse "$cp^{tree}")" = 4b825dc642cb6eb9a060e54bf8d69288fbee4904 &&
 	step && walked changes && step && walked changes &&
 	echo new >f && step && walked full && with_f=$cp &&
 	echo more >>f && step && walked changes &&
@@ -133,7 +159,7 @@ test_expect_success 'an empty workspace: its snapshots from the changes too (the
 test_expect_success 'a workspace of only ignored files: the empty tree, from the changes' '
 	mkdir w && cd w && printf "*\n" >.gitignore && echo x >a.log && start_stage &&
 	test_when_finished "exec 3>&-; wait $stage" &&
-	step && walked full && test "$(git --git-dir=.agent/snap/git rev-parse "$cp^{tree}")" = 4b825dc642cb6eb9a060e54bf8d69288fbee4904 &&
+	first_two && test "$(git --git-dir=.agent/snap/git rev-parse "$cp^{tree}")" = 4b825dc642cb6eb9a060e54bf8d69288fbee4904 &&
 	step && walked changes &&
 	stop_stage
 '
@@ -141,7 +167,7 @@ test_expect_success 'a workspace of only ignored files: the empty tree, from the
 test_expect_success 'the last file of the workspace removed: the empty tree, from the changes' '
 	mkdir w && cd w && echo one >one && start_stage &&
 	test_when_finished "exec 3>&-; wait $stage" &&
-	step && walked full && rm one && step && walked changes &&
+	first_two && rm one && step && walked changes &&
 	echo new >two && step && walked full &&
 	stop_stage
 '
@@ -149,7 +175,7 @@ test_expect_success 'the last file of the workspace removed: the empty tree, fro
 test_expect_success 'what the changes may not tell: a whole walk' '
 	fill && start_stage &&
 	test_when_finished "exec 3>&-; wait $stage" &&
-	step && walked full &&
+	first_two &&
 	echo new >b/new && step && walked full &&
 	echo edit >>b/new && step && walked changes &&
 	mkdir -p n/m && echo deep >n/m/x && step && walked full &&
@@ -166,7 +192,7 @@ test_expect_success 'what the changes may not tell: a whole walk' '
 test_expect_success 'a file git ignores written again: no whole walk; one new, or no longer ignored, walked for' '
 	fill && echo log >b/x.log && start_stage &&
 	test_when_finished "exec 3>&-; wait $stage" &&
-	step && walked full &&
+	first_two &&
 	echo more >>b/x.log && step && walked changes &&
 	rm b/x.log && step && walked changes &&
 	echo again >b/x.log && echo edit >>a/f1 && step && walked changes &&
@@ -184,7 +210,7 @@ test_expect_success 'a file git ignores written again: no whole walk; one new, o
 test_expect_success 'a directory git ignores: what changes in it is walked for' '
 	fill && printf "build/\n" >>.gitignore && mkdir build && echo o >build/a.o && start_stage &&
 	test_when_finished "exec 3>&-; wait $stage" &&
-	step && walked full &&
+	first_two &&
 	echo more >>build/a.o && step && walked full &&
 	echo new >build/keep.txt && step && walked full &&
 	stop_stage
@@ -194,7 +220,7 @@ test_expect_success 'a .gitignore that is a symbolic link: no file taken as igno
 	fill && printf "*.log\n" >../rules && mkdir r && ln -s ../../rules r/.gitignore &&
 	printf "*.log\n" >.gitignore && echo x >r/x.log && start_stage &&
 	test_when_finished "exec 3>&-; wait $stage" &&
-	step && walked full &&
+	first_two &&
 	echo more >>r/x.log && step && walked full &&
 	stop_stage
 '
@@ -203,7 +229,7 @@ test_expect_success 'a .gitignore that is a symbolic link git ignores: no file t
 	fill && printf "*.log\n" >../rules && mkdir r && ln -s ../../rules r/.gitignore &&
 	printf "*.log\nr/.gitignore\n" >.gitignore && echo x >r/x.log && start_stage &&
 	test_when_finished "exec 3>&-; wait $stage" &&
-	step && walked full &&
+	first_two &&
 	echo more >>r/x.log && step && walked full &&
 	stop_stage
 '
@@ -211,7 +237,7 @@ test_expect_success 'a .gitignore that is a symbolic link git ignores: no file t
 test_expect_success 'a file of two links, written through the other one' '
 	fill && start_stage &&
 	test_when_finished "exec 3>&-; wait $stage" &&
-	ln b/f1 c/twin && step && walked full &&
+	ln b/f1 c/twin && first_two &&
 	echo through the twin >>c/twin && step && walked full &&
 	git --git-dir=.agent/snap/git cat-file -p "$cp:b/f1" >../got &&
 	tail -n 1 ../got >../last && echo "through the twin" >../want && test_cmp ../want ../last &&
@@ -221,7 +247,7 @@ test_expect_success 'a file of two links, written through the other one' '
 test_expect_success 'an event queue that overflowed: a whole walk, nothing lost' '
 	fill && start_stage &&
 	test_when_finished "exec 3>&-; wait $stage" &&
-	step && walked full &&
+	first_two &&
 	limit=$(cat /proc/sys/fs/inotify/max_queued_events) &&
 	i=0 && while [ $i -le "$limit" ]; do
 		: >a/f1 && : >a/f2 && i=$((i + 1))
@@ -234,7 +260,7 @@ test_expect_success 'an event queue that overflowed: a whole walk, nothing lost'
 test_expect_success 'the last snapshot dropped by gc: a whole walk' '
 	fill && start_stage &&
 	test_when_finished "exec 3>&-; wait $stage" &&
-	step && walked full && echo x >>a/f1 && step && walked changes &&
+	first_two && echo x >>a/f1 && step && walked changes &&
 	agent-snap gc --max-age 0 >../gc.out &&
 	agent-snap list >../left && test_line_count = 0 ../left &&
 	echo y >>a/f1 && step && walked full &&
@@ -245,7 +271,7 @@ test_expect_success 'the last snapshot dropped by gc: a whole walk' '
 test_expect_success 'the objects the stage writes are what git writes' '
 	fill && start_stage &&
 	test_when_finished "exec 3>&-; wait $stage" &&
-	step &&
+	step && step &&
 	printf "%s\n" 1 2 3 >a/f1 && printf "\377\376" >b/f2 && ln -sf c/f1 link &&
 	chmod +x c/f2 && step &&
 	git --git-dir=.agent/snap/git fsck --strict --no-dangling >../fsck 2>&1 &&
@@ -260,7 +286,8 @@ test_expect_success 'the objects the stage writes are what git writes' '
 test_expect_success 'checkpoint --full: every snapshot a whole walk' '
 	fill && start_stage --full &&
 	test_when_finished "exec 3>&-; wait $stage" &&
-	step && walked full && echo x >>a/f1 && step && walked full &&
+	step && walked full && step && walked full &&
+	echo x >>a/f1 && step && walked full &&
 	stop_stage
 '
 
