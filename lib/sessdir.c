@@ -735,6 +735,7 @@ sessdir_prepare(struct sessdir *sd)
 	if (var(sd, "todo_fixed", sd->child ? sd->todo : sd->todo_fixed) < 0 ||
 	    var(sd, "state", sd->state) < 0 ||
 	    var(sd, "state_shown", shown(sd, sd->state)) < 0 ||
+	    var(sd, "T_shown", shown(sd, sd->T)) < 0 ||
 	    var(sd, "A", sd->A) < 0 ||
 	    var(sd, "T", sd->T) < 0 || var(sd, "S", sd->S) < 0 ||
 	    var(sd, "L", sd->L) < 0 || var(sd, "todo", sd->todo) < 0)
