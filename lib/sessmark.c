@@ -422,7 +422,9 @@ sessmark_check(const char *record, const char *transcript, const char *id,
 }
 
 /* --claim's session: the current one (its record names id, or it has
- * none), else the one kept in sessions/ */
+ * none), else the one kept in sessions/, else the current one when its
+ * record cannot be read (a power cut while it was written: the refusal
+ * named it old-session, and its claim makes it a record anew) */
 static int
 claim_paths(const char *id, char **rec, char **tr, struct ah_error *err)
 {
@@ -431,7 +433,7 @@ claim_paths(const char *id, char **rec, char **tr, struct ah_error *err)
 	const cJSON *cid;
 	struct stat st;
 	struct ah_error e = { 0 };
-	int here;
+	int here, torn = 0;
 
 	*rec = *tr = NULL;
 	if (asprintf(rec, "%s/session.json", s) < 0 ||
@@ -446,6 +448,7 @@ claim_paths(const char *id, char **rec, char **tr, struct ah_error *err)
 		cJSON_Delete(cur);
 		return 0;
 	}
+	torn = here && !cur;
 	cJSON_Delete(cur);
 	free(*rec);
 	free(*tr);
@@ -455,6 +458,15 @@ claim_paths(const char *id, char **rec, char **tr, struct ah_error *err)
 		goto oom;
 	if (lstat(*tr, &st) == 0)
 		return 0;
+	if (torn) {
+		free(*rec);
+		free(*tr);
+		*rec = *tr = NULL;
+		if (asprintf(rec, "%s/session.json", s) < 0 ||
+		    asprintf(tr, "%s/transcript.jsonl", s) < 0)
+			goto oom;
+		return 0;
+	}
 	return ah_fail(err, AH_EFORMAT, "no session '%s' in '%s' (agent-run "
 		       "--sessions lists them)", id, s);
 oom:
@@ -494,8 +506,10 @@ sessmark_claim(const char *id, char **transcript, struct ah_error *err)
 	if (claim_paths(id, &rec_path, &tr, err) < 0 ||
 	    hash_transcript(tr, 0, &h, err) < 0)
 		goto out;
-	if (access(rec_path, F_OK) < 0 && errno == ENOENT) {
-		/* (a transcript from before records: one made for it) */
+	if ((access(rec_path, F_OK) < 0 && errno == ENOENT) ||
+	    !(rec = session_read(rec_path, err))) {
+		/* (a transcript from before records, or whose record cannot
+		 * be read: one made for it) */
 		session_now(now);
 		if (!(rec = cJSON_CreateObject()) ||
 		    !cJSON_AddStringToObject(rec, "id", id) ||
@@ -506,8 +520,7 @@ sessmark_claim(const char *id, char **transcript, struct ah_error *err)
 			ah_fail(err, AH_ENOMEM, "out of memory");
 			goto out;
 		}
-	} else if (!(rec = session_read(rec_path, err)))
-		goto out;
+	}
 	if (put_mark(rec, &h, 1, err) < 0 ||
 	    session_write(rec_path, rec, err) < 0)
 		goto out;
