@@ -498,7 +498,8 @@ do_reopen(const struct opts *o)
 	redact_json(rec, secrets);
 	if (set_string(rec, "updated", now) || set_string(rec, "status", "running") ||
 	    (pmode && *pmode && (set_string(rec, "permission_mode", pmode) ||
-				 set_mode_mark(rec)))) {
+				 set_mode_mark(rec))) ||
+	    sessmark_reopen(rec, &err) < 0) {
 		cli_warn("out of memory");
 	} else if (session_write(o->record, rec, &err) < 0) {
 		cli_report(&err);

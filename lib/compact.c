@@ -289,10 +289,14 @@ compact_refused(const char *dir, const char *transcript, unsigned long from,
 		return -1;
 	if (n < COMPACT_IN_A_ROW)
 		return 0;
+	/* (a transcript in a state directory is named absolute) */
+	if (*transcript == '/')
+		dir = "";
 	if (buf_printf(msg, "the context is still too large for the model's "
 		       "window after %d compactions in a row; the transcript "
-		       "is %s/%s (raise --context-window if the model allows "
-		       "it, or start a new session)", n, dir, transcript) < 0)
+		       "is %s%s%s (raise --context-window if the model allows "
+		       "it, or start a new session)", n, dir, *dir ? "/" : "",
+		       transcript) < 0)
 		return ah_fail(err, AH_ENOMEM, "out of memory");
 	return 1;
 }

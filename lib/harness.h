@@ -1343,6 +1343,9 @@ int sessmark_check(const char *record, const char *transcript,
  * transcript as it is, under the state directory's lock.  *transcript:
  * its path (the caller's).  0, or -1 with err. */
 int sessmark_claim(const char *id, char **transcript, struct ah_error *err);
+/* A run of the session whose record is rec begins (agent-session
+ * --reopen): lines may follow its mark until it ends (sessmark.c). */
+int sessmark_reopen(const cJSON *rec, struct ah_error *err);
 
 /* --- file.c: whole files, atomically ----------------------------------- */
 

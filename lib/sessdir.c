@@ -234,37 +234,24 @@ lines_of(const char *path)
 	return n;
 }
 
-/* session_of: the id in a session record (its first field, as
- * agent-session writes it); NULL when none */
+/* session_of: the id in a session record, as the mark's check reads it
+ * (session_read: the whole record parsed, never a line that looks like
+ * its start, which a shipped record could hold under another id, and
+ * the refusal would then name a session its claim does not take); NULL
+ * when none, or one that --begin would not have written: a record a
+ * repository shipped could name its session so that no file can be
+ * named after it (300 bytes: put aside, it stopped every new session) */
 static char *
 session_of(const char *record)
 {
-	static const char head[] = "{\"id\":\"";
-	FILE *f = open_read(record);
-	char *line = NULL, *id = NULL;
-	size_t cap = 0, n;
-	ssize_t len;
+	struct ah_error err = { 0 };
+	cJSON *rec = there(record) ? session_read(record, &err) : NULL;
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(rec, "id");
+	char *s = cJSON_IsString(id) && session_id_ok(id->valuestring)
+		? strdup(id->valuestring) : NULL;
 
-	if (!f)
-		return NULL;
-	while (!id && (len = getline(&line, &cap, f)) > 0) {
-		if (strncmp(line, head, sizeof head - 1))
-			continue;
-		n = strspn(line + sizeof head - 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			   "abcdefghijklmnopqrstuvwxyz0123456789._-");
-		if (line[sizeof head - 1 + n] == '"')
-			id = strndup(line + sizeof head - 1, n);
-	}
-	free(line);
-	fclose(f);
-	/* none that --begin would not have written: a record a repository
-	 * shipped could name its session so that no file can be named
-	 * after it (300 bytes: put aside, it stopped every new session) */
-	if (id && !session_id_ok(id)) {
-		free(id);
-		id = NULL;
-	}
-	return id;
+	cJSON_Delete(rec);
+	return s;
 }
 
 /* the last value of "key":"[a-z]*" on each line of path that has one,
@@ -748,6 +735,7 @@ sessdir_prepare(struct sessdir *sd)
 	if (var(sd, "todo_fixed", sd->child ? sd->todo : sd->todo_fixed) < 0 ||
 	    var(sd, "state", sd->state) < 0 ||
 	    var(sd, "state_shown", shown(sd, sd->state)) < 0 ||
+	    var(sd, "T_shown", shown(sd, sd->T)) < 0 ||
 	    var(sd, "A", sd->A) < 0 ||
 	    var(sd, "T", sd->T) < 0 || var(sd, "S", sd->S) < 0 ||
 	    var(sd, "L", sd->L) < 0 || var(sd, "todo", sd->todo) < 0)

@@ -137,7 +137,13 @@ mark_of(const char *id, unsigned long long bytes, const char *thex,
  * key: marks/HASH, HASH that of the state directory's device and inode
  * and the session's id.  A record whose mark is not the one kept there
  * is an earlier one put back, and is refused; a session marked before
- * marks were kept has none there, and its record's mark alone counts. */
+ * marks were kept has none there, and its record's mark alone counts.
+ * With the mark is kept whether a run of the session is open (--begin,
+ * --reopen: a run began, and a kill -9 may leave lines after the mark)
+ * or ended (--end, --claim: the mark covers every whole line).  The last
+ * record of a session at rest (one put aside in sessions/, read by the
+ * commands of a later session) is the last mark, but no line may follow
+ * its bytes: lines after them are not the user's. */
 static int
 latest_path(const char *id, char **path, struct ah_error *err)
 {
@@ -165,11 +171,12 @@ latest_path(const char *id, char **path, struct ah_error *err)
 	return 0;
 }
 
-/* the mark kept for session id: 1 (in hex), 0 (none kept), -1 (err) */
+/* the mark kept for session id: 1 (in hex; *ended: its last run
+ * ended), 0 (none kept), -1 (err) */
 static int
-latest_of(const char *id, char hex[65], struct ah_error *err)
+latest_of(const char *id, char hex[65], int *ended, struct ah_error *err)
 {
-	char *path;
+	char *path, text[80];
 	ssize_t got;
 	int fd;
 
@@ -188,20 +195,27 @@ latest_of(const char *id, char hex[65], struct ah_error *err)
 		return -1;
 	}
 	free(path);
-	got = read(fd, hex, 65);
+	got = read(fd, text, sizeof text);
 	close(fd);
-	/* (anything but a mark is one that no record has) */
-	hex[got == 64 ? 64 : 0] = '\0';
+	/* "HEX ended" or "HEX open" (a bare HEX: open); anything else is a
+	 * mark that no record has */
+	*ended = got == 70 && !memcmp(text + 64, " ended", 6);
+	if (got >= 64) {
+		memcpy(hex, text, 64);
+		hex[64] = '\0';
+	} else
+		hex[0] = '\0';
 	return 1;
 }
 
 /* keep hex as the latest mark of session id (made in a new file, renamed
  * into place: a crash leaves the one before, or this one) */
 static int
-keep_latest(const char *id, const char hex[65], struct ah_error *err)
+keep_latest(const char *id, const char hex[65], int ended,
+	    struct ah_error *err)
 {
-	char *path, *tmp = NULL, *slash;
-	int fd = -1, rc = -1;
+	char *path, *tmp = NULL, *slash, text[80];
+	int fd = -1, rc = -1, n;
 
 	if (latest_path(id, &path, err) < 0)
 		return -1;
@@ -221,7 +235,9 @@ keep_latest(const char *id, const char hex[65], struct ah_error *err)
 		ah_fail_errno(err, errno, "cannot create '%s'", tmp);
 		goto out;
 	}
-	if (write(fd, hex, 64) != 64 || close(fd) < 0) {
+	n = snprintf(text, sizeof text, "%.64s %s", hex,
+		     ended ? "ended" : "open");
+	if (write(fd, text, (size_t)n) != n || close(fd) < 0) {
 		fd = -1;
 		ah_fail_errno(err, errno, "cannot write '%s'", tmp);
 		unlink(tmp);
@@ -272,7 +288,7 @@ mark_holds(const cJSON *rec, const struct hashes *h, struct ah_error *err)
 	const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(rec,
 							      "marked_bytes");
 	char want[65];
-	int rc;
+	int rc, ended = 0;
 
 	if (!cJSON_IsString(mark))
 		return not_ours(err, "its record has no mark");
@@ -290,7 +306,7 @@ mark_holds(const cJSON *rec, const struct hashes *h, struct ah_error *err)
 				"came with the directory, or was copied or "
 				"edited, or the state directory was moved or "
 				"remounted (its device or inode changed)");
-	rc = latest_of(id->valuestring, want, err);
+	rc = latest_of(id->valuestring, want, &ended, err);
 	if (rc < 0)
 		return -1;
 	if (rc == 1 && strcmp(mark->valuestring, want))
@@ -298,6 +314,10 @@ mark_holds(const cJSON *rec, const struct hashes *h, struct ah_error *err)
 				"marked: an earlier copy of it was put back "
 				"(a checkout, a pull or a merge over .agent, "
 				"a backup)");
+	if (rc == 1 && ended && h->nlpos != h->at)
+		return not_ours(err, "lines were added to its transcript after "
+				"its last run ended (a checkout, a pull or a "
+				"merge over .agent)");
 	return 1;
 }
 
@@ -312,7 +332,7 @@ marked_bytes(const cJSON *rec)
 
 /* rec's session_mark and marked_bytes, for the whole lines hashed in h */
 static int
-put_mark(cJSON *rec, const struct hashes *h, struct ah_error *err)
+put_mark(cJSON *rec, const struct hashes *h, int ended, struct ah_error *err)
 {
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(rec, "id");
 	char hex[65], thex[65];
@@ -329,7 +349,7 @@ put_mark(cJSON *rec, const struct hashes *h, struct ah_error *err)
 	{
 		struct ah_error e = { 0 };
 
-		if (keep_latest(id->valuestring, hex, &e) < 0 &&
+		if (keep_latest(id->valuestring, hex, ended, &e) < 0 &&
 		    e.code == AH_ENOMEM)
 			return ah_fail(err, AH_ENOMEM, "out of memory");
 	}
@@ -358,7 +378,25 @@ sessmark_set(cJSON *rec, const char *transcript, int fresh,
 		return -1;
 	if (!fresh && (rc = mark_holds(rec, &h, err)) < 1)
 		return rc;
-	return put_mark(rec, &h, err);
+	return put_mark(rec, &h, !fresh, err);
+}
+
+int
+sessmark_reopen(const cJSON *rec, struct ah_error *err)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(rec, "id");
+	const cJSON *mark = cJSON_GetObjectItemCaseSensitive(rec,
+							     "session_mark");
+	struct ah_error e = { 0 };
+
+	if (!cJSON_IsString(id) || !cJSON_IsString(mark) ||
+	    strlen(mark->valuestring) != 64)
+		return 0;
+	/* (best effort, as put_mark's) */
+	if (keep_latest(id->valuestring, mark->valuestring, 0, &e) < 0 &&
+	    e.code == AH_ENOMEM)
+		return ah_fail(err, AH_ENOMEM, "out of memory");
+	return 0;
 }
 
 int
@@ -470,7 +508,8 @@ sessmark_claim(const char *id, char **transcript, struct ah_error *err)
 		}
 	} else if (!(rec = session_read(rec_path, err)))
 		goto out;
-	if (put_mark(rec, &h, err) < 0 || session_write(rec_path, rec, err) < 0)
+	if (put_mark(rec, &h, 1, err) < 0 ||
+	    session_write(rec_path, rec, err) < 0)
 		goto out;
 	*transcript = tr;
 	tr = NULL;

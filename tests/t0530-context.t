@@ -223,6 +223,8 @@ test_expect_success 'agent-session --compactions: none after two in a row since 
 	jq -nc "{role: \"user\", content: \"S5\", compaction: {keep: 1}}" >>w/t.jsonl &&
 	test_expect_code 1 agent-session -C w --compactions --from 0 --transcript t.jsonl >out &&
 	test_grep "after 2 compactions in a row" out &&
+	test_expect_code 1 agent-session -C w --compactions --from 0 --transcript "$PWD/w/t.jsonl" >out &&
+	test_grep "; the transcript is $PWD/w/t.jsonl (raise" out &&
 	test_expect_code 2 agent-session --compactions --from 0 2>err &&
 	test_grep "say the --transcript FILE" err
 '

@@ -115,10 +115,11 @@ test_expect_success 'the user'\''s own session goes on, run after run; the mark 
 	test "$(cat answer)" = third
 '
 
-test_expect_success 'lines a killed run added after the mark do not stop the session; a transcript put in its place does' '
+test_expect_success 'lines a killed run added after the mark (a run begun, --reopen, never ended) do not stop the session; a transcript put in its place does' '
 	echo "{\"content\": \"first\"}" >first && start_model first &&
 	mkdir w && agent-run -C w "my own task" </dev/null >answer 2>err &&
 	stop_models && rm -f requests.jsonl &&
+	(cd w && agent-session --record .agent/session.json --reopen continue >/dev/null) &&
 	echo "{\"role\":\"user\",\"content\":\"a line added after\"}" >>w/.agent/transcript.jsonl &&
 	echo "{\"content\": \"went on\"}" >script && start_model script &&
 	agent-run -c -C w "go on" </dev/null >answer 2>err &&

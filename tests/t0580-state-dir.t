@@ -167,4 +167,12 @@ else
 test_skip 'sandbox: a command neither sees nor writes the state directory' 'no sandbox here'
 fi
 
+test_expect_success 'agent-run names the transcript in the state directory where it is, when a stage fails' '
+	echo "{\"status\": 500, \"error\": {\"message\": \"down\"}, \"repeat\": true}" >script &&
+	start_model script && mkdir w3 && sd=$PWD/st3 &&
+	test_expect_code 1 agent-run -m scripted -y --state-dir "$sd" -C w3 "x" >answer 2>progress &&
+	test_grep "^agent-run: the agent-step stage failed (exit 7); the transcript is $sd/transcript.jsonl\$" progress &&
+	test -s "$sd/transcript.jsonl"
+'
+
 test_done
