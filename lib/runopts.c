@@ -1086,6 +1086,27 @@ home_check(struct ro *o, const char *dir)
 	return 0;
 }
 
+/* The user's key and the sessions' last marks (agent-snap(1), agent-run(1)
+ * Sessions) inside the workspace (XDG_STATE_HOME there): made now if need
+ * be, and kept read-only in the sandbox (AGENT_PROTECT), as home_check
+ * keeps them when the workspace holds the home directory: a command that
+ * replaced the key would void every mark and snapshot of the user's. */
+static int
+key_check(struct ro *o, const char *dir)
+{
+	struct ah_error e = { 0 };
+	char kd[PATH_MAX], real[PATH_MAX], key[65];
+	const char *was = env_or("AGENT_PROTECT", NULL);
+
+	if (o->list || user_key_dir(kd, sizeof kd, &e) < 0 ||
+	    !(path_within(kd, dir) ||
+	      (realpath(kd, real) && path_within(real, dir))) ||
+	    user_key(key, &e) < 0 || !realpath(kd, real))
+		return 0;
+	return export(o, "AGENT_PROTECT", was && *was ? join(o, was, "\n", real)
+		      : real);
+}
+
 /* The programs we run are those installed beside us, resolved once,
  * now: never a workspace directory's (an activated .venv on PATH), where
  * the model could have put an agent-step, or an rm, that would run
@@ -1568,7 +1589,8 @@ runopts(const char *bin, int argc, char **argv, struct runopts_out *out)
 	if (!o->dir_given && !*o->child && *o->state_dir &&
 	    (o->cont || o->resume || o->list) && state_above(o, dir) < 0)
 		goto out;
-	if (home_check(o, dir) < 0 || programs_check(o, dir) < 0)
+	if (home_check(o, dir) < 0 || programs_check(o, dir) < 0 ||
+	    key_check(o, dir) < 0)
 		goto out;
 	/* (again when the workspace changed) */
 	if (strcmp(dir, dir0) && !(o->path = clean_path(o, o->path, dir)))

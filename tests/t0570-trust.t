@@ -288,6 +288,19 @@ test_expect_success 'with --allow-home, the user'\''s key and the marks beside i
 	HOME="$PWD/h" agent-run -y --allow-home -c -C h "go on" >answer 2>progress &&
 	test "$(cat answer)" = "went on"
 '
+
+test_expect_success 'XDG_STATE_HOME inside the workspace: the user'\''s key there stays read-only to commands' '
+	cmd="echo 0000000000000000000000000000000000000000000000000000000000000000 >st/agent-harness/snap-key; rm -rf st/agent-harness/marks" &&
+	{ script_call bash "$(bash_args "$cmd")" && script_said done; } >script &&
+	start_model script && mkdir w &&
+	XDG_STATE_HOME="$PWD/w/st" agent-run -y -C w "go" >answer 2>progress &&
+	key=$(cat w/st/agent-harness/snap-key) &&
+	test "$key" != "$(printf %064d 0)" && test ${#key} = 64 &&
+	test -d w/st/agent-harness/marks &&
+	echo "{\"content\": \"went on\"}" >script && start_model script &&
+	XDG_STATE_HOME="$PWD/w/st" agent-run -y -c -C w "go on" >answer 2>progress &&
+	test "$(cat answer)" = "went on"
+'
 fi
 
 # --- 10: AGENTS.md only from directories of the user (or root)
