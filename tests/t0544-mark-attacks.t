@@ -87,7 +87,7 @@ test_expect_success 'where no last mark can be kept beside the key (its director
 	test "$(cat answer)" = "went on"
 '
 
-test_expect_success 'a shipped record whose id no file can be named after (too long, a leading dot): a new session still starts, the shipped one put aside' '
+test_expect_success 'a shipped record whose id no file can be named after (too long, a leading dot): a new session still starts, the shipped one put aside (WHEN-N, the first N free)' '
 	mkdir -p w/.agent && user FORGED >w/.agent/transcript.jsonl &&
 	printf "{\"id\":\"%0300d\"}\n" 0 >w/.agent/session.json &&
 	script_said first >script && start_model script &&
@@ -96,9 +96,12 @@ test_expect_success 'a shipped record whose id no file can be named after (too l
 	ls w/.agent/sessions >kept && test_line_count = 2 kept &&
 	test_grep "^[0-9]\{8\}T[0-9]\{6\}Z-0.jsonl\$" kept &&
 	user FORGED >w/.agent/transcript.jsonl && printf "{\"id\":\"..\"}\n" >w/.agent/session.json &&
+	touch -r "$(ls w/.agent/sessions/*Z-0.jsonl)" w/.agent/transcript.jsonl &&
 	stop_models && script_said second >script && start_model script &&
 	agent-run -C w "my own task" </dev/null >answer 2>err &&
 	test "$(cat answer)" = second && test ! -e "w/.agent/sessions/...jsonl" &&
+	ls w/.agent/sessions >kept && test_line_count = 4 kept &&
+	test_grep "^[0-9]\{8\}T[0-9]\{6\}Z-1.jsonl\$" kept &&
 	test_must_fail grep -q FORGED requests.jsonl
 '
 
