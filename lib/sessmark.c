@@ -141,9 +141,11 @@ mark_of(const char *id, unsigned long long bytes, const char *thex,
  * With the mark is kept whether a run of the session is open (--begin,
  * --reopen: a run began, and a kill -9 may leave lines after the mark)
  * or ended (--end, --claim: the mark covers every whole line).  The last
- * record of a session at rest (one put aside in sessions/, read by the
- * commands of a later session) is the last mark, but no line may follow
- * its bytes: lines after them are not the user's. */
+ * record of a session at rest in sessions/ (read by the commands of a
+ * later session) is the last mark, but no line may follow its bytes:
+ * lines after them are not the user's.  (The current session's may: the
+ * user's own hook-audit --tee, agent-compact(1)'s example; a record of
+ * it that a command read is no longer the last once its run ended.) */
 static int
 latest_path(const char *id, char **path, struct ah_error *err)
 {
@@ -280,7 +282,8 @@ not_ours(struct ah_error *err, const char *fmt, ...)
 /* rec's mark checks for the transcript hashed in h: 1, 0 (why in err),
  * -1 (cannot tell: err) */
 static int
-mark_holds(const cJSON *rec, const struct hashes *h, struct ah_error *err)
+mark_holds(const cJSON *rec, const struct hashes *h, int at_rest,
+	   struct ah_error *err)
 {
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(rec, "id");
 	const cJSON *mark = cJSON_GetObjectItemCaseSensitive(rec,
@@ -314,7 +317,7 @@ mark_holds(const cJSON *rec, const struct hashes *h, struct ah_error *err)
 				"marked: an earlier copy of it was put back "
 				"(a checkout, a pull or a merge over .agent, "
 				"a backup)");
-	if (rc == 1 && ended && h->nlpos != h->at)
+	if (rc == 1 && ended && at_rest && h->nlpos != h->at)
 		return not_ours(err, "lines were added to its transcript after "
 				"its last run ended (a checkout, a pull or a "
 				"merge over .agent)");
@@ -376,7 +379,7 @@ sessmark_set(cJSON *rec, const char *transcript, int fresh,
 	if (hash_transcript(transcript, fresh ? 0 : marked_bytes(rec), &h,
 			    err) < 0)
 		return -1;
-	if (!fresh && (rc = mark_holds(rec, &h, err)) < 1)
+	if (!fresh && (rc = mark_holds(rec, &h, 0, err)) < 1)
 		return rc;
 	return put_mark(rec, &h, !fresh, err);
 }
@@ -416,13 +419,15 @@ sessmark_check(const char *record, const char *transcript, const char *id,
 	if (id && (!cJSON_IsString(rid) || strcmp(rid->valuestring, id)))
 		rc = not_ours(err, "its record is that of another session");
 	else if (hash_transcript(transcript, marked_bytes(rec), &h, err) == 0)
-		rc = mark_holds(rec, &h, err);
+		rc = mark_holds(rec, &h, id != NULL, err);
 	cJSON_Delete(rec);
 	return rc;
 }
 
 /* --claim's session: the current one (its record names id, or it has
- * none), else the one kept in sessions/ */
+ * none), else the one kept in sessions/, else the current one when its
+ * record cannot be read (a power cut while it was written: the refusal
+ * named it old-session, and its claim makes it a record anew) */
 static int
 claim_paths(const char *id, char **rec, char **tr, struct ah_error *err)
 {
@@ -431,7 +436,7 @@ claim_paths(const char *id, char **rec, char **tr, struct ah_error *err)
 	const cJSON *cid;
 	struct stat st;
 	struct ah_error e = { 0 };
-	int here;
+	int here, torn = 0;
 
 	*rec = *tr = NULL;
 	if (asprintf(rec, "%s/session.json", s) < 0 ||
@@ -446,6 +451,7 @@ claim_paths(const char *id, char **rec, char **tr, struct ah_error *err)
 		cJSON_Delete(cur);
 		return 0;
 	}
+	torn = here && !cur;
 	cJSON_Delete(cur);
 	free(*rec);
 	free(*tr);
@@ -455,6 +461,15 @@ claim_paths(const char *id, char **rec, char **tr, struct ah_error *err)
 		goto oom;
 	if (lstat(*tr, &st) == 0)
 		return 0;
+	if (torn) {
+		free(*rec);
+		free(*tr);
+		*rec = *tr = NULL;
+		if (asprintf(rec, "%s/session.json", s) < 0 ||
+		    asprintf(tr, "%s/transcript.jsonl", s) < 0)
+			goto oom;
+		return 0;
+	}
 	return ah_fail(err, AH_EFORMAT, "no session '%s' in '%s' (agent-run "
 		       "--sessions lists them)", id, s);
 oom:
@@ -494,8 +509,10 @@ sessmark_claim(const char *id, char **transcript, struct ah_error *err)
 	if (claim_paths(id, &rec_path, &tr, err) < 0 ||
 	    hash_transcript(tr, 0, &h, err) < 0)
 		goto out;
-	if (access(rec_path, F_OK) < 0 && errno == ENOENT) {
-		/* (a transcript from before records: one made for it) */
+	if ((access(rec_path, F_OK) < 0 && errno == ENOENT) ||
+	    !(rec = session_read(rec_path, err))) {
+		/* (a transcript from before records, or whose record cannot
+		 * be read: one made for it) */
 		session_now(now);
 		if (!(rec = cJSON_CreateObject()) ||
 		    !cJSON_AddStringToObject(rec, "id", id) ||
@@ -506,8 +523,7 @@ sessmark_claim(const char *id, char **transcript, struct ah_error *err)
 			ah_fail(err, AH_ENOMEM, "out of memory");
 			goto out;
 		}
-	} else if (!(rec = session_read(rec_path, err)))
-		goto out;
+	}
 	if (put_mark(rec, &h, 1, err) < 0 ||
 	    session_write(rec_path, rec, err) < 0)
 		goto out;
