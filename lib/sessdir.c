@@ -859,35 +859,52 @@ put_aside(struct sessdir *sd, char **old_out)
 {
 	char *old = NULL, *f[3] = { NULL, NULL, NULL }, *mine = NULL;
 	struct stat st;
-	int i, rc = -1;
+	int i, n, named, rc = -1;
 
 	if (!there(sd->T) || stat(sd->T, &st) < 0)
 		return 0;
 	if (session_todo(sd) < 0)
 		return -1;
-	if (!(old = session_of(sd->S))) {
-		char when[32];
-		struct tm tm;
-
-		gmtime_r(&st.st_mtime, &tm);
-		strftime(when, sizeof when, "%Y%m%dT%H%M%SZ", &tm);
-		old = format("%s-0", when);
-	}
-	if (!old || !(f[0] = format("%s/%s.jsonl", sd->A, old)) ||
-	    !(f[1] = format("%s/%s.json", sd->A, old)) ||
-	    !(f[2] = format("%s/%s.todo.json", sd->A, old)) ||
-	    !(mine = state_todo(sd))) {
+	if (!(mine = state_todo(sd))) {
 		oom(sd);
 		goto out;
 	}
 	if (sessions_dir(sd) < 0)
 		goto out;
-	for (i = 0; i < 3; i++)
-		if (there(f[i])) {
+	/* a transcript without the record of its id (none, or an id no file
+	 * can be named after) is named after its time, WHEN-N, with the
+	 * first N whose names are free (two put aside in one second) */
+	named = (old = session_of(sd->S)) != NULL;
+	for (n = 0;; n++) {
+		if (!named) {
+			char when[32];
+			struct tm tm;
+
+			gmtime_r(&st.st_mtime, &tm);
+			strftime(when, sizeof when, "%Y%m%dT%H%M%SZ", &tm);
+			free(old);
+			old = format("%s-%d", when, n);
+		}
+		for (i = 0; i < 3; i++) {
+			free(f[i]);
+			f[i] = NULL;
+		}
+		if (!old || !(f[0] = format("%s/%s.jsonl", sd->A, old)) ||
+		    !(f[1] = format("%s/%s.json", sd->A, old)) ||
+		    !(f[2] = format("%s/%s.todo.json", sd->A, old))) {
+			oom(sd);
+			goto out;
+		}
+		for (i = 0; i < 3 && !there(f[i]); i++)
+			;
+		if (i == 3)
+			break;
+		if (named || n == 99) {
 			failed(sd, 1, "'%s' is in the way of the earlier session",
 			       shown(sd, f[i]));
 			goto out;
 		}
+	}
 	if (stat(sd->todo, &st) == 0) {
 		if (!strcmp(sd->todo, mine) ||
 		    sessdir_todos_ours(sd->T, sd->todo, sd->secrets)) {
