@@ -11,8 +11,9 @@
  *   - the tree of its last snapshot, in memory: the files (path, mode,
  *     blob) and the ids of the directories' trees;
  * and a snapshot is the last one with the paths the events name hashed
- * again, and the trees above them made anew (git hash-object, long-lived
- * processes): no git reads the index, no directory is walked.
+ * again, and the trees above them made anew (the objects written by us,
+ * as git writes loose ones): no git reads the index, no directory is
+ * walked.
  *
  * It fails closed: whenever the events may not name every change, the
  * snapshot is a whole walk, after which the watches and the tree are made
@@ -24,8 +25,8 @@
  * a path that is new (whether git ignores it is git's to say: but a file
  * it ignored at the last whole walk is still ignored, below), that has
  * more than one link (it may have been written through another name),
- * that is neither a file nor a symbolic link, or that hash-object's
- * --stdin-paths cannot take (a newline in it); a directory left without
+ * that is neither a file nor a symbolic link, or whose name git would
+ * quote (a newline in it, a leading double quote); a directory left without
  * files (empty directories are recorded apart; the top left without
  * files is the empty tree, as git writes it: a workspace empty, or of
  * only ignored files, takes the fast path); a submodule in the tree;
