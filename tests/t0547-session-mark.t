@@ -193,4 +193,18 @@ test_expect_success '--claim waits for no agent-run: refused while one holds the
 	test_must_fail jq -e .session_mark w/.agent/session.json
 '
 
+test_expect_success 'a session whose run was killed (begun with --reopen, never ended), put aside by a new session, goes on with --session ID' '
+	echo "{\"content\": \"first\"}" >first && start_model first &&
+	mkdir w9 && agent-run -C w9 "my own task" </dev/null >answer 2>err &&
+	id=$(jq -r .id w9/.agent/session.json) &&
+	(cd w9 && agent-session --record .agent/session.json --reopen continue >/dev/null) &&
+	echo "{\"role\":\"user\",\"content\":\"a line the killed run added\"}" >>w9/.agent/transcript.jsonl &&
+	stop_models && echo "{\"content\": \"second\"}" >script && start_model script &&
+	agent-run -C w9 "another task" </dev/null >answer 2>err &&
+	test -e "w9/.agent/sessions/$id.jsonl" &&
+	stop_models && echo "{\"content\": \"went on\"}" >script && start_model script &&
+	agent-run --session "$id" -c -C w9 "go on" </dev/null >answer 2>err &&
+	test "$(cat answer)" = "went on"
+'
+
 test_done
