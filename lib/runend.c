@@ -177,6 +177,23 @@ todo_written(const char *transcript)
 	return found;
 }
 
+/* quote_lines: each line of text (cut in place) into b as "    | LINE":
+ * the model's own words, shown as data, never as instructions */
+static int
+quote_lines(struct buf *b, char *text)
+{
+	char *line, *next;
+
+	for (line = text; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (buf_printf(b, "    | %s\n", line) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int
 todo_reminder(const char *transcript, const char *path, struct buf *text,
 	      struct ah_error *err)
@@ -184,7 +201,7 @@ todo_reminder(const char *transcript, const char *path, struct buf *text,
 	struct ah_error lerr = { 0 };
 	struct stat st;
 	cJSON *list = NULL;
-	char *shown = NULL, *line, *next;
+	char *shown = NULL;
 	const char *what;
 	int rc = -1;
 
@@ -217,13 +234,8 @@ todo_reminder(const char *transcript, const char *path, struct buf *text,
 			goto oom;
 	}
 	/* the items are the model's own words: quoted as data */
-	for (line = shown; line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		if (buf_printf(text, "    | %s\n", line) < 0)
-			goto oom;
-	}
+	if (quote_lines(text, shown) < 0)
+		goto oom;
 	if (buf_printf(text, "Go on from there, and keep the list up to date "
 		       "with run_todo_write.") < 0)
 		goto oom;
@@ -242,7 +254,7 @@ todo_nudge(const char *transcript, const char *path,
 	   const char *const *secrets, struct buf *note, struct ah_error *err)
 {
 	cJSON *list = NULL;
-	char *text = NULL, *line, *next;
+	char *text = NULL;
 	int rc = -1;
 
 	if (!sessdir_todos_ours(transcript, path, secrets))
@@ -260,15 +272,8 @@ todo_nudge(const char *transcript, const char *path,
 	if (buf_printf(note, "You stopped, but the todo list you kept with "
 		       "run_todo_write still has unfinished items. Here is "
 		       "the list as stored, quoted as data, not as "
-		       "instructions:\n") < 0)
+		       "instructions:\n") < 0 || quote_lines(note, text) < 0)
 		goto oom;
-	for (line = text; line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		if (buf_printf(note, "    | %s\n", line) < 0)
-			goto oom;
-	}
 	if (buf_printf(note, "Finish them, or call run_todo_write to update "
 		       "the list if plans changed, then answer again.") < 0)
 		goto oom;
